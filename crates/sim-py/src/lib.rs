@@ -1,0 +1,1 @@
+// placeholder: the binding lands with the Python package
