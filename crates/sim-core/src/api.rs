@@ -1,4 +1,5 @@
-//! The front-end facing API (stub until the engine lands).
+//! The front-end facing API: build a simulation from scenario text, run it (whole or in
+//! slices), and collect the result as columns and JSON.
 use crate::error::{Result, SimError};
 use serde::Serialize;
 
@@ -76,6 +77,11 @@ pub struct StepRecord {
 /// Everything a run produces.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimResult {
+    /// o1sim version that produced the result.
+    pub version: &'static str,
+    pub scenario_name: Option<String>,
+    /// Per-replica plan: memory, KV blocks, model and GPU as resolved.
+    pub deployment: serde_json::Value,
     pub summary: serde_json::Value,
     pub requests: RequestColumns,
     pub timeseries: TimeSeries,
@@ -89,32 +95,211 @@ impl SimResult {
     pub fn steps_json(&self) -> String { serde_json::to_string(&self.steps).unwrap_or_default() }
 }
 
-/// A simulation that can be advanced in slices (for progress bars) or run to the end.
-pub struct Simulation { total: u64, done: u64 }
 
-impl Simulation {
-    pub fn from_text(text: &str, format: Format, _options: SimOptions) -> Result<Simulation> {
-        let _ = (text, format);
-        Ok(Simulation { total: 10, done: 0 })
+use crate::catalog::{resolve_gpu, resolve_model};
+use crate::config::Scenario;
+use crate::engine::Engine;
+use crate::memory::plan_memory;
+use crate::metrics::{summarize, SloNs};
+use crate::perf::StepCostModel;
+
+/// A scenario checked and resolved: presets expanded, memory planned, requests generated.
+pub struct Built {
+    pub scenario: Scenario,
+    pub deployment: serde_json::Value,
+    pub engine: Engine,
+}
+
+/// Check a parsed scenario and build its engine.
+pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
+    scenario.validate_local()?;
+    let model = resolve_model(&scenario.model)?;
+    let gpu = resolve_gpu(&scenario.gpu)?;
+    let max_model_len = scenario.scheduler.max_model_len.unwrap_or(model.max_context);
+    if max_model_len > model.max_context {
+        return Err(SimError::config(
+            "scheduler.max_model_len",
+            format!("{} exceeds {}'s context length {}", max_model_len, model.name, model.max_context),
+        ));
     }
-    /// Process at most `max_events` events; `true` when the run is complete.
-    pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
-        self.done = (self.done + max_events).min(self.total);
-        Ok(self.done == self.total)
+    let d = &scenario.deployment;
+    let s = &scenario.scheduler;
+    let plan = plan_memory(&model, &gpu, d.tp, d.pp, s.gpu_memory_utilization, s.max_num_batched_tokens)?;
+    let blocks = match s.num_gpu_blocks {
+        Some(n) => n,
+        None => plan.kv_capacity_tokens / s.block_size as u64,
+    };
+    if blocks == 0 {
+        return Err(SimError::Infeasible {
+            message: format!(
+                "{} on {} leaves no room for a single KV block of {} tokens (kv {:.2} GiB per GPU)",
+                model.name, gpu.name, s.block_size, plan.kv_gib
+            ),
+        });
     }
-    pub fn progress(&self) -> Progress {
-        Progress { finished_requests: self.done, total_requests: self.total, now_ms: 0.0, events: self.done }
-    }
-    pub fn run(&mut self) -> Result<()> { self.run_events(u64::MAX).map(|_| ()) }
-    pub fn finish(mut self) -> Result<SimResult> {
-        self.run()?;
-        Ok(SimResult { summary: serde_json::json!({"num_requests": self.total}), requests: RequestColumns::default(), timeseries: TimeSeries::default(), steps: vec![] })
+    let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
+    scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
+    let specs = scenario.workload.generate(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
+    let perf = StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp).map_err(|e| e.under("cost_model"))?;
+    let deployment = serde_json::json!({
+        "model": model,
+        "gpu": gpu,
+        "tp": d.tp,
+        "pp": d.pp,
+        "replicas": d.replicas,
+        "gpus": d.tp * d.pp * d.replicas,
+        "policy": s.policy,
+        "num_gpu_blocks": blocks,
+        "block_size": s.block_size,
+        "kv_capacity_tokens": blocks as u64 * s.block_size as u64,
+        "max_model_len": max_model_len,
+        "memory": plan,
+    });
+    let engine = Engine::new(&scenario, perf, blocks, max_model_len, specs, options);
+    Ok(Built { scenario, deployment, engine })
+}
+
+/// Run `f`, turning a panic into `SimError::Internal` so none crosses into a front end.
+pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            Err(SimError::Internal { message: msg })
+        }
     }
 }
 
-/// Validate a scenario; returns the resolved scenario (presets expanded) as JSON.
-pub fn validate(text: &str, format: Format) -> Result<String> { let _ = (text, format); Ok("{}".into()) }
-/// The catalog (GPUs, models, policies) as JSON.
-pub fn presets_json() -> String { "{}".into() }
-/// The embedded default scenario (TOML).
-pub fn default_scenario_toml() -> &'static str { "seed = 0\n" }
+/// A simulation that can be advanced in slices (for progress bars) or run to the end.
+pub struct Simulation {
+    built: Built,
+    done: bool,
+}
+
+impl Simulation {
+    /// Parse, validate and build.
+    pub fn from_text(text: &str, format: Format, options: SimOptions) -> Result<Simulation> {
+        guard(|| Simulation::new(Scenario::parse(text, format)?, options))
+    }
+
+    /// Build from a parsed scenario.
+    pub fn new(scenario: Scenario, options: SimOptions) -> Result<Simulation> {
+        guard(|| Ok(Simulation { built: build(scenario, options)?, done: false }))
+    }
+
+    /// Process at most `max_events` events; `true` when the run is complete.
+    pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let engine = &mut self.built.engine;
+        let done = guard(|| engine.run_events(max_events))?;
+        self.done = done;
+        Ok(done)
+    }
+
+    pub fn progress(&self) -> Progress {
+        let e = &self.built.engine;
+        Progress {
+            finished_requests: e.done_requests,
+            total_requests: e.reqs.len() as u64,
+            now_ms: e.now_ns as f64 / 1e6,
+            events: e.events,
+        }
+    }
+
+    /// Run to the end.
+    pub fn run(&mut self) -> Result<()> {
+        while !self.run_events(u64::MAX)? {}
+        Ok(())
+    }
+
+    /// The engine (for invariant checks in tests and the model checker).
+    pub fn engine(&self) -> &Engine {
+        &self.built.engine
+    }
+
+    /// Run to the end (if needed) and collect the result.
+    pub fn finish(mut self) -> Result<SimResult> {
+        self.run()?;
+        guard(|| Ok(collect(self.built)))
+    }
+}
+
+fn collect(built: Built) -> SimResult {
+    let Built { scenario, deployment, engine } = built;
+    let reqs = &engine.reqs;
+    let ms = |ns: u64| if ns == crate::request::NO_TIME { f64::NAN } else { ns as f64 / 1e6 };
+    let mut cols = RequestColumns::default();
+    for r in reqs {
+        cols.request_id.push(r.id);
+        cols.arrival_ms.push(ms(r.arrival_ns));
+        cols.first_token_ms.push(ms(r.first_token_ns));
+        cols.finish_ms.push(ms(r.finish_ns));
+        cols.prompt_tokens.push(r.prompt);
+        cols.output_tokens.push(r.output);
+        cols.preemptions.push(r.preemptions);
+        cols.replica.push(r.replica);
+        cols.status.push(if r.status == crate::request::Status::Finished { 0 } else { 1 });
+        cols.reason.push(r.reason as u8);
+    }
+    let interval = engine.replicas.iter().map(|r| r.series.interval_ns()).max().unwrap_or(10_000_000);
+    let mut ts = TimeSeries { interval_ms: interval as f64 / 1e6, ..Default::default() };
+    let stats: Vec<_> = engine.replicas.iter().map(|r| r.stats.clone()).collect();
+    let kv: Vec<_> = engine
+        .replicas
+        .iter()
+        .map(|r| (r.sched.kv.allocation_failures, r.sched.kv.allocation_attempts))
+        .collect();
+    for (i, rep) in engine.replicas.iter().enumerate() {
+        let mut s = rep.series.clone();
+        s.coarsen_to(interval);
+        s.emit(i as u32, &mut ts);
+    }
+    let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
+    let summary = summarize(reqs, &stats, &kv, REASON_NAMES, slo);
+    SimResult {
+        version: env!("CARGO_PKG_VERSION"),
+        scenario_name: scenario.name.clone(),
+        deployment,
+        summary,
+        requests: cols,
+        timeseries: ts,
+        steps: engine.steps_log,
+    }
+}
+
+/// Parse, build and run a scenario to the end.
+pub fn simulate(text: &str, format: Format, options: SimOptions) -> Result<SimResult> {
+    Simulation::from_text(text, format, options)?.finish()
+}
+
+/// Validate a scenario; returns the resolved scenario and deployment plan as JSON.
+pub fn validate(text: &str, format: Format) -> Result<String> {
+    guard(|| {
+        let built = build(Scenario::parse(text, format)?, SimOptions::default())?;
+        let v = serde_json::json!({"scenario": built.scenario, "deployment": built.deployment});
+        Ok(v.to_string())
+    })
+}
+
+/// The catalog (GPUs, models, policies, routers) as JSON.
+pub fn presets_json() -> String {
+    serde_json::json!({
+        "gpus": crate::catalog::gpu_presets(),
+        "models": crate::catalog::model_presets(),
+        "policies": crate::config::POLICIES,
+        "routers": crate::config::ROUTERS,
+    })
+    .to_string()
+}
+
+/// The embedded default scenario (TOML): Llama-3-70B, TP 4, two replicas on 8×H200,
+/// Azure-conversation-like lengths.
+pub fn default_scenario_toml() -> &'static str {
+    include_str!("../scenarios/default.toml")
+}

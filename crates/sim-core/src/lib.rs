@@ -5,9 +5,20 @@
 //! discrete-event engine and metrics. No I/O and no global state: front ends (PyO3, WASM)
 //! hand in scenario text and get data back.
 
+pub mod catalog;
+pub mod config;
+pub mod engine;
 pub mod error;
-
-pub use error::{Result, SimError};
+pub mod kv;
+pub mod memory;
+pub mod metrics;
+pub mod perf;
+pub mod request;
+pub mod rng;
+pub mod sched;
+pub mod workload;
 
 mod api;
+
 pub use api::*;
+pub use error::{Result, SimError};

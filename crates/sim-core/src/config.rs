@@ -1,0 +1,323 @@
+//! The scenario: what a user asks to simulate. Parsed from JSON or TOML text (the front ends
+//! read files), with unknown fields rejected and every rule checked up front, so an error
+//! names the field path and the rule instead of surfacing mid-run.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{GpuInput, ModelInput};
+use crate::error::{check, Result, SimError};
+use crate::perf::CostModelSpec;
+use crate::workload::WorkloadSpec;
+
+/// A whole scenario. Sections mirror the documentation: `seed, model, gpu, deployment,
+/// scheduler, workload, cost_model, slo`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Free-form name, echoed in results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Seed of the one PRNG of the run (workload sampling). Same seed ⇒ same bytes.
+    #[serde(default)]
+    pub seed: u64,
+    /// Model preset name, or a table (`preset` plus overrides, or every field).
+    pub model: ModelInput,
+    /// GPU preset name, or a table (`preset` plus overrides, or every field).
+    pub gpu: GpuInput,
+    #[serde(default)]
+    pub deployment: Deployment,
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+    #[serde(default)]
+    pub workload: WorkloadSpec,
+    /// Execution-time model: `{kind = "roofline"}` (default) or `{kind = "linear", …}`.
+    #[serde(default)]
+    pub cost_model: CostModelSpec,
+    /// Optional latency objectives; goodput counts requests meeting all given ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Slo>,
+}
+
+/// How model replicas are laid out and how arrivals reach them.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Deployment {
+    /// Tensor-parallel degree (GPUs per pipeline stage, one node).
+    pub tp: u32,
+    /// Pipeline-parallel stages per replica.
+    pub pp: u32,
+    /// Number of identical replicas.
+    pub replicas: u32,
+    /// `round_robin` or `least_outstanding_tokens`.
+    pub router: String,
+    /// How long an arrival may wait in the router's dispatch queue for room in some
+    /// replica's waiting queue before it is rejected ("dispatch queue full"). Seed: 500 ms.
+    pub dispatch_timeout_ms: f64,
+}
+
+impl Default for Deployment {
+    fn default() -> Self {
+        Deployment { tp: 1, pp: 1, replicas: 1, router: "round_robin".into(), dispatch_timeout_ms: 500.0 }
+    }
+}
+
+/// The scheduling policies.
+pub const POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro"];
+/// The router policies.
+pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens"];
+
+/// Scheduler and KV-cache settings of one replica. Policy-specific fields are ignored by
+/// the policies that do not use them (documented per field).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerConfig {
+    /// `orca`, `vllm`, `sarathi` or `o1pro`.
+    pub policy: String,
+    /// Tokens per KV block (paged managers; the base unit of the others). Power of two.
+    pub block_size: u32,
+    /// Most requests running at once (vLLM `max_num_seqs`).
+    pub max_num_seqs: u32,
+    /// Token budget of one step (vLLM `max_num_batched_tokens`; orca, vllm, o1pro).
+    pub max_num_batched_tokens: u32,
+    /// Sarathi's fixed per-iteration token budget (decodes + prefill chunks).
+    pub chunk_size: u32,
+    /// o1pro flow control: most tokens of one request in one iteration (seed: 2048).
+    pub max_tokens_per_request: u32,
+    /// Fraction of GPU memory the engine may use (weights + activations + KV).
+    pub gpu_memory_utilization: f64,
+    /// Usable KV blocks per replica, overriding the memory plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_gpu_blocks: Option<u64>,
+    /// Longest prompt + output accepted; defaults to the model's context length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u32>,
+    /// Bound of each replica's waiting queue; arrivals beyond it wait in the router's
+    /// dispatch queue. Unbounded by default except for `o1pro` (4 × max_num_seqs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_waiting: Option<u32>,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            policy: "vllm".into(),
+            block_size: 16,
+            max_num_seqs: 256,
+            max_num_batched_tokens: 8192,
+            chunk_size: 512,
+            max_tokens_per_request: 2048,
+            gpu_memory_utilization: 0.9,
+            num_gpu_blocks: None,
+            max_model_len: None,
+            max_waiting: None,
+        }
+    }
+}
+
+/// Latency objectives (all optional); a request meets the SLO when it finished and meets
+/// every objective given.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+}
+
+/// Parse a scenario from JSON text. Errors name the field path.
+pub fn parse_json(text: &str) -> Result<Scenario> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| SimError::config("", format!("invalid JSON: {e}")))?;
+    from_value(value)
+}
+
+/// Parse a scenario from TOML text. Errors name the field path.
+pub fn parse_toml(text: &str) -> Result<Scenario> {
+    let value: toml::Value =
+        toml::from_str(text).map_err(|e| SimError::config("", format!("invalid TOML: {}", e.to_string().trim())))?;
+    from_value(toml_to_json("", value)?)
+}
+
+/// TOML → JSON value, rejecting NaN/inf (which JSON cannot carry) with their path, and
+/// datetimes (no field takes one).
+fn toml_to_json(path: &str, v: toml::Value) -> Result<serde_json::Value> {
+    use serde_json::Value as J;
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    Ok(match v {
+        toml::Value::String(s) => J::String(s),
+        toml::Value::Integer(i) => J::from(i),
+        toml::Value::Float(f) => {
+            check::finite(path, f)?;
+            J::from(f)
+        }
+        toml::Value::Boolean(b) => J::Bool(b),
+        toml::Value::Datetime(_) => return Err(SimError::config(path, "dates are not accepted here")),
+        toml::Value::Array(a) => J::Array(
+            a.into_iter().enumerate().map(|(i, x)| toml_to_json(&format!("{path}[{i}]"), x)).collect::<Result<_>>()?,
+        ),
+        toml::Value::Table(t) => {
+            let mut m = serde_json::Map::new();
+            for (k, x) in t {
+                let p = join(&k);
+                m.insert(k, toml_to_json(&p, x)?);
+            }
+            J::Object(m)
+        }
+    })
+}
+
+fn from_value(value: serde_json::Value) -> Result<Scenario> {
+    let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        let mut path = e.path().to_string();
+        if path == "." {
+            path.clear();
+        }
+        let msg = e.inner().to_string();
+        // serde reports an unknown field at its parent; name the field itself.
+        if let Some(rest) = msg.strip_prefix("unknown field `") {
+            if let Some(field) = rest.split('`').next() {
+                if !path.ends_with(field) {
+                    path = if path.is_empty() { field.to_string() } else { format!("{path}.{field}") };
+                }
+            }
+        }
+        SimError::config(path, msg)
+    })?;
+    Ok(scenario)
+}
+
+impl Scenario {
+    /// Parse from text in the given format.
+    pub fn parse(text: &str, format: crate::Format) -> Result<Scenario> {
+        match format {
+            crate::Format::Json => parse_json(text),
+            crate::Format::Toml => parse_toml(text),
+        }
+    }
+
+    /// The policy's effective waiting-queue bound.
+    pub fn effective_max_waiting(&self) -> Option<u32> {
+        match (self.scheduler.max_waiting, self.scheduler.policy.as_str()) {
+            (Some(n), _) => Some(n),
+            (None, "o1pro") => Some(self.scheduler.max_num_seqs.saturating_mul(4)),
+            (None, _) => None,
+        }
+    }
+
+    /// Check the rules of the sections this module owns (model/gpu/workload/cost model are
+    /// checked by their own modules when the scenario is built).
+    pub fn validate_local(&self) -> Result<()> {
+        let d = &self.deployment;
+        check::in_range("deployment.tp", d.tp, 1, 64)?;
+        check::in_range("deployment.pp", d.pp, 1, 64)?;
+        check::in_range("deployment.replicas", d.replicas, 1, 100_000)?;
+        if !ROUTERS.contains(&d.router.as_str()) {
+            return Err(check::unknown_name("deployment.router", "router", &d.router, ROUTERS));
+        }
+        check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
+
+        let s = &self.scheduler;
+        if !POLICIES.contains(&s.policy.as_str()) {
+            return Err(check::unknown_name("scheduler.policy", "policy", &s.policy, POLICIES));
+        }
+        if !(1..=1024).contains(&s.block_size) || !s.block_size.is_power_of_two() {
+            return Err(SimError::config(
+                "scheduler.block_size",
+                format!("must be a power of two in 1..=1024 (got {})", s.block_size),
+            ));
+        }
+        check::in_range("scheduler.max_num_seqs", s.max_num_seqs, 1, 1 << 20)?;
+        check::in_range("scheduler.max_num_batched_tokens", s.max_num_batched_tokens, 1, 1 << 24)?;
+        check::in_range("scheduler.chunk_size", s.chunk_size, 1, 1 << 24)?;
+        check::in_range("scheduler.max_tokens_per_request", s.max_tokens_per_request, 1, 1 << 24)?;
+        check::finite("scheduler.gpu_memory_utilization", s.gpu_memory_utilization)?;
+        if !(s.gpu_memory_utilization > 0.0 && s.gpu_memory_utilization <= 1.0) {
+            return Err(SimError::config(
+                "scheduler.gpu_memory_utilization",
+                format!("must be in (0, 1] (got {})", s.gpu_memory_utilization),
+            ));
+        }
+        if let Some(n) = s.num_gpu_blocks {
+            check::in_range("scheduler.num_gpu_blocks", n, 1, 1 << 32)?;
+        }
+        if let Some(n) = s.max_model_len {
+            check::in_range("scheduler.max_model_len", n, 2, 1 << 24)?;
+        }
+        if let Some(n) = s.max_waiting {
+            check::in_range("scheduler.max_waiting", n, 1, 1 << 30)?;
+        }
+        if let Some(slo) = &self.slo {
+            for (name, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms), ("e2e_ms", slo.e2e_ms)] {
+                if let Some(v) = v {
+                    check::positive(&format!("slo.{name}"), v)?;
+                }
+            }
+        }
+        self.cost_model.validate().map_err(|e| e.under("cost_model"))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"{"model": "llama-3-8b", "gpu": "h200"}"#;
+
+    fn with(patch: &str) -> String {
+        let mut base: serde_json::Value = serde_json::from_str(MIN).unwrap();
+        let p: serde_json::Value = serde_json::from_str(patch).unwrap();
+        for (k, v) in p.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        base.to_string()
+    }
+
+    fn err(text: &str) -> SimError {
+        let s = parse_json(text).and_then(|s| s.validate_local().map(|_| s));
+        s.expect_err("should fail")
+    }
+
+    #[test]
+    fn block_size_rule_names_field() {
+        let e = err(&with(r#"{"scheduler": {"block_size": 24}}"#));
+        assert_eq!(e.to_string(), "scheduler.block_size: must be a power of two in 1..=1024 (got 24)");
+    }
+
+    #[test]
+    fn unknown_field_named_with_path() {
+        let e = err(&with(r#"{"scheduler": {"blok_size": 16}}"#));
+        assert_eq!(e.path(), Some("scheduler.blok_size"));
+    }
+
+    #[test]
+    fn unknown_policy_suggests_closest() {
+        let e = err(&with(r#"{"scheduler": {"policy": "vlm"}}"#));
+        assert_eq!(e.path(), Some("scheduler.policy"));
+        assert!(e.to_string().contains("did you mean vllm"), "{e}");
+    }
+
+    #[test]
+    fn toml_nan_is_rejected_with_path() {
+        let e = parse_toml("model='llama-3-8b'\ngpu='h200'\n[scheduler]\ngpu_memory_utilization=nan\n").unwrap_err();
+        assert_eq!(e.path(), Some("scheduler.gpu_memory_utilization"));
+    }
+
+    #[test]
+    fn wrong_type_names_field() {
+        let e = err(&with(r#"{"deployment": {"tp": "four"}}"#));
+        assert_eq!(e.path(), Some("deployment.tp"));
+    }
+
+    #[test]
+    fn zero_blocks_and_bad_utilization() {
+        assert_eq!(err(&with(r#"{"scheduler": {"num_gpu_blocks": 0}}"#)).path(), Some("scheduler.num_gpu_blocks"));
+        assert_eq!(
+            err(&with(r#"{"scheduler": {"gpu_memory_utilization": 1.5}}"#)).path(),
+            Some("scheduler.gpu_memory_utilization")
+        );
+    }
+}

@@ -1,0 +1,485 @@
+//! The discrete-event engine: arrivals, a router, replicas stepping their scheduler, the
+//! execution-time model pricing each step, and metrics.
+//!
+//! Time is integer nanoseconds. Events are ordered by `(time, kind rank, insertion seq)`:
+//! at one instant all step completions are handled first (replica order), then all
+//! arrivals (id order), then the router's queue is drained, then every idle replica with
+//! work starts its next step. So arrivals join at step boundaries, and an idle engine
+//! starts at the next arrival.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::api::{StepRecord, SimOptions};
+use crate::config::Scenario;
+use crate::error::{Result, SimError};
+use crate::kv::{o1pro_block_size, KvMode, KvPool};
+use crate::metrics::{ReplicaStats, Series, StepSample};
+use crate::perf::{BatchShape, PrefillItem, StepCostModel};
+use crate::request::{Reason, Req, Status, NO_TIME};
+use crate::sched::{Params, SchedState};
+use crate::workload::RequestSpec;
+
+/// One model replica.
+pub struct Replica {
+    pub sched: SchedState,
+    pub busy: bool,
+    pub step_start_ns: u64,
+    /// Σ (prompt + output − generated) over unfinished requests dispatched here.
+    pub outstanding_tokens: u64,
+    pub series: Series,
+    pub stats: ReplicaStats,
+}
+
+/// Router policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Router {
+    RoundRobin,
+    LeastOutstandingTokens,
+}
+
+/// The state of a running simulation.
+pub struct Engine {
+    pub reqs: Vec<Req>,
+    /// Request ids in arrival order.
+    arrival_order: Vec<u32>,
+    next_arrival: usize,
+    pub replicas: Vec<Replica>,
+    params: Params,
+    perf: StepCostModel,
+    router: Router,
+    rr_next: usize,
+    max_waiting: Option<u32>,
+    dispatch_timeout_ns: u64,
+    dispatch: VecDeque<u32>,
+    max_model_len: u32,
+    /// Pending step completions: (time, seq, replica).
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    seq: u64,
+    pub now_ns: u64,
+    order_counter: i64,
+    pub events: u64,
+    pub done_requests: u64,
+    options: SimOptions,
+    pub steps_log: Vec<StepRecord>,
+    prefill_buf: Vec<PrefillItem>,
+    finished_buf: Vec<u32>,
+}
+
+impl Engine {
+    /// Build an engine from a validated scenario, its cost model, KV pool size and requests.
+    pub fn new(
+        scenario: &Scenario,
+        perf: StepCostModel,
+        num_blocks: u32,
+        max_model_len: u32,
+        specs: Vec<RequestSpec>,
+        options: SimOptions,
+    ) -> Engine {
+        let (params, mode) = Params::for_policy(&scenario.scheduler);
+        let bs = scenario.scheduler.block_size;
+        let reqs: Vec<Req> = {
+            let mut v: Vec<Req> = specs
+                .iter()
+                .map(|s| Req {
+                    id: s.id,
+                    arrival_ns: s.arrival_ns,
+                    prompt: s.prompt_tokens,
+                    output: s.output_tokens,
+                    priority: s.priority,
+                    status: Status::Pending,
+                    replica: -1,
+                    computed: 0,
+                    generated: 0,
+                    prefill_target: 0,
+                    first_sched_ns: NO_TIME,
+                    first_token_ns: NO_TIME,
+                    finish_ns: NO_TIME,
+                    preemptions: 0,
+                    reason: Reason::None,
+                    req_block: if mode == KvMode::PagedPerRequest {
+                        o1pro_block_size(s.prompt_tokens.saturating_add(s.output_tokens)).max(bs)
+                    } else {
+                        bs
+                    },
+                    blocks: Vec::new(),
+                    order: 0,
+                })
+                .collect();
+            v.sort_by_key(|r| r.id);
+            v
+        };
+        // `specs` come sorted by (arrival, id).
+        let arrival_order = specs.iter().map(|s| s.id).collect();
+        let replicas = (0..scenario.deployment.replicas)
+            .map(|_| Replica {
+                sched: SchedState::new(KvPool::new(mode, bs, num_blocks)),
+                busy: false,
+                step_start_ns: 0,
+                outstanding_tokens: 0,
+                series: Series::default(),
+                stats: ReplicaStats::default(),
+            })
+            .collect();
+        Engine {
+            reqs,
+            arrival_order,
+            next_arrival: 0,
+            replicas,
+            params,
+            perf,
+            router: if scenario.deployment.router == "least_outstanding_tokens" {
+                Router::LeastOutstandingTokens
+            } else {
+                Router::RoundRobin
+            },
+            rr_next: 0,
+            max_waiting: scenario.effective_max_waiting(),
+            dispatch_timeout_ns: (scenario.deployment.dispatch_timeout_ms * 1e6).round() as u64,
+            dispatch: VecDeque::new(),
+            max_model_len,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            now_ns: 0,
+            order_counter: 0,
+            events: 0,
+            done_requests: 0,
+            options,
+            steps_log: Vec::new(),
+            prefill_buf: Vec::new(),
+            finished_buf: Vec::new(),
+        }
+    }
+
+    /// Is every request finished or rejected?
+    pub fn is_done(&self) -> bool {
+        self.done_requests == self.reqs.len() as u64
+    }
+
+    /// Advance through at most `max_events` events (step completions and arrivals, each
+    /// counted once). Returns `true` when the run is complete.
+    pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
+        let mut budget = max_events;
+        while budget > 0 {
+            let t_arr = self.arrival_order.get(self.next_arrival).map(|&id| self.reqs[id as usize].arrival_ns);
+            let t_step = self.heap.peek().map(|Reverse((t, _, _))| *t);
+            let t = match (t_arr, t_step) {
+                (None, None) => break,
+                (Some(a), None) => a,
+                (None, Some(s)) => s,
+                (Some(a), Some(s)) => a.min(s),
+            };
+            self.now_ns = t;
+            while let Some(Reverse((ts, _, rep))) = self.heap.peek().copied() {
+                if ts != t {
+                    break;
+                }
+                self.heap.pop();
+                self.finish_step(rep as usize);
+                self.events += 1;
+                budget = budget.saturating_sub(1);
+            }
+            while let Some(&id) = self.arrival_order.get(self.next_arrival) {
+                if self.reqs[id as usize].arrival_ns != t {
+                    break;
+                }
+                self.next_arrival += 1;
+                self.arrive(id);
+                self.events += 1;
+                budget = budget.saturating_sub(1);
+            }
+            self.drain_dispatch();
+            self.kick_idle()?;
+        }
+        if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() {
+            // Nothing more can happen: whatever is still in the router queue times out.
+            while let Some(id) = self.dispatch.pop_front() {
+                let deadline = self.reqs[id as usize].arrival_ns + self.dispatch_timeout_ns;
+                self.reject(id, Reason::DispatchQueueFull, deadline);
+            }
+            if !self.is_done() {
+                let stuck = self.reqs.iter().filter(|r| !matches!(r.status, Status::Finished | Status::Rejected)).count();
+                return Err(SimError::Stalled {
+                    message: format!(
+                        "simulation stopped making progress at t = {:.3} ms with {stuck} request(s) unfinished \
+                         and no replica able to schedule them",
+                        self.now_ns as f64 / 1e6
+                    ),
+                });
+            }
+            return Ok(true);
+        }
+        Ok(self.is_done() && self.heap.is_empty())
+    }
+
+    fn reject(&mut self, id: u32, reason: Reason, at_ns: u64) {
+        let r = &mut self.reqs[id as usize];
+        r.status = Status::Rejected;
+        r.reason = reason;
+        r.finish_ns = at_ns;
+        self.done_requests += 1;
+    }
+
+    /// Admission control at arrival, then routing.
+    fn arrive(&mut self, id: u32) {
+        let r = &self.reqs[id as usize];
+        let total = r.prompt as u64 + r.output as u64;
+        if total > self.max_model_len as u64 {
+            return self.reject(id, Reason::TooLong, self.now_ns);
+        }
+        // Never-fit: the most KV the request can ever hold (the last token's KV is never
+        // written; Orca reserves prompt + output) must fit an empty pool.
+        let pool = &self.replicas[0].sched.kv;
+        let max_len = if pool.mode == KvMode::Contiguous { total } else { total - 1 } as u32;
+        if pool.units_for(max_len.max(1), r.req_block) > pool.total() {
+            return self.reject(id, Reason::KvTooSmall, self.now_ns);
+        }
+        self.reqs[id as usize].status = Status::Dispatching;
+        self.dispatch.push_back(id);
+    }
+
+    fn has_room(&self, rep: usize) -> bool {
+        self.max_waiting.is_none_or(|m| (self.replicas[rep].sched.waiting.len() as u32) < m)
+    }
+
+    /// The replica the router picks for the next request, among those with queue room.
+    fn pick_replica(&mut self) -> Option<usize> {
+        let n = self.replicas.len();
+        match self.router {
+            Router::RoundRobin => {
+                for k in 0..n {
+                    let rep = (self.rr_next + k) % n;
+                    if self.has_room(rep) {
+                        self.rr_next = (rep + 1) % n;
+                        return Some(rep);
+                    }
+                }
+                None
+            }
+            Router::LeastOutstandingTokens => (0..n)
+                .filter(|&i| self.has_room(i))
+                .min_by_key(|&i| (self.replicas[i].outstanding_tokens, i)),
+        }
+    }
+
+    /// Move requests from the router's queue to replicas while there is room; requests
+    /// that waited past the timeout are rejected at their deadline. Room only appears at
+    /// step boundaries, where this runs, so the lazy check is exact.
+    fn drain_dispatch(&mut self) {
+        while let Some(&id) = self.dispatch.front() {
+            let deadline = self.reqs[id as usize].arrival_ns + self.dispatch_timeout_ns;
+            if self.now_ns > deadline {
+                self.dispatch.pop_front();
+                self.reject(id, Reason::DispatchQueueFull, deadline);
+                continue;
+            }
+            let Some(rep) = self.pick_replica() else { break };
+            self.dispatch.pop_front();
+            self.order_counter += 1;
+            let order = self.order_counter;
+            let replica = &mut self.replicas[rep];
+            let r = &mut self.reqs[id as usize];
+            r.replica = rep as i32;
+            replica.outstanding_tokens += (r.prompt + r.output) as u64;
+            replica.sched.enqueue(&self.params, r, order);
+        }
+    }
+
+    /// Start a step on every idle replica that has work.
+    fn kick_idle(&mut self) -> Result<()> {
+        for rep in 0..self.replicas.len() {
+            if self.replicas[rep].busy {
+                continue;
+            }
+            // Retry while the scheduler only preempted (vLLM calls schedule() again).
+            for _attempt in 0..4 {
+                let st = &self.replicas[rep].sched;
+                if st.waiting.is_empty() && st.running.is_empty() {
+                    break;
+                }
+                if self.start_step(rep) {
+                    break;
+                }
+                if self.replicas[rep].sched.preempted.is_empty() {
+                    return Err(SimError::Stalled {
+                        message: format!(
+                            "replica {rep} is idle with {} waiting and {} running request(s) but schedules nothing \
+                             at t = {:.3} ms",
+                            self.replicas[rep].sched.waiting.len(),
+                            self.replicas[rep].sched.running.len(),
+                            self.now_ns as f64 / 1e6
+                        ),
+                    });
+                }
+            }
+            self.drain_dispatch();
+        }
+        Ok(())
+    }
+
+    /// Ask the policy for a plan, price it, schedule its completion. `false` if empty.
+    fn start_step(&mut self, rep: usize) -> bool {
+        let now = self.now_ns;
+        let replica = &mut self.replicas[rep];
+        let st = &mut replica.sched;
+        st.schedule(&self.params, &mut self.reqs);
+        if st.plan.is_empty() {
+            return false;
+        }
+        self.prefill_buf.clear();
+        let (mut prefill_tokens, mut decode_seqs, mut decode_ctx, mut ctx_after, mut sampled) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut tokens = 0u32;
+        for &(id, n) in &st.plan {
+            let r = &mut self.reqs[id as usize];
+            if r.first_sched_ns == NO_TIME {
+                r.first_sched_ns = now;
+            }
+            let after = (r.computed + n) as u64;
+            ctx_after += after;
+            tokens += n;
+            if r.in_prefill() {
+                prefill_tokens += n as u64;
+                self.prefill_buf.push(PrefillItem { new_tokens: n, context_before: r.computed });
+                if r.computed + n >= r.num_tokens() {
+                    sampled += 1;
+                }
+            } else {
+                decode_seqs += 1;
+                decode_ctx += after;
+                sampled += 1;
+            }
+        }
+        let shape = BatchShape {
+            prefill: &self.prefill_buf,
+            prefill_tokens,
+            decode_seqs,
+            decode_context_sum: decode_ctx,
+            context_sum_after: ctx_after,
+            sampled,
+        };
+        let dur = self.perf.step_ns(&shape).max(1);
+        replica.busy = true;
+        replica.step_start_ns = now;
+        // Metrics of the step (KV state as allocated for it).
+        let total = st.kv.total().max(1) as f64;
+        let used_units = st.kv.used_units();
+        let kv_usage = used_units as f64 / total;
+        let s = &mut replica.stats;
+        s.steps += 1;
+        s.busy_ns += dur;
+        s.kv_usage_ns += kv_usage * dur as f64;
+        s.kv_peak = s.kv_peak.max(kv_usage);
+        s.prefill_tokens += prefill_tokens;
+        s.decode_tokens += decode_seqs;
+        s.max_batch = s.max_batch.max(st.plan.len() as u32);
+        s.batch_sum += st.plan.len() as u64;
+        let reserved_slots = used_units as u64 * st.kv.block_size as u64;
+        if reserved_slots > 0 {
+            let used = (st.used_slots + tokens as u64).min(reserved_slots);
+            s.frag_ns += (1.0 - used as f64 / reserved_slots as f64) * dur as f64;
+            s.frag_weight_ns += dur as f64;
+        }
+        replica.series.record(&StepSample {
+            start_ns: now,
+            dur_ns: dur,
+            batch: st.plan.len() as u32,
+            tokens,
+            kv_usage,
+            waiting: st.waiting.len() as u32,
+            running: st.running.len() as u32,
+        });
+        self.seq += 1;
+        self.heap.push(Reverse((now + dur, self.seq, rep as u32)));
+        true
+    }
+
+    /// Apply a completed step: progress, tokens, finishes, freed blocks.
+    fn finish_step(&mut self, rep: usize) {
+        let now = self.now_ns;
+        let replica = &mut self.replicas[rep];
+        replica.busy = false;
+        let st = &mut replica.sched;
+        self.finished_buf.clear();
+        for &(id, n) in &st.plan {
+            let r = &mut self.reqs[id as usize];
+            r.computed += n;
+            st.used_slots += n as u64;
+            if r.computed >= r.num_tokens() {
+                r.generated += 1;
+                replica.outstanding_tokens -= 1;
+                if r.generated == 1 {
+                    r.first_token_ns = now;
+                }
+                if r.generated >= r.output {
+                    st.kv.release(&mut r.blocks);
+                    st.used_slots -= r.computed as u64;
+                    r.status = Status::Finished;
+                    r.finish_ns = now;
+                    replica.outstanding_tokens -= r.prompt as u64;
+                    self.done_requests += 1;
+                    self.finished_buf.push(id);
+                }
+            }
+        }
+        if !self.finished_buf.is_empty() {
+            let reqs = &self.reqs;
+            st.running.retain(|&id| reqs[id as usize].status == Status::Running);
+        }
+        if self.options.record_steps {
+            self.steps_log.push(StepRecord {
+                replica: rep as u32,
+                start_ms: replica.step_start_ns as f64 / 1e6,
+                end_ms: now as f64 / 1e6,
+                scheduled: st.plan.clone(),
+                preempted: st.preempted.clone(),
+                finished: self.finished_buf.clone(),
+                free_blocks_after: st.kv.free_units() as u64,
+            });
+        }
+    }
+
+    /// Check the block-accounting and state invariants (tests, model checker).
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        for (i, rep) in self.replicas.iter().enumerate() {
+            let kv = &rep.sched.kv;
+            let mut seen = vec![false; kv.total() as usize];
+            let mut mark = |u: u32, who: &str| -> std::result::Result<(), String> {
+                let slot = seen.get_mut(u as usize).ok_or(format!("replica {i}: unit {u} out of range"))?;
+                if *slot {
+                    return Err(format!("replica {i}: unit {u} held twice ({who})"));
+                }
+                *slot = true;
+                Ok(())
+            };
+            for &u in kv.free_list() {
+                mark(u, "free list")?;
+            }
+            let mut held = 0usize;
+            for r in self.reqs.iter().filter(|r| r.replica == i as i32) {
+                if r.status != Status::Running && !r.blocks.is_empty() {
+                    return Err(format!("request {} holds blocks while {:?}", r.id, r.status));
+                }
+                for &u in &r.blocks {
+                    mark(u, &format!("request {}", r.id))?;
+                }
+                held += r.blocks.len();
+            }
+            if held + kv.free_units() as usize != kv.total() as usize {
+                return Err(format!("replica {i}: free {} + used {held} != total {}", kv.free_units(), kv.total()));
+            }
+            let running: Vec<u32> = rep.sched.running.clone();
+            let mut sorted = running.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if sorted.len() != running.len() {
+                return Err(format!("replica {i}: a request is in running twice"));
+            }
+            for id in rep.sched.waiting.iter() {
+                if running.contains(&id) {
+                    return Err(format!("request {id} both waiting and running"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

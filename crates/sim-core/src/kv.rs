@@ -1,0 +1,152 @@
+//! KV-cache managers. All three share one pool of fixed-size *units* of `block_size` token
+//! slots with an O(1) free list of unit ids; they differ in how many units a request holds
+//! for a given length:
+//! - `Paged`: vLLM's paged attention — ⌈len / block⌉ blocks, grown as the request grows.
+//! - `PagedPerRequest`: o1pro — each request has its own block size (16/32/64 by length,
+//!   seed §2), a block of size b being b / block_size units; larger blocks waste more slots
+//!   (internal fragmentation) but need fewer block-table entries on very long contexts.
+//! - `Contiguous`: Orca — the whole prompt + maximum output is reserved at admission.
+//!
+//! Units are real ids so that double allocation and leaks are observable (property tests and
+//! the model checker check them), not just counters.
+
+use serde::Serialize;
+
+/// Which manager a pool implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvMode {
+    Contiguous,
+    Paged,
+    PagedPerRequest,
+}
+
+/// The per-request block size o1pro picks from the request's longest length (seed §2):
+/// more than 64,000 tokens → 64, more than 16,000 → 32, otherwise 16.
+pub fn o1pro_block_size(max_len: u32) -> u32 {
+    if max_len > 64_000 {
+        64
+    } else if max_len > 16_000 {
+        32
+    } else {
+        16
+    }
+}
+
+/// A pool of KV units with accounting.
+#[derive(Debug, Clone)]
+pub struct KvPool {
+    pub mode: KvMode,
+    /// Token slots per unit.
+    pub block_size: u32,
+    total: u32,
+    free: Vec<u32>,
+    /// Failed allocation attempts (growth or admission refused for lack of units).
+    pub allocation_failures: u64,
+    /// All allocation attempts.
+    pub allocation_attempts: u64,
+}
+
+impl KvPool {
+    /// A pool of `total` units of `block_size` slots. Ids are handed out lowest first.
+    pub fn new(mode: KvMode, block_size: u32, total: u32) -> Self {
+        KvPool { mode, block_size, total, free: (0..total).rev().collect(), allocation_failures: 0, allocation_attempts: 0 }
+    }
+
+    pub fn total(&self) -> u32 {
+        self.total
+    }
+
+    pub fn free_units(&self) -> u32 {
+        self.free.len() as u32
+    }
+
+    pub fn used_units(&self) -> u32 {
+        self.total - self.free.len() as u32
+    }
+
+    /// Units needed to hold `len` token slots for a request whose own block size is
+    /// `req_block` (only `PagedPerRequest` uses it).
+    #[inline]
+    pub fn units_for(&self, len: u32, req_block: u32) -> u32 {
+        match self.mode {
+            KvMode::Paged | KvMode::Contiguous => len.div_ceil(self.block_size),
+            KvMode::PagedPerRequest => {
+                let per_block = (req_block / self.block_size).max(1);
+                len.div_ceil(req_block.max(self.block_size)) * per_block
+            }
+        }
+    }
+
+    /// Would `len` slots fit for a request now holding `held` units?
+    #[inline]
+    pub fn fits(&self, len: u32, req_block: u32, held: usize) -> bool {
+        (self.units_for(len, req_block) as usize).saturating_sub(held) <= self.free.len()
+    }
+
+    /// Grow `table` so that it covers `len` slots. On failure nothing changes and `false`
+    /// is returned (the caller preempts or waits); the failure is counted.
+    #[inline]
+    pub fn grow(&mut self, table: &mut Vec<u32>, len: u32, req_block: u32) -> bool {
+        let need = (self.units_for(len, req_block) as usize).saturating_sub(table.len());
+        if need == 0 {
+            return true;
+        }
+        self.allocation_attempts += 1;
+        if need > self.free.len() {
+            self.allocation_failures += 1;
+            return false;
+        }
+        let at = self.free.len() - need;
+        table.extend(self.free.drain(at..).rev());
+        true
+    }
+
+    /// Count a refused admission (checked with [`KvPool::fits`] without allocating).
+    pub fn note_refusal(&mut self) {
+        self.allocation_attempts += 1;
+        self.allocation_failures += 1;
+    }
+
+    /// Return every unit of `table` to the pool.
+    #[inline]
+    pub fn release(&mut self, table: &mut Vec<u32>) {
+        self.free.extend(table.drain(..).rev());
+    }
+
+    /// The free list (for invariant checks).
+    pub fn free_list(&self) -> &[u32] {
+        &self.free
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paged_grows_by_blocks_and_releases() {
+        let mut p = KvPool::new(KvMode::Paged, 16, 4);
+        let mut t = Vec::new();
+        assert!(p.grow(&mut t, 17, 16));
+        assert_eq!(t.len(), 2);
+        assert!(p.grow(&mut t, 32, 16));
+        assert_eq!(t.len(), 2, "32 slots still fit in two blocks");
+        assert!(!p.grow(&mut t, 80, 16), "five blocks do not fit in four");
+        assert_eq!(p.free_units(), 2);
+        assert_eq!(p.allocation_failures, 1);
+        p.release(&mut t);
+        assert_eq!(p.free_units(), 4);
+    }
+
+    #[test]
+    fn per_request_blocks_waste_more_slots() {
+        let p = KvPool::new(KvMode::PagedPerRequest, 16, 1000);
+        // 100 tokens in 64-token blocks: 2 blocks = 8 units (128 slots), vs 7 units at 16.
+        assert_eq!(p.units_for(100, 64), 8);
+        assert_eq!(p.units_for(100, 16), 7);
+        assert_eq!(o1pro_block_size(70_000), 64);
+        assert_eq!(o1pro_block_size(20_000), 32);
+        assert_eq!(o1pro_block_size(16_000), 16);
+    }
+}

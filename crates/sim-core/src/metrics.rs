@@ -1,0 +1,281 @@
+//! Metrics: per-replica time series with bounded memory, and the run summary.
+
+use serde_json::{json, Map, Value};
+
+use crate::request::{Req, Status, NO_TIME};
+
+/// Buckets per series before the interval doubles (so memory stays bounded on any run).
+const MAX_BUCKETS: usize = 2048;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket {
+    weight: f64,
+    batch: f64,
+    tokens: f64,
+    kv: f64,
+    waiting: f64,
+    running: f64,
+}
+
+/// A time series of one replica: step-duration-weighted means per bucket. Starts at 10 ms
+/// buckets and doubles the interval (merging pairs) whenever it would exceed
+/// `MAX_BUCKETS`, so a run of any length keeps ≤ 2048 rows per replica.
+#[derive(Debug, Clone)]
+pub struct Series {
+    interval_ns: u64,
+    buckets: Vec<Bucket>,
+}
+
+impl Default for Series {
+    fn default() -> Self {
+        Series { interval_ns: 10_000_000, buckets: Vec::new() }
+    }
+}
+
+/// What one step looked like, for the series.
+#[derive(Debug, Clone, Copy)]
+pub struct StepSample {
+    pub start_ns: u64,
+    pub dur_ns: u64,
+    pub batch: u32,
+    pub tokens: u32,
+    pub kv_usage: f64,
+    pub waiting: u32,
+    pub running: u32,
+}
+
+impl Series {
+    pub fn record(&mut self, s: &StepSample) {
+        let mut idx = (s.start_ns / self.interval_ns) as usize;
+        while idx >= MAX_BUCKETS {
+            self.coarsen();
+            idx = (s.start_ns / self.interval_ns) as usize;
+        }
+        if self.buckets.len() <= idx {
+            self.buckets.resize(idx + 1, Bucket::default());
+        }
+        let w = s.dur_ns.max(1) as f64;
+        let b = &mut self.buckets[idx];
+        b.weight += w;
+        b.batch += w * s.batch as f64;
+        b.tokens += w * s.tokens as f64;
+        b.kv += w * s.kv_usage;
+        b.waiting += w * s.waiting as f64;
+        b.running += w * s.running as f64;
+    }
+
+    fn coarsen(&mut self) {
+        self.interval_ns *= 2;
+        let merged = self
+            .buckets
+            .chunks(2)
+            .map(|c| {
+                let mut m = c[0];
+                if let Some(o) = c.get(1) {
+                    m.weight += o.weight;
+                    m.batch += o.batch;
+                    m.tokens += o.tokens;
+                    m.kv += o.kv;
+                    m.waiting += o.waiting;
+                    m.running += o.running;
+                }
+                m
+            })
+            .collect();
+        self.buckets = merged;
+    }
+
+    pub fn interval_ns(&self) -> u64 {
+        self.interval_ns
+    }
+
+    /// Bring this series to (at least) `interval_ns` so that all replicas share one grid.
+    pub fn coarsen_to(&mut self, interval_ns: u64) {
+        while self.interval_ns < interval_ns {
+            self.coarsen();
+        }
+    }
+
+    /// Append the non-empty buckets as rows.
+    pub fn emit(&self, replica: u32, out: &mut crate::api::TimeSeries) {
+        for (i, b) in self.buckets.iter().enumerate() {
+            if b.weight <= 0.0 {
+                continue;
+            }
+            out.time_ms.push((i as u64 * self.interval_ns) as f64 / 1e6);
+            out.replica.push(replica);
+            out.batch_size.push(b.batch / b.weight);
+            out.tokens.push(b.tokens / b.weight);
+            out.kv_usage.push(b.kv / b.weight);
+            out.waiting.push(b.waiting / b.weight);
+            out.running.push(b.running / b.weight);
+        }
+    }
+}
+
+/// Linear-interpolation percentile of sorted data (numpy's default method).
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = q / 100.0 * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    let frac = rank - lo as f64;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+}
+
+/// `{mean, p50, p90, p99}` of `values` (null entries when empty).
+pub fn dist(mut values: Vec<f64>) -> Value {
+    if values.is_empty() {
+        return json!({"mean": null, "p50": null, "p90": null, "p99": null});
+    }
+    values.sort_by(f64::total_cmp);
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    json!({
+        "mean": mean,
+        "p50": percentile(&values, 50.0),
+        "p90": percentile(&values, 90.0),
+        "p99": percentile(&values, 99.0),
+    })
+}
+
+/// Per-replica accumulators the engine keeps for the summary.
+#[derive(Debug, Clone, Default)]
+pub struct ReplicaStats {
+    pub steps: u64,
+    pub busy_ns: u64,
+    /// Σ kv_usage · step duration.
+    pub kv_usage_ns: f64,
+    pub kv_peak: f64,
+    /// Σ fragmentation · step duration over steps holding KV, and that duration.
+    pub frag_ns: f64,
+    pub frag_weight_ns: f64,
+    pub prefill_tokens: u64,
+    pub decode_tokens: u64,
+    pub max_batch: u32,
+    /// Σ batch size over steps.
+    pub batch_sum: u64,
+}
+
+/// Latency SLO thresholds in ns (None = not set).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SloNs {
+    pub ttft: Option<f64>,
+    pub tpot: Option<f64>,
+    pub e2e: Option<f64>,
+}
+
+/// Build the summary object of a finished run.
+pub fn summarize(
+    reqs: &[Req],
+    stats: &[ReplicaStats],
+    kv: &[(u64, u64)], // (allocation_failures, allocation_attempts) per replica
+    reason_names: &[&str],
+    slo: Option<SloNs>,
+) -> Value {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let (mut ttft, mut tpot, mut e2e, mut queue) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut finished, mut rejected, mut preemptions, mut out_tokens, mut in_tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut good = 0u64;
+    let mut rejections = vec![0u64; reason_names.len()];
+    let mut end_ns = 0u64;
+    for r in reqs {
+        preemptions += r.preemptions as u64;
+        match r.status {
+            Status::Finished => {
+                finished += 1;
+                out_tokens += r.output as u64;
+                in_tokens += r.prompt as u64;
+                end_ns = end_ns.max(r.finish_ns);
+                let t = ms(r.first_token_ns - r.arrival_ns);
+                let e = ms(r.finish_ns - r.arrival_ns);
+                ttft.push(t);
+                e2e.push(e);
+                if r.first_sched_ns != NO_TIME {
+                    queue.push(ms(r.first_sched_ns - r.arrival_ns));
+                }
+                let tp = (r.output > 1).then(|| ms(r.finish_ns - r.first_token_ns) / (r.output - 1) as f64);
+                if let Some(tp) = tp {
+                    tpot.push(tp);
+                }
+                if let Some(s) = slo {
+                    let ok = s.ttft.is_none_or(|x| t <= x)
+                        && s.e2e.is_none_or(|x| e <= x)
+                        && s.tpot.is_none_or(|x| tp.is_none_or(|v| v <= x));
+                    good += ok as u64;
+                }
+            }
+            Status::Rejected => {
+                rejected += 1;
+                rejections[r.reason as usize] += 1;
+                end_ns = end_ns.max(r.finish_ns);
+            }
+            _ => {}
+        }
+    }
+    let span_s = end_ns as f64 / 1e9;
+    let per_s = |x: f64| if span_s > 0.0 { x / span_s } else { 0.0 };
+    let n_rep = stats.len().max(1) as f64;
+    let span_ns = end_ns.max(1) as f64;
+    let kv_mean = stats.iter().map(|s| s.kv_usage_ns).sum::<f64>() / (span_ns * n_rep);
+    let kv_peak = stats.iter().map(|s| s.kv_peak).fold(0.0, f64::max);
+    let (fw, fs) = stats.iter().fold((0.0, 0.0), |a, s| (a.0 + s.frag_weight_ns, a.1 + s.frag_ns));
+    let failures: u64 = kv.iter().map(|k| k.0).sum();
+    let attempts: u64 = kv.iter().map(|k| k.1).sum();
+    let mut rej = Map::new();
+    for (i, name) in reason_names.iter().enumerate().skip(1) {
+        rej.insert((*name).to_string(), json!(rejections[i]));
+    }
+    let steps: u64 = stats.iter().map(|s| s.steps).sum();
+    let busy: u64 = stats.iter().map(|s| s.busy_ns).sum();
+    json!({
+        "num_requests": reqs.len(),
+        "finished": finished,
+        "rejected": rejected,
+        "rejections": rej,
+        "duration_s": span_s,
+        "throughput_rps": per_s(finished as f64),
+        "output_tokens_per_s": per_s(out_tokens as f64),
+        "total_tokens_per_s": per_s((out_tokens + in_tokens) as f64),
+        "goodput_rps": slo.map(|_| per_s(good as f64)),
+        "slo_attainment": slo.map(|_| if reqs.is_empty() { 0.0 } else { good as f64 / reqs.len() as f64 }),
+        "ttft_ms": dist(ttft),
+        "tpot_ms": dist(tpot),
+        "e2e_ms": dist(e2e),
+        "queueing_ms": dist(queue),
+        "kv_utilization_mean": kv_mean,
+        "kv_utilization_peak": kv_peak,
+        "fragmentation_mean": if fw > 0.0 { fs / fw } else { 0.0 },
+        "allocation_failures": failures,
+        "allocation_failure_rate": if attempts > 0 { failures as f64 / attempts as f64 } else { 0.0 },
+        "preemptions": preemptions,
+        "steps": steps,
+        "mean_batch_size": if steps > 0 { stats.iter().map(|s| s.batch_sum).sum::<u64>() as f64 / steps as f64 } else { 0.0 },
+        "max_batch_size": stats.iter().map(|s| s.max_batch).max().unwrap_or(0),
+        "gpu_busy_fraction": busy as f64 / (span_ns * n_rep),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_matches_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), 2.5);
+        assert!((percentile(&v, 99.0) - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&[7.0], 90.0), 7.0);
+    }
+
+    #[test]
+    fn series_stays_bounded() {
+        let mut s = Series::default();
+        for i in 0..100_000u64 {
+            s.record(&StepSample { start_ns: i * 50_000_000, dur_ns: 1, batch: 1, tokens: 1, kv_usage: 0.5, waiting: 0, running: 1 });
+        }
+        assert!(s.buckets.len() <= MAX_BUCKETS);
+        assert!(s.interval_ns > 10_000_000);
+    }
+}

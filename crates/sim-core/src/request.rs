@@ -1,0 +1,77 @@
+//! Request state as the engine and the policies see it.
+
+/// Lifecycle of a request, in order. `Preempted` requests are back in `Waiting` (recompute);
+/// the count is kept in [`Req::preemptions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// Not arrived yet.
+    Pending,
+    /// In the router's dispatch queue, no replica has room.
+    Dispatching,
+    /// In a replica's waiting queue.
+    Waiting,
+    /// Admitted: holds KV and is scheduled every step until it finishes or is preempted.
+    Running,
+    Finished,
+    Rejected,
+}
+
+/// Why a request was rejected (index into `REASON_NAMES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Reason {
+    None = 0,
+    TooLong = 1,
+    KvTooSmall = 2,
+    DispatchQueueFull = 3,
+}
+
+/// Sentinel for "no time yet".
+pub const NO_TIME: u64 = u64::MAX;
+
+/// One request. Indexed by id in the engine's arena.
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub id: u32,
+    pub arrival_ns: u64,
+    pub prompt: u32,
+    /// Output tokens to generate (the request's `max_tokens`; it always generates all).
+    pub output: u32,
+    /// Lower is more urgent (vLLM's convention).
+    pub priority: i32,
+    pub status: Status,
+    /// Replica it was dispatched to, or -1.
+    pub replica: i32,
+    /// Tokens whose KV has been computed.
+    pub computed: u32,
+    /// Output tokens produced so far.
+    pub generated: u32,
+    /// Length to (re)compute at admission: prompt + tokens generated before admission.
+    /// Tokens scheduled below it are prefill, the rest decode.
+    pub prefill_target: u32,
+    pub first_sched_ns: u64,
+    pub first_token_ns: u64,
+    pub finish_ns: u64,
+    pub preemptions: u32,
+    pub reason: Reason,
+    /// Per-request block size (o1pro); the pool's block size otherwise.
+    pub req_block: u32,
+    /// KV units held (ids into the replica's pool).
+    pub blocks: Vec<u32>,
+    /// Position key in the waiting queue: (priority, order).
+    pub order: i64,
+}
+
+impl Req {
+    /// Prompt plus generated tokens: what a recompute must rebuild.
+    #[inline]
+    pub fn num_tokens(&self) -> u32 {
+        self.prompt + self.generated
+    }
+
+    /// Is the request still below its (re)prefill target?
+    #[inline]
+    pub fn in_prefill(&self) -> bool {
+        self.computed < self.prefill_target
+    }
+}

@@ -1,0 +1,348 @@
+//! Scheduling policies. Each step a policy turns the replica's queues into a plan
+//! `request → tokens this step` (vLLM v1's idea: no separate prefill/decode phases) plus the
+//! requests it preempted. The policies are compositions of a few small shared functions:
+//! [`schedule_running`] (grow running requests, preempting on allocation failure) and
+//! [`admit_waiting`] (admit from the waiting queue while budget, seats and KV allow).
+//!
+//! `vllm` follows vLLM v1's `Scheduler.schedule()` (`vllm/v1/core/sched/scheduler.py`),
+//! behaviour by behaviour:
+//! 1. one token budget per step, `max_num_batched_tokens`;
+//! 2. running requests first, in admission order: a decode takes 1 token, an unfinished
+//!    prefill takes `min(remaining, budget)` (chunked prefill);
+//! 3. when a running request cannot get blocks, the *last* entry of `running` (the most
+//!    recently admitted) is preempted — possibly the request itself, which ends the running
+//!    pass; blocks freed, progress reset (recompute), pushed to the *head* of waiting;
+//! 4. no admissions in a step that preempted;
+//! 5. waiting requests in strict FCFS: if the head cannot be admitted nobody behind it is;
+//!    admission stops at `max_num_seqs` running or an exhausted budget;
+//! 6. a waiting request is admitted only if the free blocks cover its whole current length
+//!    (prompt + tokens already generated); blocks are then allocated for the chunk only;
+//! 7. a chunk is `min(remaining prompt, remaining budget)`;
+//! 8. the step completing the prompt produces the first token (engine side);
+//! 9. arrivals join at step boundaries; an idle engine starts at the next arrival (engine).
+
+use crate::kv::{KvMode, KvPool};
+use crate::request::{Req, Status};
+
+/// Which victim a policy preempts when a running request cannot grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Victim {
+    /// Never preempt (orca reserves everything up front).
+    Never,
+    /// The last entry of `running` (vLLM FCFS).
+    LastAdmitted,
+    /// The least urgent running request (highest priority value), latest admitted among
+    /// equals (vLLM's priority policy; o1pro).
+    LowestPriority,
+}
+
+/// The resolved knobs of one policy.
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    pub max_num_seqs: u32,
+    /// Token budget of a step.
+    pub budget: u32,
+    /// Most tokens of one request in a step (o1pro flow control); u32::MAX otherwise.
+    pub per_request_cap: u32,
+    /// Schedule running decodes before running prefills (stall-free batching).
+    pub decodes_first: bool,
+    /// Prompts may be split over steps.
+    pub chunked: bool,
+    pub victim: Victim,
+    /// A more urgent waiting request may preempt less urgent running ones (o1pro).
+    pub priority_preemption: bool,
+    /// Waiting order honours priority (else strict FCFS).
+    pub priority_order: bool,
+}
+
+impl Params {
+    /// The knobs of a named policy from the scheduler section.
+    pub fn for_policy(cfg: &crate::config::SchedulerConfig) -> (Params, KvMode) {
+        let base = Params {
+            max_num_seqs: cfg.max_num_seqs,
+            budget: cfg.max_num_batched_tokens,
+            per_request_cap: u32::MAX,
+            decodes_first: false,
+            chunked: true,
+            victim: Victim::LastAdmitted,
+            priority_preemption: false,
+            priority_order: false,
+        };
+        match cfg.policy.as_str() {
+            "orca" => (Params { chunked: false, victim: Victim::Never, decodes_first: true, ..base }, KvMode::Contiguous),
+            "sarathi" => (Params { budget: cfg.chunk_size, decodes_first: true, ..base }, KvMode::Paged),
+            "o1pro" => (
+                Params {
+                    per_request_cap: cfg.max_tokens_per_request,
+                    decodes_first: true,
+                    victim: Victim::LowestPriority,
+                    priority_preemption: true,
+                    priority_order: true,
+                    ..base
+                },
+                KvMode::PagedPerRequest,
+            ),
+            _ => (base, KvMode::Paged),
+        }
+    }
+}
+
+/// A replica's waiting queue, ordered by `(priority, order)`; FCFS policies use priority 0
+/// for everyone. Arrivals get increasing orders; preempted requests decreasing negative
+/// ones, so the latest preempted is at the head (vLLM's `prepend_request`).
+#[derive(Debug, Clone, Default)]
+pub struct WaitQueue {
+    items: std::collections::VecDeque<((i32, i64), u32)>,
+}
+
+impl WaitQueue {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    pub fn peek(&self) -> Option<u32> {
+        self.items.front().map(|x| x.1)
+    }
+    pub fn pop(&mut self) -> Option<u32> {
+        self.items.pop_front().map(|x| x.1)
+    }
+    /// Insert by key; O(1) at either end (the common cases), binary search otherwise.
+    pub fn insert(&mut self, key: (i32, i64), id: u32) {
+        match self.items.back() {
+            None => self.items.push_back((key, id)),
+            Some(b) if b.0 <= key => self.items.push_back((key, id)),
+            _ => {
+                if self.items.front().is_some_and(|f| key < f.0) {
+                    self.items.push_front((key, id));
+                } else {
+                    let at = self.items.partition_point(|x| x.0 <= key);
+                    self.items.insert(at, (key, id));
+                }
+            }
+        }
+    }
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.items.iter().map(|x| x.1)
+    }
+}
+
+/// The scheduler-side state of one replica.
+#[derive(Debug, Clone)]
+pub struct SchedState {
+    pub waiting: WaitQueue,
+    /// Admission order.
+    pub running: Vec<u32>,
+    pub kv: KvPool,
+    /// Σ computed tokens of running requests (KV slots written).
+    pub used_slots: u64,
+    /// Counter for preempted requests' queue order (decreasing).
+    pub front_counter: i64,
+    /// This step's plan: (request, tokens) in schedule order.
+    pub plan: Vec<(u32, u32)>,
+    /// Requests preempted while building this step's plan.
+    pub preempted: Vec<u32>,
+    pub budget_left: u32,
+}
+
+impl SchedState {
+    pub fn new(kv: KvPool) -> Self {
+        SchedState {
+            waiting: WaitQueue::default(),
+            running: Vec::new(),
+            kv,
+            used_slots: 0,
+            front_counter: 0,
+            plan: Vec::new(),
+            preempted: Vec::new(),
+            budget_left: 0,
+        }
+    }
+
+    fn waiting_key(&self, p: &Params, r: &Req) -> (i32, i64) {
+        (if p.priority_order { r.priority } else { 0 }, r.order)
+    }
+
+    /// Queue a newly dispatched request at the back of its class.
+    pub fn enqueue(&mut self, p: &Params, r: &mut Req, order: i64) {
+        r.order = order;
+        r.status = Status::Waiting;
+        let key = self.waiting_key(p, r);
+        self.waiting.insert(key, r.id);
+    }
+
+    /// Build this step's plan. `reqs` is the engine's arena (indexed by id).
+    pub fn schedule(&mut self, p: &Params, reqs: &mut [Req]) {
+        self.plan.clear();
+        self.preempted.clear();
+        self.budget_left = p.budget;
+        let cont = if p.decodes_first {
+            schedule_running(self, p, reqs, Pass::Decodes) && schedule_running(self, p, reqs, Pass::Prefills)
+        } else {
+            schedule_running(self, p, reqs, Pass::All)
+        };
+        let _ = cont;
+        // vLLM: no admissions in a step that preempted.
+        if self.preempted.is_empty() {
+            admit_waiting(self, p, reqs);
+        }
+    }
+
+    /// Preempt `victim` (recompute): free its KV, reset progress, undo its slot in the plan,
+    /// put it at the head of its class in the waiting queue.
+    fn preempt(&mut self, p: &Params, reqs: &mut [Req], victim: u32) {
+        if let Some(pos) = self.running.iter().position(|&x| x == victim) {
+            self.running.remove(pos);
+        }
+        if let Some(pos) = self.plan.iter().position(|&(x, _)| x == victim) {
+            let (_, n) = self.plan.remove(pos);
+            self.budget_left += n;
+        }
+        let r = &mut reqs[victim as usize];
+        self.kv.release(&mut r.blocks);
+        self.used_slots -= r.computed as u64;
+        r.computed = 0;
+        r.preemptions += 1;
+        r.status = Status::Waiting;
+        self.front_counter -= 1;
+        r.order = i64::MIN / 2 + self.front_counter;
+        let key = self.waiting_key(p, r);
+        self.waiting.insert(key, victim);
+        self.preempted.push(victim);
+    }
+
+    /// The running request to preempt under `p.victim`.
+    fn pick_victim(&self, p: &Params, reqs: &[Req]) -> Option<u32> {
+        match p.victim {
+            Victim::Never => None,
+            Victim::LastAdmitted => self.running.last().copied(),
+            Victim::LowestPriority => {
+                // max by priority, latest admitted among equals (the last such in `running`).
+                let mut best: Option<u32> = None;
+                for &id in &self.running {
+                    let pr = reqs[id as usize].priority;
+                    if best.is_none_or(|b| pr >= reqs[b as usize].priority) {
+                        best = Some(id);
+                    }
+                }
+                best
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    All,
+    Decodes,
+    Prefills,
+}
+
+/// Tokens a request wants this step: the rest of its (re)prefill, or 1 decode token.
+#[inline]
+fn wanted(r: &Req) -> u32 {
+    r.num_tokens() - r.computed
+}
+
+/// Schedule running requests of the given pass in admission order. Returns `false` when
+/// the pass ended because a request preempted itself (vLLM stops the running loop then).
+fn schedule_running(st: &mut SchedState, p: &Params, reqs: &mut [Req], pass: Pass) -> bool {
+    let mut i = 0;
+    while i < st.running.len() && st.budget_left > 0 {
+        let id = st.running[i];
+        let r = &reqs[id as usize];
+        let prefill = r.in_prefill();
+        if (pass == Pass::Decodes && prefill) || (pass == Pass::Prefills && !prefill) {
+            i += 1;
+            continue;
+        }
+        let n = wanted(r).min(st.budget_left).min(p.per_request_cap);
+        if n == 0 {
+            i += 1;
+            continue;
+        }
+        loop {
+            let r = &mut reqs[id as usize];
+            let (len, blk) = (r.computed + n, r.req_block);
+            if st.kv.grow(&mut r.blocks, len, blk) {
+                st.plan.push((id, n));
+                st.budget_left -= n;
+                i += 1;
+                break;
+            }
+            let Some(victim) = st.pick_victim(p, reqs) else {
+                // Orca never preempts; its reservation makes this unreachable. Skip.
+                i += 1;
+                break;
+            };
+            let vpos = st.running.iter().position(|&x| x == victim);
+            st.preempt(p, reqs, victim);
+            if victim == id {
+                return false;
+            }
+            if let Some(vp) = vpos {
+                if vp < i {
+                    i -= 1;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Admit waiting requests in queue order while seats, budget and KV allow.
+fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req]) {
+    let mut prefill_admitted = false;
+    while st.budget_left > 0 && (st.running.len() as u32) < p.max_num_seqs {
+        let Some(id) = st.waiting.peek() else { break };
+        let r = &reqs[id as usize];
+        let len = r.num_tokens();
+        // Orca reserves prompt + max output; paged managers check the whole current length.
+        let need = if st.kv.mode == KvMode::Contiguous { r.prompt + r.output } else { len };
+        if !st.kv.fits(need, r.req_block, r.blocks.len()) {
+            if p.priority_preemption && preempt_for(st, p, reqs, id, need) {
+                continue;
+            }
+            st.kv.note_refusal();
+            break;
+        }
+        let mut n = len - r.computed;
+        if p.chunked {
+            n = n.min(st.budget_left).min(p.per_request_cap);
+        } else if n > st.budget_left && prefill_admitted {
+            // Whole prompts only: one that exceeds what is left waits for the next step
+            // (the first prompt of a step may exceed the budget so it can ever run).
+            break;
+        }
+        let r = &mut reqs[id as usize];
+        let alloc = if st.kv.mode == KvMode::Contiguous { need } else { r.computed + n };
+        if !st.kv.grow(&mut r.blocks, alloc, r.req_block) {
+            break;
+        }
+        st.waiting.pop();
+        r.status = Status::Running;
+        r.prefill_target = len;
+        st.running.push(id);
+        st.plan.push((id, n));
+        st.budget_left = st.budget_left.saturating_sub(n);
+        prefill_admitted = true;
+    }
+}
+
+/// o1pro: make room for the urgent waiting request `id` by preempting strictly less urgent
+/// running requests (least urgent, latest admitted first). Returns whether it now fits.
+fn preempt_for(st: &mut SchedState, p: &Params, reqs: &mut [Req], id: u32, need: u32) -> bool {
+    let prio = reqs[id as usize].priority;
+    loop {
+        let Some(victim) = st.pick_victim(p, reqs) else { return false };
+        if reqs[victim as usize].priority <= prio {
+            return false;
+        }
+        st.preempt(p, reqs, victim);
+        let r = &reqs[id as usize];
+        if st.kv.fits(need, r.req_block, r.blocks.len()) {
+            return true;
+        }
+    }
+}

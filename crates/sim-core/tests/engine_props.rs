@@ -1,0 +1,113 @@
+//! Property tests over random workloads, policies and pool sizes: block accounting holds
+//! after every event (free + used = total, no unit held twice, none held by a request that
+//! is not running), every request ends finished or rejected with a reason, and each
+//! request's times are ordered.
+
+use proptest::prelude::*;
+use serde_json::json;
+use sim_core::{Format, SimOptions, Simulation};
+
+fn scenario(policy: &str, blocks: u32, budget: u32, reqs: &[(u32, u32, u32, i32)], replicas: u32) -> String {
+    let requests: Vec<_> = reqs
+        .iter()
+        .map(|&(a, p, o, pr)| json!({"arrival_ms": a, "prompt_tokens": p, "output_tokens": o, "priority": pr}))
+        .collect();
+    json!({
+        "seed": 3,
+        "model": "llama-3-8b",
+        "gpu": "h200",
+        "deployment": {"replicas": replicas, "router": "least_outstanding_tokens"},
+        "scheduler": {"policy": policy, "block_size": 4, "num_gpu_blocks": blocks,
+                      "max_num_batched_tokens": budget, "chunk_size": budget, "max_num_seqs": 6,
+                      "max_tokens_per_request": 7},
+        "cost_model": {"kind": "linear", "base_ms": 1.0, "per_prefill_token_ms": 0.01,
+                       "per_decode_seq_ms": 0.1, "per_context_token_ms": 0.001},
+        "workload": {"requests": requests}
+    })
+    .to_string()
+}
+
+fn check_run(text: &str) -> Result<(), TestCaseError> {
+    let mut sim = Simulation::from_text(text, Format::Json, SimOptions::default()).unwrap();
+    let mut guard = 0;
+    loop {
+        let done = sim.run_events(1).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        sim.engine().check_invariants().map_err(TestCaseError::fail)?;
+        if done {
+            break;
+        }
+        guard += 1;
+        prop_assert!(guard < 200_000, "no progress");
+    }
+    let res = sim.finish().unwrap();
+    let r = &res.requests;
+    for i in 0..r.request_id.len() {
+        let (a, f) = (r.arrival_ms[i], r.finish_ms[i]);
+        prop_assert!(f.is_finite() && f >= a, "request {i} finish {f} before arrival {a}");
+        if r.status[i] == 0 {
+            let t = r.first_token_ms[i];
+            prop_assert!(t >= a && t <= f, "request {i}: arrival {a} first token {t} finish {f}");
+            prop_assert_eq!(r.reason[i], 0);
+        } else {
+            prop_assert!(r.reason[i] != 0, "rejected without a reason");
+        }
+    }
+    let finished = res.summary["finished"].as_u64().unwrap();
+    let rejected = res.summary["rejected"].as_u64().unwrap();
+    prop_assert_eq!(finished + rejected, r.request_id.len() as u64);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+    #[test]
+    fn accounting_holds_under_random_workloads(
+        policy in prop::sample::select(vec!["orca", "vllm", "sarathi", "o1pro"]),
+        blocks in 2u32..24,
+        budget in 1u32..40,
+        replicas in 1u32..3,
+        reqs in prop::collection::vec((0u32..30, 1u32..40, 1u32..12, 0i32..3), 1..12),
+    ) {
+        check_run(&scenario(policy, blocks, budget, &reqs, replicas))?;
+    }
+}
+
+#[test]
+fn oversized_request_is_rejected_not_deadlocked() {
+    // 4 blocks of 4 tokens = 16 slots; a 40-token prompt can never fit.
+    let text = scenario("vllm", 4, 8, &[(0, 40, 4, 0), (0, 5, 3, 0)], 1);
+    let res = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap();
+    assert_eq!(res.requests.status, vec![1, 0]);
+    assert_eq!(sim_core::REASON_NAMES[res.requests.reason[0] as usize], "kv cache too small");
+}
+
+#[test]
+fn same_scenario_same_bytes() {
+    let text = scenario("sarathi", 9, 16, &[(0, 30, 9, 0), (1, 12, 20, 1), (3, 7, 5, 0)], 2);
+    let a = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap().to_json();
+    let b = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap().to_json();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn o1pro_urgent_request_preempts_less_urgent_one() {
+    // Two long low-priority requests fill the pool; an urgent one arrives later and
+    // preempts rather than waiting for them to finish.
+    let text = scenario("o1pro", 24, 16, &[(0, 40, 30, 2), (0, 40, 30, 2), (5, 8, 2, 0)], 1);
+    let res = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap();
+    let r = &res.requests;
+    assert!(r.preemptions[0] + r.preemptions[1] >= 1, "{:?}", r.preemptions);
+    assert!(r.finish_ms[2] < r.finish_ms[0].min(r.finish_ms[1]));
+    // vLLM (FCFS) on the same input makes the urgent one wait.
+    let text = scenario("vllm", 24, 16, &[(0, 40, 30, 2), (0, 40, 30, 2), (5, 8, 2, 0)], 1);
+    let v = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap();
+    assert!(v.requests.finish_ms[2] > r.finish_ms[2]);
+}
+
+#[test]
+fn orca_never_preempts() {
+    let text = scenario("orca", 8, 64, &[(0, 10, 20, 0), (0, 10, 20, 0), (0, 10, 20, 0)], 1);
+    let res = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap();
+    assert_eq!(res.summary["preemptions"], 0);
+    assert_eq!(res.summary["finished"], 3);
+}
