@@ -122,7 +122,7 @@ def _jsonable(value: Any, path: str) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise config_error(path, f"must be a finite number (got {value!r})")
+            raise config_error(path, f"must be a finite number (got {float(value)!r})")
         return value
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}

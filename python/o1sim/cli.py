@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
 import click
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -46,7 +47,7 @@ def _err() -> Console:
 
 
 def _fail(exc: BaseException) -> None:
-    _err().print(f"{type(exc).__name__}: {exc}", style="bold red", markup=False, highlight=False)
+    _err().print(f"{type(exc).__name__}: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
 
 
 def _handle_errors(f: F) -> F:
@@ -138,7 +139,7 @@ def _progress_bar() -> Progress:
 
 def _write(path: str, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8")
-    _err().print(f"wrote {path}", style="dim", markup=False, highlight=False)
+    _err().print(f"wrote {path}", style="dim", markup=False, highlight=False, soft_wrap=True)
 
 
 scenario_arg = click.argument("scenario", required=False, type=click.Path(exists=True, dir_okay=False))
@@ -189,7 +190,7 @@ def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str]
         _write(json_out, result.to_json())
     if csv_out:
         result.to_csv(csv_out)
-        _err().print(f"wrote {csv_out}", style="dim", markup=False, highlight=False)
+        _err().print(f"wrote {csv_out}", style="dim", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
@@ -278,19 +279,14 @@ def compare(scenario: Optional[str], policies: str, json_out: Optional[str], see
                 results[name] = e
             bar.update(task, completed=i + 1)
 
-    table = Table(title=f"o1sim compare · {base.source}", title_justify="left")
-    table.add_column("policy", style="bold")
-    for header, _ in COMPARE_COLUMNS:
-        table.add_column(header, justify="right")
-    failed = []
-    for name, r in results.items():
-        if isinstance(r, Result):
-            table.add_row(name, *(fmt(r.summary) for _, fmt in COMPARE_COLUMNS))
-        else:
-            failed.append((name, r))
-            table.add_row(name, f"[red]{type(r).__name__}[/red]", *([DASH] * (len(COMPARE_COLUMNS) - 1)))
-    _out().print(table)
-
+    failed = [(name, r) for name, r in results.items() if not isinstance(r, Result)]
+    out = _out()
+    # One table when the terminal is wide enough, else latency and throughput/memory apart.
+    c = COMPARE_COLUMNS
+    groups = [c] if out.width >= 150 else [c[:5], c[5:8] + c[12:], c[8:12]]
+    for n, columns in enumerate(groups):
+        title = f"o1sim compare · {base.source}" + ("" if len(groups) == 1 else f" ({n + 1}/{len(groups)})")
+        out.print(_compare_table(title, results, columns))
     if json_out:
         parts = []
         for name, r in results.items():
@@ -298,9 +294,26 @@ def compare(scenario: Optional[str], policies: str, json_out: Optional[str], see
             parts.append(f"{json.dumps(name)}:{body}")
         _write(json_out, "{" + ",".join(parts) + "}")
     for name, e in failed:
-        _err().print(f"{name}: {type(e).__name__}: {e}", style="bold red", markup=False, highlight=False)
+        _err().print(f"{name}: {type(e).__name__}: {e}", style="bold red", markup=False, highlight=False, soft_wrap=True)
     if failed:
         sys.exit(2)
+
+
+def _compare_table(
+    title: str,
+    results: Mapping[str, Result | SimError],
+    columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]],
+) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
+    table.add_column("policy", style="bold", no_wrap=True)
+    for header, _ in columns:
+        table.add_column(header, justify="right", min_width=max(len(w) for w in header.split()))
+    for name, r in results.items():
+        if isinstance(r, Result):
+            table.add_row(name, *(fmt(r.summary) for _, fmt in columns))
+        else:
+            table.add_row(name, f"[red]{type(r).__name__}[/red]", *([DASH] * (len(columns) - 1)))
+    return table
 
 
 @main.command(name="presets")
@@ -375,7 +388,7 @@ def validate(scenario: Optional[str], seed: Optional[int], sets: tuple[str, ...]
     sc = _load(scenario, seed, sets)
     resolved = sc.validate()
     click.echo(json.dumps(resolved, indent=2))
-    _err().print(f"{sc.source}: valid", style="bold green", markup=False, highlight=False)
+    _err().print(f"{sc.source}: valid", style="bold green", markup=False, highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":  # pragma: no cover
