@@ -293,8 +293,8 @@ def compare(scenario: Optional[str], policies: str, json_out: Optional[str], see
             body = r.to_json() if isinstance(r, Result) else json.dumps({"error": {"kind": type(r).__name__, "message": str(r)}})
             parts.append(f"{json.dumps(name)}:{body}")
         _write(json_out, "{" + ",".join(parts) + "}")
-    for name, e in failed:
-        _err().print(f"{name}: {type(e).__name__}: {e}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    for name, err in failed:
+        _err().print(f"{name}: {type(err).__name__}: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
     if failed:
         sys.exit(2)
 
