@@ -1,1 +1,269 @@
-// placeholder: the binding lands with the Python package
+//! # sim-py
+//!
+//! The PyO3 binding of `sim-core`, built by maturin into `o1sim._core`. It is glue only:
+//! every call goes into the core with the GIL released and panics caught, each core error
+//! kind becomes its own Python exception class, and result columns move into numpy arrays
+//! without per-request Python objects. The public Python API lives in `python/o1sim`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use numpy::IntoPyArray;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use sim_core as core;
+
+create_exception!(o1sim._core, SimError, PyException, "Base class of every error the o1sim core reports.");
+create_exception!(o1sim._core, ConfigError, SimError, "The scenario is malformed or breaks a rule; `.field` is the dotted path of the offending field ('' for the whole document).");
+create_exception!(o1sim._core, InfeasibleError, SimError, "The scenario is well formed but cannot run on the hardware it names.");
+create_exception!(o1sim._core, StallError, SimError, "The simulation stopped making progress (work pending, nothing can run).");
+create_exception!(o1sim._core, InternalError, SimError, "A bug in o1sim's core (a caught panic or a broken invariant).");
+
+/// Newtype around the core's error so it can convert into `PyErr` (orphan rule).
+struct PySimError(core::SimError);
+
+impl From<core::SimError> for PySimError {
+    fn from(e: core::SimError) -> Self {
+        PySimError(e)
+    }
+}
+
+impl From<PySimError> for PyErr {
+    fn from(PySimError(e): PySimError) -> PyErr {
+        let message = e.to_string();
+        match e.kind_name() {
+            "ConfigError" => {
+                let path = e.path().unwrap_or_default().to_string();
+                Python::attach(|py| {
+                    let err = ConfigError::new_err(message);
+                    // Best effort: the class attribute `field = ""` stays if this fails.
+                    let _ = err.value(py).setattr("field", path);
+                    err
+                })
+            }
+            "InfeasibleError" => InfeasibleError::new_err(message),
+            "StallError" => StallError::new_err(message),
+            "InternalError" => InternalError::new_err(message),
+            _ => SimError::new_err(message),
+        }
+    }
+}
+
+type CoreResult<T> = Result<T, PySimError>;
+
+/// Run `f` (a call into the core) with the GIL released and any panic turned into an
+/// `InternalError`, so no panic ever unwinds into Python.
+fn guarded<T, F>(py: Python<'_>, f: F) -> CoreResult<T>
+where
+    F: FnOnce() -> core::Result<T> + Send,
+    T: Send,
+{
+    py.detach(|| match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result.map_err(PySimError),
+        Err(payload) => Err(PySimError(core::SimError::Internal { message: panic_message(payload.as_ref()) })),
+    })
+}
+
+/// Like [`guarded`] for core calls that cannot fail but might still panic.
+fn guarded_infallible<T, F>(py: Python<'_>, f: F) -> CoreResult<T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    guarded(py, || Ok(f()))
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let what = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_string()
+    };
+    format!("panic in the simulation core: {what}")
+}
+
+/// A simulation that can be advanced in slices (for progress bars) and then finished.
+///
+/// `Simulation(text, format="json", record_steps=False)` parses and validates the scenario
+/// text; `run_events(n)` advances it; `finish()` runs it to the end and returns the
+/// `RunResult` (once: the simulation is consumed).
+#[pyclass(module = "o1sim._core")]
+struct Simulation {
+    /// `None` once finished, or after a panic left the core in an unknown state.
+    inner: Option<core::Simulation>,
+}
+
+impl Simulation {
+    fn inner_mut(&mut self) -> PyResult<&mut core::Simulation> {
+        self.inner.as_mut().ok_or_else(|| SimError::new_err("this Simulation was already finished (or failed); create a new one"))
+    }
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    #[pyo3(signature = (text, format = "json", record_steps = false))]
+    fn new(py: Python<'_>, text: String, format: &str, record_steps: bool) -> PyResult<Self> {
+        let format = core::Format::parse(format).map_err(PySimError)?;
+        let options = core::SimOptions { record_steps };
+        let sim = guarded(py, move || core::Simulation::from_text(&text, format, options))?;
+        Ok(Simulation { inner: Some(sim) })
+    }
+
+    /// Process at most `max_events` events; returns True when the run is complete.
+    fn run_events(&mut self, py: Python<'_>, max_events: u64) -> PyResult<bool> {
+        let sim = self.inner_mut()?;
+        let outcome = guarded(py, || sim.run_events(max_events));
+        if let Err(PySimError(core::SimError::Internal { .. })) = &outcome {
+            // A panic (or broken invariant) mid-run: never touch that state again.
+            self.inner = None;
+        }
+        Ok(outcome?)
+    }
+
+    /// `(finished_requests, total_requests, now_ms, events)`.
+    fn progress(&mut self, py: Python<'_>) -> PyResult<(u64, u64, f64, u64)> {
+        let sim = self.inner_mut()?;
+        let p = guarded_infallible(py, || sim.progress())?;
+        Ok((p.finished_requests, p.total_requests, p.now_ms, p.events))
+    }
+
+    /// Run to the end and return the result. The simulation is consumed: later calls raise.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<RunResult> {
+        let sim = self.inner.take().ok_or_else(|| SimError::new_err("this Simulation was already finished (or failed); create a new one"))?;
+        let result = guarded(py, move || sim.finish())?;
+        Ok(RunResult { inner: result })
+    }
+
+    /// True once `finish()` was called (or a run failed with an internal error).
+    #[getter]
+    fn finished(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
+/// Everything one run produced. Serialisations come from the core, so they are the same
+/// bytes on every front end.
+#[pyclass(module = "o1sim._core", frozen)]
+struct RunResult {
+    inner: core::SimResult,
+}
+
+#[pymethods]
+impl RunResult {
+    /// The whole result as JSON (summary, request columns, time series).
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(guarded_infallible(py, || self.inner.to_json())?)
+    }
+
+    /// The summary metrics as JSON.
+    fn summary_json(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(guarded_infallible(py, || self.inner.summary_json())?)
+    }
+
+    /// The recorded scheduler steps as a JSON list (empty unless `record_steps=True`).
+    fn steps_json(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(guarded_infallible(py, || self.inner.steps_json())?)
+    }
+
+    /// Number of recorded scheduler steps.
+    fn num_steps(&self) -> usize {
+        self.inner.steps.len()
+    }
+
+    /// Per-request columns as numpy arrays; `status` and `reason` are uint8 codes into
+    /// `status_names()` / `reason_names()`.
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = &self.inner.requests;
+        let d = PyDict::new(py);
+        d.set_item("request_id", r.request_id.clone().into_pyarray(py))?;
+        d.set_item("arrival_ms", r.arrival_ms.clone().into_pyarray(py))?;
+        d.set_item("first_token_ms", r.first_token_ms.clone().into_pyarray(py))?;
+        d.set_item("finish_ms", r.finish_ms.clone().into_pyarray(py))?;
+        d.set_item("prompt_tokens", r.prompt_tokens.clone().into_pyarray(py))?;
+        d.set_item("output_tokens", r.output_tokens.clone().into_pyarray(py))?;
+        d.set_item("preemptions", r.preemptions.clone().into_pyarray(py))?;
+        d.set_item("replica", r.replica.clone().into_pyarray(py))?;
+        d.set_item("status", r.status.clone().into_pyarray(py))?;
+        d.set_item("reason", r.reason.clone().into_pyarray(py))?;
+        Ok(d)
+    }
+
+    /// Per-replica time-series columns as numpy arrays (one row per replica and bucket).
+    fn timeseries_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = &self.inner.timeseries;
+        let d = PyDict::new(py);
+        d.set_item("time_ms", t.time_ms.clone().into_pyarray(py))?;
+        d.set_item("replica", t.replica.clone().into_pyarray(py))?;
+        d.set_item("batch_size", t.batch_size.clone().into_pyarray(py))?;
+        d.set_item("tokens", t.tokens.clone().into_pyarray(py))?;
+        d.set_item("kv_usage", t.kv_usage.clone().into_pyarray(py))?;
+        d.set_item("waiting", t.waiting.clone().into_pyarray(py))?;
+        d.set_item("running", t.running.clone().into_pyarray(py))?;
+        Ok(d)
+    }
+
+    /// Bucket width of the time series, in milliseconds.
+    #[getter]
+    fn timeseries_interval_ms(&self) -> f64 {
+        self.inner.timeseries.interval_ms
+    }
+}
+
+/// Names of the request status codes (index = code).
+#[pyfunction]
+fn status_names() -> Vec<&'static str> {
+    core::STATUS_NAMES.to_vec()
+}
+
+/// Names of the rejection reason codes (index = code; "" = none).
+#[pyfunction]
+fn reason_names() -> Vec<&'static str> {
+    core::REASON_NAMES.to_vec()
+}
+
+/// Validate a scenario text; returns the resolved scenario (presets expanded) as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, format = "json"))]
+fn validate(py: Python<'_>, text: String, format: &str) -> PyResult<String> {
+    let format = core::Format::parse(format).map_err(PySimError)?;
+    Ok(guarded(py, move || core::validate(&text, format))?)
+}
+
+/// The catalog (GPUs, models, policies) as JSON.
+#[pyfunction]
+fn presets_json(py: Python<'_>) -> PyResult<String> {
+    Ok(guarded_infallible(py, core::presets_json)?)
+}
+
+/// The embedded default scenario (TOML text).
+#[pyfunction]
+fn default_scenario_toml(py: Python<'_>) -> PyResult<&'static str> {
+    Ok(guarded_infallible(py, core::default_scenario_toml)?)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SimError", py.get_type::<SimError>())?;
+    let config_error = py.get_type::<ConfigError>();
+    // Every ConfigError has `.field`, even one raised from Python code.
+    config_error.setattr("field", "")?;
+    m.add("ConfigError", config_error)?;
+    m.add("InfeasibleError", py.get_type::<InfeasibleError>())?;
+    m.add("StallError", py.get_type::<StallError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    m.add_class::<Simulation>()?;
+    m.add_class::<RunResult>()?;
+    m.add_function(wrap_pyfunction!(status_names, m)?)?;
+    m.add_function(wrap_pyfunction!(reason_names, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(presets_json, m)?)?;
+    m.add_function(wrap_pyfunction!(default_scenario_toml, m)?)?;
+    Ok(())
+}

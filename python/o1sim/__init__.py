@@ -1,0 +1,39 @@
+"""o1sim: a fast what-if simulator for LLM inference serving.
+
+Typical use::
+
+    import o1sim
+    result = o1sim.simulate(o1sim.Scenario.default().with_overrides({"scheduler.policy": "vllm"}))
+    print(result.summary["ttft_ms"]["p99"])
+    result.requests  # pandas DataFrame, one row per request
+"""
+
+from ._core import __version__
+from .api import (
+    Progress,
+    Result,
+    Scenario,
+    default_scenario,
+    presets,
+    reason_names,
+    simulate,
+    status_names,
+)
+from .errors import ConfigError, InfeasibleError, InternalError, SimError, StallError
+
+__all__ = [
+    "__version__",
+    "simulate",
+    "Scenario",
+    "Result",
+    "Progress",
+    "presets",
+    "default_scenario",
+    "status_names",
+    "reason_names",
+    "SimError",
+    "ConfigError",
+    "InfeasibleError",
+    "StallError",
+    "InternalError",
+]

@@ -1,0 +1,75 @@
+# Hand-written stub of the Rust extension `o1sim._core` (crates/sim-py/src/lib.rs).
+# Checked against the built module by `python -m mypy.stubtest o1sim._core` (tests/).
+from typing import Final, final
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: Final[str]
+
+__all__ = [
+    "__version__",
+    "SimError",
+    "ConfigError",
+    "InfeasibleError",
+    "StallError",
+    "InternalError",
+    "Simulation",
+    "RunResult",
+    "status_names",
+    "reason_names",
+    "validate",
+    "presets_json",
+    "default_scenario_toml",
+]
+
+class SimError(Exception):
+    """Base class of every error the o1sim core reports."""
+
+class ConfigError(SimError):
+    """The scenario is malformed or breaks a rule."""
+
+    field: str
+    """Dotted path of the offending field ('' for the whole document)."""
+
+class InfeasibleError(SimError):
+    """The scenario is well formed but cannot run on the hardware it names."""
+
+class StallError(SimError):
+    """The simulation stopped making progress."""
+
+class InternalError(SimError):
+    """A bug in o1sim's core (a caught panic or a broken invariant)."""
+
+@final
+class Simulation:
+    """A simulation advanced in slices, then finished once."""
+
+    def __new__(cls, text: str, format: str = "json", record_steps: bool = False) -> Simulation: ...
+    def run_events(self, max_events: int) -> bool:
+        """Process at most `max_events` events; True when the run is complete."""
+    def progress(self) -> tuple[int, int, float, int]:
+        """(finished_requests, total_requests, now_ms, events)."""
+    def finish(self) -> RunResult:
+        """Run to the end and return the result; the simulation is consumed."""
+    @property
+    def finished(self) -> bool: ...
+
+@final
+class RunResult:
+    """Everything one run produced."""
+
+    def to_json(self) -> str: ...
+    def summary_json(self) -> str: ...
+    def steps_json(self) -> str: ...
+    def num_steps(self) -> int: ...
+    def columns(self) -> dict[str, npt.NDArray[np.generic]]: ...
+    def timeseries_columns(self) -> dict[str, npt.NDArray[np.generic]]: ...
+    @property
+    def timeseries_interval_ms(self) -> float: ...
+
+def status_names() -> list[str]: ...
+def reason_names() -> list[str]: ...
+def validate(text: str, format: str = "json") -> str: ...
+def presets_json() -> str: ...
+def default_scenario_toml() -> str: ...

@@ -1,0 +1,367 @@
+"""The Python API: scenarios in, results out.
+
+A scenario is a plain dict (the same shape as the TOML/JSON files), a path to a ``.toml``
+or ``.json`` file, or a :class:`Scenario`. The core does all validation; Python only
+refuses what JSON cannot carry (NaN, ±inf, arbitrary objects) and says where it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
+
+import numpy as np
+
+from . import _core
+from .errors import config_error
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "Progress",
+    "Result",
+    "Scenario",
+    "ScenarioLike",
+    "default_scenario",
+    "presets",
+    "reason_names",
+    "simulate",
+    "status_names",
+]
+
+#: Events processed per slice when a progress callback is given.
+SLICE_EVENTS = 200_000
+
+
+class Progress(NamedTuple):
+    """How far a running simulation has come (passed to ``simulate(progress=...)``)."""
+
+    finished_requests: int
+    total_requests: int
+    now_ms: float
+    """Simulated time, in milliseconds."""
+    events: int
+
+    @property
+    def fraction(self) -> float:
+        """Finished share of all requests, 0..1 (1 when there are none)."""
+        if self.total_requests <= 0:
+            return 1.0
+        return min(1.0, self.finished_requests / self.total_requests)
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+# --------------------------------------------------------------------------- scenarios
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _parse_dotted(path: str) -> list[str | int]:
+    """``"workload.requests[3].prompt_tokens"`` → ``["workload", "requests", 3, "prompt_tokens"]``."""
+    parts: list[str | int] = []
+    pos = 0
+    while pos < len(path):
+        if parts and path[pos] == ".":
+            pos += 1
+        m = _SEGMENT.match(path, pos)
+        if m is None or m.end() == pos:
+            raise config_error(path, "not a valid override path (use dotted keys like 'scheduler.policy')")
+        parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+        pos = m.end()
+    if not parts:
+        raise config_error(path, "empty override path")
+    return parts
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``data[a][b]...`` from a dotted path, creating missing tables on the way."""
+    parts = _parse_dotted(path)
+    node: Any = data
+    walked = ""
+    for key, nxt in zip(parts, parts[1:] + [None]):
+        here = _join(walked, key)
+        if isinstance(key, int):
+            if not isinstance(node, list) or key >= len(node):
+                raise config_error(here, "no such list element to override")
+        elif not isinstance(node, dict):
+            raise config_error(walked, f"cannot set '{key}' inside a {type(node).__name__}")
+        if nxt is None:
+            node[key] = value
+        else:
+            if isinstance(key, str) and key not in node:
+                node[key] = {}
+            node = node[key]
+        walked = here
+
+
+def _jsonable(value: Any, path: str) -> Any:
+    """A JSON-safe copy of ``value``; a ``ConfigError`` naming ``path`` for what JSON can't carry."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise config_error(path, f"must be a finite number (got {float(value)!r})")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise config_error(_join(path, repr(k)), "keys must be strings")
+            out[k] = _jsonable(v, _join(path, k))
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, _join(path, i)) for i, v in enumerate(value)]
+    if isinstance(value, np.generic):
+        return _jsonable(value.item(), path)
+    if isinstance(value, PurePath):
+        return str(value)
+    raise config_error(
+        path or "<scenario>",
+        f"unsupported value of type {type(value).__name__} (expected a number, string, bool, list or table)",
+    )
+
+
+def _encode(data: Mapping[str, Any]) -> str:
+    """Scenario dict → JSON text for the core (after the NaN/±inf/type walk)."""
+    return json.dumps(_jsonable(data, ""), allow_nan=False)
+
+
+class Scenario:
+    """A scenario: a thin wrapper around its dict (or, until changed, its file's text).
+
+    A scenario read from a file keeps the file's text, so the core parses the TOML or JSON
+    itself and its error messages name the fields exactly; :meth:`with_overrides` turns it
+    into a dict-backed scenario.
+    """
+
+    def __init__(self, data: Optional[Mapping[str, Any]] = None) -> None:
+        self._data: Optional[dict[str, Any]] = copy.deepcopy(dict(data)) if data is not None else {}
+        self._text: Optional[str] = None
+        self._format = "json"
+        self.source = "<dict>"
+        """Where the scenario came from (a path, ``<default>``, ``<dict>`` or ``<text>``)."""
+
+    @classmethod
+    def from_text(cls, text: str, format: str = "toml", *, source: str = "<text>") -> Scenario:
+        """A scenario from TOML or JSON text (``format`` is ``"toml"`` or ``"json"``)."""
+        if format not in ("toml", "json"):
+            raise config_error("format", f"must be 'json' or 'toml' (got {format!r})")
+        sc = cls()
+        sc._data = None
+        sc._text = text
+        sc._format = format
+        sc.source = source
+        return sc
+
+    @classmethod
+    def from_file(cls, path: Union[str, os.PathLike[str]]) -> Scenario:
+        """A scenario from a ``.toml`` or ``.json`` file."""
+        p = Path(path)
+        suffix = p.suffix.lower()
+        if suffix not in (".toml", ".json"):
+            raise config_error("", f"{p}: unknown scenario file type '{suffix}' (expected .toml or .json)")
+        return cls.from_text(p.read_text(encoding="utf-8"), suffix[1:], source=str(p))
+
+    @classmethod
+    def default(cls) -> Scenario:
+        """The scenario embedded in the core (what the CLI runs with no file)."""
+        return cls.from_text(_core.default_scenario_toml(), "toml", source="<default>")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario as a dict (a copy)."""
+        if self._data is not None:
+            return copy.deepcopy(self._data)
+        assert self._text is not None
+        try:
+            if self._format == "toml":
+                return tomllib.loads(self._text)
+            parsed = json.loads(self._text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+            raise config_error("", f"{self.source}: invalid {self._format.upper()}: {e}") from None
+        if not isinstance(parsed, dict):
+            raise config_error("", f"{self.source}: a scenario must be a table/object")
+        return parsed
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
+        """A new scenario with dotted-path overrides applied, e.g. ``{"scheduler.policy": "orca"}``."""
+        data = self.to_dict()
+        for path, value in overrides.items():
+            _set_dotted(data, path, value)
+        sc = Scenario(data)
+        sc.source = self.source
+        return sc
+
+    def payload(self) -> tuple[str, str]:
+        """``(text, format)`` exactly as handed to the core."""
+        if self._text is not None:
+            return self._text, self._format
+        assert self._data is not None
+        return _encode(self._data), "json"
+
+    def validate(self) -> dict[str, Any]:
+        """Validate with the core; returns the resolved scenario (presets expanded)."""
+        resolved: dict[str, Any] = json.loads(_core.validate(*self.payload()))
+        return resolved
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scenario) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Scenario(source={self.source!r})"
+
+
+ScenarioLike = Union[Scenario, Mapping[str, Any], str, "os.PathLike[str]"]
+
+
+def _as_scenario(scenario: ScenarioLike) -> Scenario:
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, Mapping):
+        return Scenario(scenario)
+    if isinstance(scenario, str) and "\n" in scenario:
+        raise TypeError("simulate() takes a dict, a path or a Scenario; for scenario text use Scenario.from_text(text, 'toml')")
+    if isinstance(scenario, (str, os.PathLike)):
+        return Scenario.from_file(scenario)
+    raise TypeError(f"simulate() takes a dict, a path or a Scenario, not {type(scenario).__name__}")
+
+
+# --------------------------------------------------------------------------- results
+
+
+class Result:
+    """The outcome of one simulation. Tables are built on first access."""
+
+    def __init__(self, raw: _core.RunResult, *, record_steps: bool = False, scenario: Optional[Scenario] = None) -> None:
+        self._raw = raw
+        self._record_steps = record_steps
+        self.scenario = scenario
+        """The scenario that was run."""
+
+    @property
+    def raw(self) -> _core.RunResult:
+        """The core's result object (numpy columns, JSON strings)."""
+        return self._raw
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """Summary metrics (TTFT/TPOT/E2E percentiles, throughput, KV use, ...)."""
+        summary: dict[str, Any] = json.loads(self._raw.summary_json())
+        return summary
+
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        """One row per request; ``status``/``reason`` are categoricals, times in ms
+        (``first_token_ms`` is NaN for requests that never produced a token)."""
+        import pandas as pd
+
+        cols = self._raw.columns()
+        status = cols.pop("status")
+        reason = cols.pop("reason")
+        df = pd.DataFrame(cols)
+        df["status"] = pd.Categorical.from_codes(status.astype(np.int16), categories=status_names())
+        df["reason"] = pd.Categorical.from_codes(reason.astype(np.int16), categories=reason_names())
+        df["ttft_ms"] = df["first_token_ms"] - df["arrival_ms"]
+        df["e2e_ms"] = df["finish_ms"] - df["arrival_ms"]
+        return df
+
+    @cached_property
+    def timeseries(self) -> pd.DataFrame:
+        """Per-replica time series (one row per replica and bucket of ``timeseries_interval_ms``)."""
+        import pandas as pd
+
+        return pd.DataFrame(self._raw.timeseries_columns())
+
+    @property
+    def timeseries_interval_ms(self) -> float:
+        return self._raw.timeseries_interval_ms
+
+    @cached_property
+    def steps(self) -> list[dict[str, Any]]:
+        """Every scheduler step, as dicts (needs ``simulate(..., record_steps=True)``)."""
+        if not self._record_steps:
+            raise ValueError("steps were not recorded; run with simulate(..., record_steps=True)")
+        steps: list[dict[str, Any]] = json.loads(self._raw.steps_json())
+        return steps
+
+    def to_json(self) -> str:
+        """The whole result as JSON, byte-for-byte what every o1sim front end produces."""
+        return self._raw.to_json()
+
+    def to_csv(self, path: Union[str, os.PathLike[str]]) -> None:
+        """Write the per-request table as CSV."""
+        self.requests.to_csv(path, index=False)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return f"Result(num_requests={s.get('num_requests')!r}, finished={s.get('finished')!r})"
+
+
+# --------------------------------------------------------------------------- functions
+
+
+def simulate(
+    scenario: ScenarioLike,
+    *,
+    record_steps: bool = False,
+    progress: Optional[ProgressCallback] = None,
+) -> Result:
+    """Run one simulation.
+
+    ``scenario`` is a dict, a path to a ``.toml``/``.json`` file, or a :class:`Scenario`.
+    ``progress``, if given, is called with a :class:`Progress` before the run and after
+    every slice of events. Raises a subclass of :class:`o1sim.SimError` on failure.
+    """
+    sc = _as_scenario(scenario)
+    text, fmt = sc.payload()
+    sim = _core.Simulation(text, fmt, record_steps)
+    if progress is not None:
+        progress(Progress(*sim.progress()))
+        while not sim.run_events(SLICE_EVENTS):
+            progress(Progress(*sim.progress()))
+        progress(Progress(*sim.progress()))
+    return Result(sim.finish(), record_steps=record_steps, scenario=sc)
+
+
+def presets() -> dict[str, Any]:
+    """The built-in catalog: GPUs, models, policies, topologies."""
+    catalog: dict[str, Any] = json.loads(_core.presets_json())
+    return catalog
+
+
+def default_scenario() -> dict[str, Any]:
+    """The default scenario embedded in the core, as a dict."""
+    return tomllib.loads(_core.default_scenario_toml())
+
+
+def status_names() -> list[str]:
+    """Request status names (``Result.requests.status`` categories)."""
+    return _core.status_names()
+
+
+def reason_names() -> list[str]:
+    """Rejection reason names ('' = not rejected)."""
+    return _core.reason_names()

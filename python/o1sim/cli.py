@@ -1,0 +1,395 @@
+"""The ``o1sim`` command line: run, compare policies, list presets, validate.
+
+Every ``SimError`` is printed as ``Kind: field: message`` in red on stderr with exit
+status 2, never as a traceback. Summary keys are read defensively (``_get``) and shown as
+"—" when the core does not report them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Optional, TypeVar
+
+import click
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import _core
+from .api import Progress as SimProgress
+from .api import Result, Scenario, presets, simulate
+from .errors import ConfigError, SimError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_POLICIES = "orca,vllm,sarathi,o1pro"
+DASH = "—"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _out() -> Console:
+    # Built per call so click's CliRunner (which swaps sys.stdout) sees the output.
+    return Console()
+
+
+def _err() -> Console:
+    return Console(stderr=True)
+
+
+def _fail(exc: BaseException) -> None:
+    _err().print(f"{type(exc).__name__}: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+
+
+def _handle_errors(f: F) -> F:
+    """SimError → red one-liner on stderr, exit status 2 (no traceback)."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except SimError as e:
+            _fail(e)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _get(summary: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    """``_get(s, "ttft_ms.p99")``: a nested summary value, or ``default`` when absent/null."""
+    node: Any = summary
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return default
+        node = node[key]
+    return default if node is None else node
+
+
+def _num(value: Any, digits: int = 1, scale: float = 1.0) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return DASH
+    if isinstance(value, int) and scale == 1.0:
+        return f"{value:,}"
+    v = value * scale
+    if v != v:  # NaN
+        return DASH
+    return f"{v:,.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    """A 0..1 fraction as a percentage."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return DASH
+    return f"{100.0 * value:.1f}%"
+
+
+def _rejections(summary: Mapping[str, Any]) -> Any:
+    rej = _get(summary, "rejections")
+    if isinstance(rej, Mapping):
+        return sum(v for v in rej.values() if isinstance(v, (int, float)))
+    if isinstance(rej, (int, float)):
+        return rej
+    return _get(summary, "rejected")
+
+
+def _parse_value(text: str) -> Any:
+    """A ``--set`` value: TOML syntax (``16``, ``0.9``, ``true``, ``nan``, ``[1, 2]``, ``"x"``), else the raw string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _load(scenario: Optional[str], seed: Optional[int], sets: Sequence[str]) -> Scenario:
+    sc = Scenario.from_file(scenario) if scenario else Scenario.default()
+    overrides: dict[str, Any] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--set")
+        overrides[key.strip()] = _parse_value(value.strip())
+    if seed is not None:
+        overrides["seed"] = seed
+    return sc.with_overrides(overrides) if overrides else sc
+
+
+def _progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=_err(),
+        transient=True,
+    )
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8")
+    _err().print(f"wrote {path}", style="dim", markup=False, highlight=False, soft_wrap=True)
+
+
+scenario_arg = click.argument("scenario", required=False, type=click.Path(exists=True, dir_okay=False))
+seed_opt = click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+set_opt = click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a field by dotted path, e.g. --set scheduler.block_size=32 (repeatable).",
+)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_core.__version__, prog_name="o1sim")
+def main() -> None:
+    """o1sim: simulate LLM inference serving (schedulers, KV cache, GPUs, topology).
+
+    SCENARIO is a .toml or .json file; without one, the built-in default scenario is used.
+    """
+
+
+@main.command()
+@scenario_arg
+@click.option("--json", "json_out", metavar="OUT", help="Write the full result (core JSON) to OUT.")
+@click.option("--csv", "csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV.")
+@seed_opt
+@set_opt
+@_handle_errors
+def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+    """Run one simulation and print its summary."""
+    sc = _load(scenario, seed, sets)
+    started = time.perf_counter()
+    with _progress_bar() as bar:
+        task = bar.add_task("simulating", total=None, detail="")
+
+        def on_progress(p: SimProgress) -> None:
+            bar.update(task, total=max(p.total_requests, 1), completed=p.finished_requests,
+                       detail=f"{p.finished_requests:,}/{p.total_requests:,} req · t={p.now_ms / 1000:,.1f}s")
+
+        result = simulate(sc, progress=on_progress)
+    wall_s = time.perf_counter() - started
+    _print_summary(result, sc, wall_s)
+    if json_out:
+        _write(json_out, result.to_json())
+    if csv_out:
+        result.to_csv(csv_out)
+        _err().print(f"wrote {csv_out}", style="dim", markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
+    s = result.summary
+    out = _out()
+    head = Table(title=f"o1sim · {sc.source}", show_header=False, title_justify="left")
+    head.add_column("metric", style="bold")
+    head.add_column("value", justify="right")
+    head.add_row("requests", _num(_get(s, "num_requests")))
+    head.add_row("finished", _num(_get(s, "finished")))
+    head.add_row("rejected", _num(_rejections(s)))
+    head.add_row("simulated duration (s)", _num(_get(s, "duration_s"), 2))
+    head.add_row("throughput (req/s)", _num(_get(s, "throughput_rps"), 2))
+    head.add_row("output tokens/s", _num(_get(s, "output_tokens_per_s"), 0))
+    head.add_row("goodput (req/s)", _num(_get(s, "goodput_rps"), 2))
+    head.add_row("KV utilisation mean / peak", f"{_pct(_get(s, 'kv_utilization_mean'))} / {_pct(_get(s, 'kv_utilization_peak'))}")
+    head.add_row("fragmentation (mean)", _pct(_get(s, "fragmentation_mean")))
+    head.add_row("allocation failures", _num(_get(s, "allocation_failures")))
+    head.add_row("preemptions", _num(_get(s, "preemptions")))
+    head.add_row("wall time (s)", f"{wall_s:.3f}")
+    out.print(head)
+
+    lat = Table(title="latency (ms)", title_justify="left")
+    lat.add_column("metric", style="bold")
+    for q in ("mean", "p50", "p90", "p99"):
+        lat.add_column(q, justify="right")
+    for name, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms"), ("queueing", "queueing_ms")):
+        lat.add_row(name, *(_num(_get(s, f"{key}.{q}"), 2) for q in ("mean", "p50", "p90", "p99")))
+    out.print(lat)
+
+    rej = _get(s, "rejections")
+    if isinstance(rej, Mapping) and any(rej.values()):
+        t = Table(title="rejections by reason", title_justify="left")
+        t.add_column("reason")
+        t.add_column("count", justify="right")
+        for reason, count in sorted(rej.items()):
+            t.add_row(str(reason) or "(none)", _num(count))
+        out.print(t)
+
+
+COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
+    ("TTFT p50 ms", lambda s: _num(_get(s, "ttft_ms.p50"), 1)),
+    ("TTFT p99 ms", lambda s: _num(_get(s, "ttft_ms.p99"), 1)),
+    ("TPOT p50 ms", lambda s: _num(_get(s, "tpot_ms.p50"), 2)),
+    ("TPOT p99 ms", lambda s: _num(_get(s, "tpot_ms.p99"), 2)),
+    ("E2E p99 s", lambda s: _num(_get(s, "e2e_ms.p99"), 2, scale=1e-3)),
+    ("req/s", lambda s: _num(_get(s, "throughput_rps"), 2)),
+    ("tok/s", lambda s: _num(_get(s, "output_tokens_per_s"), 0)),
+    ("goodput req/s", lambda s: _num(_get(s, "goodput_rps"), 2)),
+    ("KV mean", lambda s: _pct(_get(s, "kv_utilization_mean"))),
+    ("KV peak", lambda s: _pct(_get(s, "kv_utilization_peak"))),
+    ("frag", lambda s: _pct(_get(s, "fragmentation_mean"))),
+    ("preempt", lambda s: _num(_get(s, "preemptions"))),
+    ("rejected", lambda s: _num(_rejections(s))),
+]
+
+
+@main.command()
+@scenario_arg
+@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
+@click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT.")
+@seed_opt
+@set_opt
+@_handle_errors
+def compare(scenario: Optional[str], policies: str, json_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+    """Run the scenario once per scheduler policy and compare the results."""
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise click.BadParameter("give at least one policy", param_hint="--policies")
+    base = _load(scenario, seed, sets)
+    results: dict[str, Result | SimError] = {}
+    with _progress_bar() as bar:
+        task = bar.add_task("comparing", total=len(names), detail="")
+        for i, name in enumerate(names):
+            sc = base.with_overrides({"scheduler.policy": name})
+
+            def on_progress(p: SimProgress, i: int = i, name: str = name) -> None:
+                bar.update(task, completed=i + p.fraction, description=f"{name} ({i + 1}/{len(names)})",
+                           detail=f"{p.finished_requests:,}/{p.total_requests:,} req")
+
+            try:
+                results[name] = simulate(sc, progress=on_progress)
+            except ConfigError:
+                raise  # the scenario (or the policy name) is wrong: stop here
+            except SimError as e:
+                results[name] = e
+            bar.update(task, completed=i + 1)
+
+    failed = [(name, r) for name, r in results.items() if not isinstance(r, Result)]
+    out = _out()
+    # One table when the terminal is wide enough, else latency and throughput/memory apart.
+    c = COMPARE_COLUMNS
+    groups = [c] if out.width >= 150 else [c[:5], c[5:8] + c[12:], c[8:12]]
+    for n, columns in enumerate(groups):
+        title = f"o1sim compare · {base.source}" + ("" if len(groups) == 1 else f" ({n + 1}/{len(groups)})")
+        out.print(_compare_table(title, results, columns))
+    if json_out:
+        parts = []
+        for name, r in results.items():
+            body = r.to_json() if isinstance(r, Result) else json.dumps({"error": {"kind": type(r).__name__, "message": str(r)}})
+            parts.append(f"{json.dumps(name)}:{body}")
+        _write(json_out, "{" + ",".join(parts) + "}")
+    for name, err in failed:
+        _err().print(f"{name}: {type(err).__name__}: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    if failed:
+        sys.exit(2)
+
+
+def _compare_table(
+    title: str,
+    results: Mapping[str, Result | SimError],
+    columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]],
+) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
+    table.add_column("policy", style="bold", no_wrap=True)
+    for header, _ in columns:
+        table.add_column(header, justify="right", min_width=max(len(w) for w in header.split()))
+    for name, r in results.items():
+        if isinstance(r, Result):
+            table.add_row(name, *(fmt(r.summary) for _, fmt in columns))
+        else:
+            table.add_row(name, f"[red]{type(r).__name__}[/red]", *([DASH] * (len(columns) - 1)))
+    return table
+
+
+@main.command(name="presets")
+@click.argument("section", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the raw catalog JSON.")
+@_handle_errors
+def presets_cmd(section: Optional[str], as_json: bool) -> None:
+    """List the built-in catalog (GPUs, models, policies, ...); SECTION shows one part."""
+    catalog = presets()
+    if section is not None:
+        if section not in catalog:
+            raise click.BadParameter(f"unknown section {section!r}; sections: {', '.join(catalog) or '(none)'}", param_hint="SECTION")
+        catalog = {section: catalog[section]}
+    if as_json:
+        click.echo(json.dumps(catalog, indent=2))
+        return
+    out = _out()
+    if not catalog:
+        out.print("the catalog is empty")
+        return
+    for name, value in catalog.items():
+        out.print(_catalog_table(name, value))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.6g}"
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return ", ".join(str(v) for v in value)
+        return f"[{len(value)} items]"
+    if isinstance(value, Mapping):
+        return f"{{{len(value)} fields}}"
+    return str(value)
+
+
+def _catalog_table(title: str, value: Any) -> Table:
+    """A table of catalog entries (a name → entry mapping or a list of entries/names)."""
+    if isinstance(value, Mapping):
+        entries = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list):
+        entries = [(str(e.get("name", i)) if isinstance(e, Mapping) else str(e), e) for i, e in enumerate(value)]
+    else:
+        entries = [(title, value)]
+    columns: list[str] = []
+    for _, e in entries:
+        if isinstance(e, Mapping):
+            columns += [k for k in e if k != "name" and k not in columns]
+    table = Table(title=title, title_justify="left")
+    table.add_column("name", style="bold")
+    if not columns and any(not isinstance(e, (Mapping, str)) for _, e in entries):
+        table.add_column("value")
+    for c in columns:
+        table.add_column(c)
+    for name, e in entries:
+        if isinstance(e, Mapping):
+            table.add_row(name, *(_cell(e[c]) if c in e else DASH for c in columns))
+        elif isinstance(e, str) or columns:
+            table.add_row(name, *([DASH] * len(columns)))
+        else:
+            table.add_row(name, _cell(e))
+    return table
+
+
+@main.command()
+@scenario_arg
+@seed_opt
+@set_opt
+@_handle_errors
+def validate(scenario: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+    """Check a scenario and print it resolved (presets expanded) as JSON."""
+    sc = _load(scenario, seed, sets)
+    resolved = sc.validate()
+    click.echo(json.dumps(resolved, indent=2))
+    _err().print(f"{sc.source}: valid", style="bold green", markup=False, highlight=False, soft_wrap=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,148 @@
+"""Results of real runs: determinism, tables, progress, steps, core validation.
+
+These assert the final semantics of the core (DESIGN.md), not the stub's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import o1sim
+from o1sim import _core
+
+
+@pytest.fixture(scope="module")
+def result() -> o1sim.Result:
+    return o1sim.simulate(o1sim.Scenario.default())
+
+
+def test_same_scenario_same_bytes() -> None:
+    a = o1sim.simulate(o1sim.Scenario.default()).to_json()
+    b = o1sim.simulate(o1sim.default_scenario()).to_json()  # via a dict this time
+    assert a == b
+
+
+def test_to_json_holds_the_summary(result: o1sim.Result) -> None:
+    doc = json.loads(result.to_json())
+    assert doc["summary"] == result.summary
+    assert set(doc) >= {"summary", "requests", "timeseries"}
+
+
+def test_summary_has_the_documented_metrics(result: o1sim.Result) -> None:
+    s = result.summary
+    for key in ("num_requests", "finished", "rejected", "duration_s", "throughput_rps", "output_tokens_per_s",
+                "goodput_rps", "kv_utilization_mean", "kv_utilization_peak", "preemptions"):
+        assert key in s, key
+    for dist in ("ttft_ms", "tpot_ms", "e2e_ms", "queueing_ms"):
+        assert set(s[dist]) >= {"mean", "p50", "p90", "p99"}, dist
+    assert s["num_requests"] > 0
+    assert s["finished"] + s["rejected"] == s["num_requests"]
+    assert s["ttft_ms"]["p50"] <= s["ttft_ms"]["p99"]
+
+
+def test_requests_table(result: o1sim.Result) -> None:
+    df = result.requests
+    assert isinstance(df, pd.DataFrame)
+    assert len(df) == result.summary["num_requests"]
+    assert list(df["request_id"]) == sorted(df["request_id"])
+    assert isinstance(df["status"].dtype, pd.CategoricalDtype)
+    assert list(df["status"].cat.categories) == o1sim.status_names()
+    assert list(df["reason"].cat.categories) == o1sim.reason_names()
+    done = df[df["status"] == "finished"]
+    assert len(done) == result.summary["finished"]
+    assert np.isfinite(done["first_token_ms"]).all()
+    assert (done["first_token_ms"] >= done["arrival_ms"]).all()
+    assert (done["finish_ms"] >= done["first_token_ms"]).all()
+    assert (done["output_tokens"] > 0).all()
+    rejected = df[df["status"] == "rejected"]
+    assert rejected["first_token_ms"].isna().all()
+    assert (rejected["reason"] != "").all()
+
+
+def test_columns_are_numpy_arrays_of_the_documented_types(result: o1sim.Result) -> None:
+    cols = result.raw.columns()
+    assert cols["arrival_ms"].dtype == np.float64
+    assert cols["request_id"].dtype == np.uint32
+    assert cols["replica"].dtype == np.int32
+    assert cols["status"].dtype == np.uint8 and cols["reason"].dtype == np.uint8
+    assert len({len(v) for v in cols.values()}) == 1
+
+
+def test_timeseries_table(result: o1sim.Result) -> None:
+    ts = result.timeseries
+    assert len(ts) > 0
+    assert set(ts.columns) >= {"time_ms", "replica", "batch_size", "tokens", "kv_usage", "waiting", "running"}
+    assert result.timeseries_interval_ms > 0
+    assert ts["kv_usage"].between(0, 1).all()
+
+
+def test_progress_reaches_the_total() -> None:
+    seen: list[o1sim.Progress] = []
+    o1sim.simulate(o1sim.Scenario.default(), progress=seen.append)
+    assert len(seen) >= 2
+    assert seen[-1].finished_requests == seen[-1].total_requests > 0
+    assert seen[-1].fraction == 1.0
+    assert [p.events for p in seen] == sorted(p.events for p in seen)
+
+
+def test_steps_only_when_recorded() -> None:
+    with_steps = o1sim.simulate(o1sim.Scenario.default(), record_steps=True)
+    steps = with_steps.steps
+    assert len(steps) == with_steps.raw.num_steps() > 0
+    assert {"replica", "start_ms", "end_ms", "scheduled"} <= set(steps[0])
+    assert all(s["end_ms"] >= s["start_ms"] for s in steps)
+    with pytest.raises(ValueError):
+        o1sim.simulate(o1sim.Scenario.default()).steps
+    # Recording steps does not change the result.
+    assert with_steps.to_json() == o1sim.simulate(o1sim.Scenario.default()).to_json()
+
+
+def test_csv_round_trip(result: o1sim.Result, tmp_path) -> None:
+    p = tmp_path / "requests.csv"
+    result.to_csv(p)
+    back = pd.read_csv(p, keep_default_na=False, na_values=[""])
+    assert len(back) == len(result.requests)
+
+
+@pytest.mark.parametrize("field", ["scheduler.block_size", "scheduler.max_num_seqs"])
+def test_core_names_the_bad_field(field: str) -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(o1sim.Scenario.default().with_overrides({field: 0}))
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}: ")
+
+
+def test_unknown_policy_is_named() -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.Scenario.default().with_overrides({"scheduler.policy": "nope"}).validate()
+    assert info.value.field == "scheduler.policy"
+
+
+def test_toml_syntax_error_is_a_config_error() -> None:
+    with pytest.raises(o1sim.ConfigError):
+        _core.Simulation("seed = = 1", "toml")
+
+
+def test_validate_resolves_presets() -> None:
+    resolved = o1sim.Scenario.default().validate()
+    assert {"seed", "model", "gpu", "deployment", "scheduler", "workload"} <= set(resolved)
+
+
+def test_presets_catalog() -> None:
+    cat = o1sim.presets()
+    assert {"gpus", "models", "policies"} <= set(cat)
+    policies = cat["policies"]
+    names = set(policies) if isinstance(policies, (dict, list)) and not (policies and isinstance(policies, list) and isinstance(policies[0], dict)) else {p["name"] for p in policies}
+    assert {"orca", "vllm", "sarathi", "o1pro"} <= names
+
+
+def test_each_policy_runs_the_default_scenario() -> None:
+    for policy in ("orca", "vllm", "sarathi", "o1pro"):
+        r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"scheduler.policy": policy}))
+        assert r.summary["finished"] > 0, policy
+        assert not math.isnan(r.summary["ttft_ms"]["p99"]), policy
