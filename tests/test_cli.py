@@ -142,4 +142,5 @@ def test_validate_prints_the_resolved_scenario(runner: CliRunner) -> None:
     res = runner.invoke(main, ["validate"])
     assert res.exit_code == 0, res.stderr
     resolved = json.loads(res.stdout)
-    assert resolved["scheduler"]["policy"] in o1sim.presets()["policies"]
+    assert resolved["scenario"]["scheduler"]["policy"] in o1sim.presets()["policies"]
+    assert resolved["deployment"]["num_gpu_blocks"] > 0

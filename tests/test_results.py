@@ -130,7 +130,11 @@ def test_toml_syntax_error_is_a_config_error() -> None:
 
 def test_validate_resolves_presets() -> None:
     resolved = o1sim.Scenario.default().validate()
-    assert {"seed", "model", "gpu", "deployment", "scheduler", "workload"} <= set(resolved)
+    assert {"seed", "model", "gpu", "deployment", "scheduler", "workload"} <= set(resolved["scenario"])
+    plan = resolved["deployment"]
+    # Presets expanded: the model's real shape and a memory plan per GPU.
+    assert plan["model"]["layers"] == 80 and plan["gpu"]["name"] == "h200"
+    assert plan["memory"]["weights_gib"] > 30 and plan["num_gpu_blocks"] > 1000
 
 
 def test_presets_catalog() -> None:

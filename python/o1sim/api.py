@@ -221,7 +221,9 @@ class Scenario:
         return _encode(self._data), "json"
 
     def validate(self) -> dict[str, Any]:
-        """Validate with the core; returns the resolved scenario (presets expanded)."""
+        """Validate with the core. Returns ``{"scenario": …, "deployment": …}``: the scenario
+        with every default filled in, and the resolved deployment (model and GPU specs,
+        memory plan per GPU, KV blocks per replica)."""
         resolved: dict[str, Any] = json.loads(_core.validate(*self.payload()))
         return resolved
 

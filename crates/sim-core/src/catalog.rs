@@ -1,1 +1,982 @@
-stubs/catalog.rs
+//! Hardware and model catalog: GPU and transformer descriptions, their presets, and the
+//! scenario inputs (`model = "llama-3-8b"` or `model = { preset = "...", layers = 40 }`) that
+//! resolve to them.
+//!
+//! Units used throughout: FLOP/s in TFLOP/s (10¹²), memory sizes in GiB (2³⁰ bytes), memory
+//! bandwidth in TB/s (10¹² bytes/s), interconnect bandwidth in GB/s (10⁹ bytes/s).
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check, Result, SimError};
+
+// ---------------------------------------------------------------------------------------------
+// GPU
+// ---------------------------------------------------------------------------------------------
+
+/// One accelerator: its datasheet peaks and the fraction of them real kernels reach.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gpu {
+    /// Preset or user-chosen name (e.g. `h100`).
+    pub name: String,
+    /// Dense (no sparsity) BF16 tensor-core peak, TFLOP/s.
+    pub bf16_tflops: f64,
+    /// Dense FP8 tensor-core peak, TFLOP/s; 0 when the part has no FP8 tensor cores.
+    pub fp8_tflops: f64,
+    /// Device memory visible to the framework, GiB (2³⁰ bytes).
+    pub hbm_gib: f64,
+    /// Peak device-memory bandwidth, TB/s (10¹² bytes/s).
+    pub hbm_tbps: f64,
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// Per-GPU bidirectional NVLink bandwidth, GB/s (10⁹ bytes/s); PCIe-only parts give their
+    /// PCIe rate. Each direction carries half of it.
+    pub nvlink_gbps: f64,
+    /// Fraction of `bf16_tflops` reached by large GEMMs, in (0, 1].
+    pub compute_efficiency: f64,
+    /// Fraction of `hbm_tbps` reached by streaming kernels, in (0, 1].
+    pub memory_efficiency: f64,
+}
+
+impl Gpu {
+    /// Check every field; error paths are relative (`hbm_gib`), callers prefix them (`gpu`).
+    pub fn validate(&self) -> Result<()> {
+        if self.name.trim().is_empty() {
+            return Err(SimError::config("name", "must not be empty"));
+        }
+        check::positive("bf16_tflops", self.bf16_tflops)?;
+        check::non_negative("fp8_tflops", self.fp8_tflops)?;
+        check::positive("hbm_gib", self.hbm_gib)?;
+        check::positive("hbm_tbps", self.hbm_tbps)?;
+        at_least_one("sms", self.sms)?;
+        check::positive("nvlink_gbps", self.nvlink_gbps)?;
+        fraction("compute_efficiency", self.compute_efficiency)?;
+        fraction("memory_efficiency", self.memory_efficiency)?;
+        Ok(())
+    }
+}
+
+/// `value` must be finite and in (0, 1].
+pub(crate) fn fraction(path: &str, value: f64) -> Result<()> {
+    check::finite(path, value)?;
+    if value <= 0.0 || value > 1.0 {
+        return Err(SimError::config(
+            path,
+            format!("must be in (0, 1] (got {value})"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `d` divides `n` (false for `d == 0`, never panics).
+pub(crate) fn divides(d: u32, n: u32) -> bool {
+    n.checked_rem(d) == Some(0)
+}
+
+fn at_least_one(path: &str, value: u32) -> Result<()> {
+    if value < 1 {
+        return Err(SimError::config(
+            path,
+            format!("must be >= 1 (got {value})"),
+        ));
+    }
+    Ok(())
+}
+
+/// 48 GB (decimal, as NVIDIA's L40S datasheet states it) expressed in GiB.
+const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
+
+/// The GPU presets.
+///
+/// Sources (dense, i.e. without 2:4 sparsity, SXM form factor):
+/// * `a100-80g`: NVIDIA A100 Tensor Core GPU datasheet (BF16 312 TFLOP/s, 80 GB HBM2e,
+///   2,039 GB/s, NVLink 600 GB/s) and the NVIDIA A100 architecture whitepaper (108 SMs).
+///   No FP8 tensor cores.
+/// * `h100`: NVIDIA H100 Tensor Core GPU datasheet, SXM5 (BF16 989.4 / FP8 1,978.9 TFLOP/s
+///   dense, 80 GB HBM3, 3.35 TB/s, NVLink 900 GB/s) and the Hopper whitepaper (132 SMs).
+/// * `h200`: NVIDIA H200 datasheet, SXM (same tensor cores as H100, 141 GB HBM3e, 4.8 TB/s,
+///   NVLink 900 GB/s). Memory is our own measurement: 139.8 GiB visible to PyTorch.
+/// * `l40s`: NVIDIA L40S datasheet (BF16 362.05 / FP8 733 TFLOP/s dense, 48 GB GDDR6 =
+///   44.7 GiB, 864 GB/s, 142 SMs, PCIe Gen4 x16 = 64 GB/s bidirectional, no NVLink).
+///
+/// Efficiencies: our H200 measurements show an 8192³ BF16 matmul at 767.8 TFLOP/s (0.78 of
+/// peak) and a device-to-device copy at 4,211 GB/s read+write (0.88 of peak); the presets use
+/// slightly lower round figures (0.75 / 0.85) for Hopper since serving GEMMs are smaller, and
+/// 0.70 / 0.80 for A100 and L40S (estimates, not measured).
+pub fn gpu_presets() -> Vec<Gpu> {
+    #[allow(clippy::too_many_arguments)]
+    fn gpu(
+        name: &str,
+        bf16_tflops: f64,
+        fp8_tflops: f64,
+        hbm_gib: f64,
+        hbm_tbps: f64,
+        sms: u32,
+        nvlink_gbps: f64,
+        compute_efficiency: f64,
+        memory_efficiency: f64,
+    ) -> Gpu {
+        Gpu {
+            name: name.to_string(),
+            bf16_tflops,
+            fp8_tflops,
+            hbm_gib,
+            hbm_tbps,
+            sms,
+            nvlink_gbps,
+            compute_efficiency,
+            memory_efficiency,
+        }
+    }
+    vec![
+        gpu("a100-80g", 312.0, 0.0, 80.0, 2.039, 108, 600.0, 0.70, 0.80),
+        gpu("h100", 989.4, 1978.9, 80.0, 3.35, 132, 900.0, 0.75, 0.85),
+        gpu("h200", 989.4, 1978.9, 139.8, 4.8, 132, 900.0, 0.75, 0.85),
+        gpu(
+            "l40s", 362.05, 733.0, L40S_GIB, 0.864, 142, 64.0, 0.70, 0.80,
+        ),
+    ]
+}
+
+/// Names of the GPU presets, in catalog order.
+pub fn gpu_preset_names() -> Vec<&'static str> {
+    vec!["a100-80g", "h100", "h200", "l40s"]
+}
+
+fn gpu_preset(name: &str) -> Option<Gpu> {
+    gpu_presets().into_iter().find(|g| g.name == name)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------------------------
+
+/// A decoder-only transformer (Llama-style: RMSNorm, rotary attention with grouped-query KV
+/// heads, gated SiLU MLP, optionally a mixture of experts in place of the MLP).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Model {
+    /// Preset or user-chosen name (e.g. `llama-3-8b`).
+    pub name: String,
+    /// Transformer blocks.
+    pub layers: u32,
+    /// Residual-stream width (model dimension).
+    pub hidden: u32,
+    /// Query heads.
+    pub heads: u32,
+    /// Key/value heads (grouped-query attention); divides `heads`.
+    pub kv_heads: u32,
+    /// Width of one attention head.
+    pub head_dim: u32,
+    /// MLP inner width (per expert for MoE models).
+    pub intermediate: u32,
+    /// Vocabulary size.
+    pub vocab: u32,
+    /// Longest context the model supports, tokens.
+    pub max_context: u32,
+    /// Experts per MoE layer; 1 = dense MLP.
+    pub experts: u32,
+    /// Experts each token is routed to (top-k); 1 for dense models.
+    pub experts_per_token: u32,
+    /// Whether the lm_head shares the input-embedding matrix.
+    pub tied_embeddings: bool,
+}
+
+impl Model {
+    /// Total parameter count, including the embedding table and the lm_head (counted once
+    /// when tied) and the RMSNorm weights.
+    pub fn params(&self) -> f64 {
+        let embed = f64::from(self.vocab) * f64::from(self.hidden);
+        let lm_head = if self.tied_embeddings { 0.0 } else { embed };
+        let final_norm = f64::from(self.hidden);
+        embed + lm_head + final_norm + f64::from(self.layers) * self.params_per_layer()
+    }
+
+    /// Parameters of one transformer block: attention projections (q, k, v, o), the MLP
+    /// (gate, up, down for each expert, plus the router when `experts > 1`) and its two
+    /// RMSNorm weight vectors.
+    pub fn params_per_layer(&self) -> f64 {
+        let hidden = f64::from(self.hidden);
+        let head_dim = f64::from(self.head_dim);
+        let q = hidden * f64::from(self.heads) * head_dim;
+        let kv = 2.0 * hidden * f64::from(self.kv_heads) * head_dim;
+        let o = f64::from(self.heads) * head_dim * hidden;
+        let experts = f64::from(self.experts);
+        let mlp = experts * 3.0 * hidden * f64::from(self.intermediate);
+        let router = if self.experts > 1 {
+            hidden * experts
+        } else {
+            0.0
+        };
+        let norms = 2.0 * hidden;
+        q + kv + o + mlp + router + norms
+    }
+
+    /// Bytes of K and V cache one token occupies across all layers of the whole model
+    /// (`2 · layers · kv_heads · head_dim · dtype_bytes`).
+    pub fn kv_bytes_per_token(&self, dtype_bytes: f64) -> f64 {
+        2.0 * f64::from(self.layers)
+            * f64::from(self.kv_heads)
+            * f64::from(self.head_dim)
+            * dtype_bytes
+    }
+
+    /// Check every field; error paths are relative (`heads`), callers prefix them (`model`).
+    pub fn validate(&self) -> Result<()> {
+        if self.name.trim().is_empty() {
+            return Err(SimError::config("name", "must not be empty"));
+        }
+        for (path, value) in [
+            ("layers", self.layers),
+            ("hidden", self.hidden),
+            ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
+            ("head_dim", self.head_dim),
+            ("intermediate", self.intermediate),
+            ("vocab", self.vocab),
+            ("max_context", self.max_context),
+            ("experts", self.experts),
+            ("experts_per_token", self.experts_per_token),
+        ] {
+            at_least_one(path, value)?;
+        }
+        if !divides(self.kv_heads, self.heads) {
+            return Err(SimError::config(
+                "heads",
+                format!(
+                    "must be a multiple of kv_heads (got heads={}, kv_heads={})",
+                    self.heads, self.kv_heads
+                ),
+            ));
+        }
+        if self.experts_per_token > self.experts {
+            return Err(SimError::config(
+                "experts_per_token",
+                format!(
+                    "must be <= experts (got experts_per_token={}, experts={})",
+                    self.experts_per_token, self.experts
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The model presets.
+///
+/// Sources: the `config.json` published with each model on the Hugging Face Hub
+/// (`meta-llama/Meta-Llama-3-8B`, `meta-llama/Meta-Llama-3-70B`, `meta-llama/Llama-3.1-405B`,
+/// `Qwen/Qwen2.5-72B`, `mistralai/Mixtral-8x7B-v0.1`): `num_hidden_layers`, `hidden_size`,
+/// `num_attention_heads`, `num_key_value_heads`, `intermediate_size`, `vocab_size`,
+/// `max_position_embeddings` (Qwen2.5-72B: 32,768 native context), `num_local_experts`,
+/// `num_experts_per_tok`, `tie_word_embeddings` (false for all of these).
+pub fn model_presets() -> Vec<Model> {
+    #[allow(clippy::too_many_arguments)]
+    fn model(
+        name: &str,
+        layers: u32,
+        hidden: u32,
+        heads: u32,
+        kv_heads: u32,
+        intermediate: u32,
+        vocab: u32,
+        max_context: u32,
+        experts: u32,
+        experts_per_token: u32,
+    ) -> Model {
+        Model {
+            name: name.to_string(),
+            layers,
+            hidden,
+            heads,
+            kv_heads,
+            head_dim: 128,
+            intermediate,
+            vocab,
+            max_context,
+            experts,
+            experts_per_token,
+            tied_embeddings: false,
+        }
+    }
+    vec![
+        model("llama-3-8b", 32, 4096, 32, 8, 14336, 128_256, 8192, 1, 1),
+        model("llama-3-70b", 80, 8192, 64, 8, 28672, 128_256, 8192, 1, 1),
+        model(
+            "llama-3.1-405b",
+            126,
+            16384,
+            128,
+            8,
+            53248,
+            128_256,
+            131_072,
+            1,
+            1,
+        ),
+        model("qwen2.5-72b", 80, 8192, 64, 8, 29568, 152_064, 32768, 1, 1),
+        model("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, 8, 2),
+    ]
+}
+
+/// Names of the model presets, in catalog order.
+pub fn model_preset_names() -> Vec<&'static str> {
+    vec![
+        "llama-3-8b",
+        "llama-3-70b",
+        "llama-3.1-405b",
+        "qwen2.5-72b",
+        "mixtral-8x7b",
+    ]
+}
+
+fn model_preset(name: &str) -> Option<Model> {
+    model_presets().into_iter().find(|m| m.name == name)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario inputs
+// ---------------------------------------------------------------------------------------------
+
+/// The `model` entry of a scenario: a preset name, or a table of fields (optionally starting
+/// from a preset whose fields it overrides).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ModelInput {
+    /// `model = "llama-3-8b"`.
+    Preset(String),
+    /// `model = { preset = "llama-3-8b", layers = 16 }` or a complete custom model.
+    Custom(ModelFields),
+}
+
+/// Table form of [`ModelInput`]. Every field is optional; without `preset`, all structural
+/// fields are required. Fields with defaults when no preset is given: `name` ("custom"),
+/// `experts` (1), `experts_per_token` (1, required when `experts > 1`), `tied_embeddings`
+/// (false). Units as in [`Model`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelFields {
+    /// Preset to start from; the other fields override it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Overrides [`Model::name`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Overrides [`Model::layers`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<u32>,
+    /// Overrides [`Model::hidden`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<u32>,
+    /// Overrides [`Model::heads`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<u32>,
+    /// Overrides [`Model::kv_heads`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u32>,
+    /// Overrides [`Model::head_dim`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u32>,
+    /// Overrides [`Model::intermediate`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intermediate: Option<u32>,
+    /// Overrides [`Model::vocab`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocab: Option<u32>,
+    /// Overrides [`Model::max_context`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context: Option<u32>,
+    /// Overrides [`Model::experts`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experts: Option<u32>,
+    /// Overrides [`Model::experts_per_token`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experts_per_token: Option<u32>,
+    /// Overrides [`Model::tied_embeddings`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tied_embeddings: Option<bool>,
+}
+
+/// The `gpu` entry of a scenario: a preset name, or a table of fields (optionally starting
+/// from a preset whose fields it overrides).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum GpuInput {
+    /// `gpu = "h100"`.
+    Preset(String),
+    /// `gpu = { preset = "h100", hbm_gib = 94 }` or a complete custom GPU.
+    Custom(GpuFields),
+}
+
+/// Table form of [`GpuInput`]. Every field is optional; without `preset`, all datasheet
+/// fields are required. Fields with defaults when no preset is given: `name` ("custom"),
+/// `fp8_tflops` (0 = none), `compute_efficiency` (0.70), `memory_efficiency` (0.80). Units as
+/// in [`Gpu`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuFields {
+    /// Preset to start from; the other fields override it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Overrides [`Gpu::name`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Overrides [`Gpu::bf16_tflops`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bf16_tflops: Option<f64>,
+    /// Overrides [`Gpu::fp8_tflops`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_tflops: Option<f64>,
+    /// Overrides [`Gpu::hbm_gib`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_gib: Option<f64>,
+    /// Overrides [`Gpu::hbm_tbps`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_tbps: Option<f64>,
+    /// Overrides [`Gpu::sms`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sms: Option<u32>,
+    /// Overrides [`Gpu::nvlink_gbps`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_gbps: Option<f64>,
+    /// Overrides [`Gpu::compute_efficiency`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_efficiency: Option<f64>,
+    /// Overrides [`Gpu::memory_efficiency`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_efficiency: Option<f64>,
+}
+
+/// Default compute efficiency of a custom GPU given without a preset.
+pub const CUSTOM_GPU_COMPUTE_EFFICIENCY: f64 = 0.70;
+/// Default memory efficiency of a custom GPU given without a preset.
+pub const CUSTOM_GPU_MEMORY_EFFICIENCY: f64 = 0.80;
+
+impl From<&str> for ModelInput {
+    fn from(name: &str) -> Self {
+        ModelInput::Preset(name.to_string())
+    }
+}
+
+impl From<&str> for GpuInput {
+    fn from(name: &str) -> Self {
+        GpuInput::Preset(name.to_string())
+    }
+}
+
+// `ModelInput` / `GpuInput` deserialize through hand-written visitors ("a string or a table")
+// so that a wrong type gives a clear `expecting` message instead of serde's "data did not
+// match any variant of untagged enum", and unknown table fields are named by
+// `deny_unknown_fields` on the `*Fields` structs.
+
+struct ModelInputVisitor;
+
+impl<'de> Visitor<'de> for ModelInputVisitor {
+    type Value = ModelInput;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(
+            "a model preset name (string) or a table of model fields (optionally with `preset`)",
+        )
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<ModelInput, E> {
+        Ok(ModelInput::Preset(v.to_string()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<ModelInput, A::Error> {
+        ModelFields::deserialize(de::value::MapAccessDeserializer::new(map)).map(ModelInput::Custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelInput {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(ModelInputVisitor)
+    }
+}
+
+struct GpuInputVisitor;
+
+impl<'de> Visitor<'de> for GpuInputVisitor {
+    type Value = GpuInput;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(
+            "a GPU preset name (string) or a table of GPU fields (optionally with `preset`)",
+        )
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<GpuInput, E> {
+        Ok(GpuInput::Preset(v.to_string()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<GpuInput, A::Error> {
+        GpuFields::deserialize(de::value::MapAccessDeserializer::new(map)).map(GpuInput::Custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for GpuInput {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(GpuInputVisitor)
+    }
+}
+
+/// The override if given, else the preset's value, else the default, else a "required"
+/// error at `path`.
+fn pick<T: Clone>(
+    path: &str,
+    given: &Option<T>,
+    preset: Option<T>,
+    default: Option<T>,
+) -> Result<T> {
+    given.clone().or(preset).or(default).ok_or_else(|| {
+        SimError::config(
+            path,
+            "is required when no `preset` is given (name a preset or give every field)",
+        )
+    })
+}
+
+/// Resolve a scenario's `model` entry to a validated [`Model`]. Error paths start with
+/// `model` (`model`, `model.preset`, `model.layers`, …).
+pub fn resolve_model(input: &ModelInput) -> Result<Model> {
+    let model = match input {
+        ModelInput::Preset(name) => model_preset(name)
+            .ok_or_else(|| check::unknown_name("model", "model", name, &model_preset_names()))?,
+        ModelInput::Custom(f) => {
+            let base = match &f.preset {
+                Some(name) => Some(model_preset(name).ok_or_else(|| {
+                    check::unknown_name("model.preset", "model", name, &model_preset_names())
+                })?),
+                None => None,
+            };
+            let b = base.as_ref();
+            let experts = pick("model.experts", &f.experts, b.map(|m| m.experts), Some(1))?;
+            Model {
+                name: pick(
+                    "model.name",
+                    &f.name,
+                    b.map(|m| m.name.clone()),
+                    Some("custom".to_string()),
+                )?,
+                layers: pick("model.layers", &f.layers, b.map(|m| m.layers), None)?,
+                hidden: pick("model.hidden", &f.hidden, b.map(|m| m.hidden), None)?,
+                heads: pick("model.heads", &f.heads, b.map(|m| m.heads), None)?,
+                kv_heads: pick("model.kv_heads", &f.kv_heads, b.map(|m| m.kv_heads), None)?,
+                head_dim: pick("model.head_dim", &f.head_dim, b.map(|m| m.head_dim), None)?,
+                intermediate: pick(
+                    "model.intermediate",
+                    &f.intermediate,
+                    b.map(|m| m.intermediate),
+                    None,
+                )?,
+                vocab: pick("model.vocab", &f.vocab, b.map(|m| m.vocab), None)?,
+                max_context: pick(
+                    "model.max_context",
+                    &f.max_context,
+                    b.map(|m| m.max_context),
+                    None,
+                )?,
+                experts,
+                experts_per_token: pick(
+                    "model.experts_per_token",
+                    &f.experts_per_token,
+                    b.map(|m| m.experts_per_token),
+                    if experts == 1 { Some(1) } else { None },
+                )?,
+                tied_embeddings: pick(
+                    "model.tied_embeddings",
+                    &f.tied_embeddings,
+                    b.map(|m| m.tied_embeddings),
+                    Some(false),
+                )?,
+            }
+        }
+    };
+    model.validate().map_err(|e| e.under("model"))?;
+    Ok(model)
+}
+
+/// Resolve a scenario's `gpu` entry to a validated [`Gpu`]. Error paths start with `gpu`
+/// (`gpu`, `gpu.preset`, `gpu.hbm_gib`, …).
+pub fn resolve_gpu(input: &GpuInput) -> Result<Gpu> {
+    let gpu = match input {
+        GpuInput::Preset(name) => gpu_preset(name)
+            .ok_or_else(|| check::unknown_name("gpu", "gpu", name, &gpu_preset_names()))?,
+        GpuInput::Custom(f) => {
+            let base = match &f.preset {
+                Some(name) => Some(gpu_preset(name).ok_or_else(|| {
+                    check::unknown_name("gpu.preset", "gpu", name, &gpu_preset_names())
+                })?),
+                None => None,
+            };
+            let b = base.as_ref();
+            Gpu {
+                name: pick(
+                    "gpu.name",
+                    &f.name,
+                    b.map(|g| g.name.clone()),
+                    Some("custom".to_string()),
+                )?,
+                bf16_tflops: pick(
+                    "gpu.bf16_tflops",
+                    &f.bf16_tflops,
+                    b.map(|g| g.bf16_tflops),
+                    None,
+                )?,
+                fp8_tflops: pick(
+                    "gpu.fp8_tflops",
+                    &f.fp8_tflops,
+                    b.map(|g| g.fp8_tflops),
+                    Some(0.0),
+                )?,
+                hbm_gib: pick("gpu.hbm_gib", &f.hbm_gib, b.map(|g| g.hbm_gib), None)?,
+                hbm_tbps: pick("gpu.hbm_tbps", &f.hbm_tbps, b.map(|g| g.hbm_tbps), None)?,
+                sms: pick("gpu.sms", &f.sms, b.map(|g| g.sms), None)?,
+                nvlink_gbps: pick(
+                    "gpu.nvlink_gbps",
+                    &f.nvlink_gbps,
+                    b.map(|g| g.nvlink_gbps),
+                    None,
+                )?,
+                compute_efficiency: pick(
+                    "gpu.compute_efficiency",
+                    &f.compute_efficiency,
+                    b.map(|g| g.compute_efficiency),
+                    Some(CUSTOM_GPU_COMPUTE_EFFICIENCY),
+                )?,
+                memory_efficiency: pick(
+                    "gpu.memory_efficiency",
+                    &f.memory_efficiency,
+                    b.map(|g| g.memory_efficiency),
+                    Some(CUSTOM_GPU_MEMORY_EFFICIENCY),
+                )?,
+            }
+        }
+    };
+    gpu.validate().map_err(|e| e.under("gpu"))?;
+    Ok(gpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rel(a: f64, b: f64) -> f64 {
+        (a - b).abs() / b
+    }
+
+    #[test]
+    fn param_counts_match_published_sizes() {
+        let m = |n: &str| resolve_model(&n.into()).unwrap();
+        assert!(
+            rel(m("llama-3-8b").params(), 8.03e9) < 0.01,
+            "{}",
+            m("llama-3-8b").params()
+        );
+        assert!(
+            rel(m("llama-3-70b").params(), 70.6e9) < 0.01,
+            "{}",
+            m("llama-3-70b").params()
+        );
+        assert!(
+            rel(m("mixtral-8x7b").params(), 46.7e9) < 0.01,
+            "{}",
+            m("mixtral-8x7b").params()
+        );
+        assert!(
+            rel(m("llama-3.1-405b").params(), 405.8e9) < 0.01,
+            "{}",
+            m("llama-3.1-405b").params()
+        );
+        assert!(
+            rel(m("qwen2.5-72b").params(), 72.7e9) < 0.01,
+            "{}",
+            m("qwen2.5-72b").params()
+        );
+        // exact arithmetic for llama-3-8b
+        let l8 = m("llama-3-8b");
+        let layer =
+            4096.0 * 4096.0 * 2.0 + 2.0 * 4096.0 * 1024.0 + 3.0 * 4096.0 * 14336.0 + 2.0 * 4096.0;
+        assert_eq!(l8.params_per_layer(), layer);
+        assert_eq!(l8.params(), 32.0 * layer + 2.0 * 128256.0 * 4096.0 + 4096.0);
+        let mut tied = l8.clone();
+        tied.tied_embeddings = true;
+        assert_eq!(l8.params() - tied.params(), 128256.0 * 4096.0);
+        // 2 · 32 layers · 8 kv heads · 128 · 2 bytes = 128 KiB per token
+        assert_eq!(l8.kv_bytes_per_token(2.0), 131072.0);
+    }
+
+    #[test]
+    fn presets_are_valid_and_named_consistently() {
+        let names = model_preset_names();
+        let models = model_presets();
+        assert_eq!(
+            names,
+            models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>()
+        );
+        for m in &models {
+            m.validate().unwrap();
+            assert_eq!(
+                &resolve_model(&ModelInput::Preset(m.name.clone())).unwrap(),
+                m
+            );
+        }
+        let names = gpu_preset_names();
+        let gpus = gpu_presets();
+        assert_eq!(
+            names,
+            gpus.iter().map(|g| g.name.as_str()).collect::<Vec<_>>()
+        );
+        for g in &gpus {
+            g.validate().unwrap();
+            assert_eq!(&resolve_gpu(&GpuInput::Preset(g.name.clone())).unwrap(), g);
+        }
+        let l40s = resolve_gpu(&"l40s".into()).unwrap();
+        assert!((l40s.hbm_gib - 44.7).abs() < 0.05);
+        assert_eq!(resolve_gpu(&"a100-80g".into()).unwrap().fp8_tflops, 0.0);
+    }
+
+    #[test]
+    fn string_or_table_inputs() {
+        let mi: ModelInput = serde_json::from_str("\"llama-3-8b\"").unwrap();
+        assert_eq!(mi, ModelInput::Preset("llama-3-8b".into()));
+        let mi: ModelInput =
+            serde_json::from_str(r#"{"preset":"llama-3-8b","layers":16,"name":"half"}"#).unwrap();
+        let m = resolve_model(&mi).unwrap();
+        assert_eq!((m.layers, m.hidden, m.name.as_str()), (16, 4096, "half"));
+
+        // TOML table with a preset
+        #[derive(Deserialize)]
+        struct Doc {
+            model: ModelInput,
+            gpu: GpuInput,
+        }
+        let doc: Doc = toml::from_str(
+            "gpu = \"h200\"\n[model]\npreset = \"mixtral-8x7b\"\nexperts_per_token = 1\n",
+        )
+        .unwrap();
+        assert_eq!(resolve_model(&doc.model).unwrap().experts_per_token, 1);
+        assert_eq!(resolve_gpu(&doc.gpu).unwrap().hbm_gib, 139.8);
+
+        // complete custom model without preset; optional fields default
+        let custom = r#"{"layers":2,"hidden":64,"heads":4,"kv_heads":2,"head_dim":16,"intermediate":128,"vocab":1000,"max_context":512}"#;
+        let m = resolve_model(&serde_json::from_str(custom).unwrap()).unwrap();
+        assert_eq!(
+            (
+                m.name.as_str(),
+                m.experts,
+                m.experts_per_token,
+                m.tied_embeddings
+            ),
+            ("custom", 1, 1, false)
+        );
+
+        // serialize round trip
+        for input in [mi, ModelInput::Preset("qwen2.5-72b".into())] {
+            let json = serde_json::to_string(&input).unwrap();
+            assert_eq!(
+                serde_json::from_str::<ModelInput>(&json).unwrap(),
+                input,
+                "{json}"
+            );
+        }
+        let gi = GpuInput::Custom(GpuFields {
+            preset: Some("h100".into()),
+            hbm_gib: Some(94.0),
+            ..Default::default()
+        });
+        let json = serde_json::to_string(&gi).unwrap();
+        assert_eq!(json, r#"{"preset":"h100","hbm_gib":94.0}"#);
+        assert_eq!(serde_json::from_str::<GpuInput>(&json).unwrap(), gi);
+        assert_eq!(resolve_gpu(&gi).unwrap().hbm_gib, 94.0);
+    }
+
+    #[test]
+    fn input_errors_are_clear() {
+        let e = serde_json::from_str::<ModelInput>(r#"{"preset":"llama-3-8b","layer":16}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `layer`"), "{e}");
+        let e = serde_json::from_str::<ModelInput>("42")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a model preset name (string) or a table"), "{e}");
+        let e = serde_json::from_str::<GpuInput>("[1]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a GPU preset name"), "{e}");
+        let e = serde_json::from_str::<GpuInput>(r#"{"hbm_tb":3}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `hbm_tb`"), "{e}");
+
+        let err = resolve_model(&"llama-3-7b".into()).unwrap_err();
+        assert_eq!(err.path(), Some("model"));
+        assert!(
+            err.to_string().contains("did you mean") && err.to_string().contains("llama-3-8b"),
+            "{err}"
+        );
+        let err = resolve_model(&ModelInput::Custom(ModelFields {
+            preset: Some("mixtral".into()),
+            ..Default::default()
+        }))
+        .unwrap_err();
+        assert_eq!(err.path(), Some("model.preset"));
+        assert!(err.to_string().contains("mixtral-8x7b"), "{err}");
+        let err = resolve_gpu(&"h100-sxm".into()).unwrap_err();
+        assert_eq!(err.path(), Some("gpu"));
+        assert!(
+            err.to_string().contains("did you mean") && err.to_string().contains("h100"),
+            "{err}"
+        );
+
+        // missing fields without a preset name the field
+        let err = resolve_model(&ModelInput::Custom(ModelFields {
+            layers: Some(2),
+            ..Default::default()
+        }))
+        .unwrap_err();
+        assert_eq!(err.path(), Some("model.hidden"));
+        let err = resolve_gpu(&GpuInput::Custom(GpuFields {
+            bf16_tflops: Some(100.0),
+            ..Default::default()
+        }))
+        .unwrap_err();
+        assert_eq!(err.path(), Some("gpu.hbm_gib"));
+        // MoE without top-k
+        let moe = ModelFields {
+            preset: None,
+            experts: Some(4),
+            ..fields_of(&resolve_model(&"llama-3-8b".into()).unwrap())
+        };
+        let moe = ModelFields {
+            experts_per_token: None,
+            ..moe
+        };
+        assert_eq!(
+            resolve_model(&ModelInput::Custom(moe)).unwrap_err().path(),
+            Some("model.experts_per_token")
+        );
+    }
+
+    fn fields_of(m: &Model) -> ModelFields {
+        ModelFields {
+            preset: None,
+            name: Some(m.name.clone()),
+            layers: Some(m.layers),
+            hidden: Some(m.hidden),
+            heads: Some(m.heads),
+            kv_heads: Some(m.kv_heads),
+            head_dim: Some(m.head_dim),
+            intermediate: Some(m.intermediate),
+            vocab: Some(m.vocab),
+            max_context: Some(m.max_context),
+            experts: Some(m.experts),
+            experts_per_token: Some(m.experts_per_token),
+            tied_embeddings: Some(m.tied_embeddings),
+        }
+    }
+
+    #[test]
+    fn validation_rules() {
+        let over = |f: ModelFields| {
+            resolve_model(&ModelInput::Custom(ModelFields {
+                preset: Some("llama-3-8b".into()),
+                ..f
+            }))
+        };
+        let path = |r: Result<Model>| r.unwrap_err().path().map(str::to_string);
+        assert_eq!(
+            path(over(ModelFields {
+                layers: Some(0),
+                ..Default::default()
+            })),
+            Some("model.layers".into())
+        );
+        assert_eq!(
+            path(over(ModelFields {
+                kv_heads: Some(5),
+                ..Default::default()
+            })),
+            Some("model.heads".into())
+        );
+        assert_eq!(
+            path(over(ModelFields {
+                experts_per_token: Some(2),
+                ..Default::default()
+            })),
+            Some("model.experts_per_token".into())
+        );
+        assert_eq!(
+            path(over(ModelFields {
+                name: Some(" ".into()),
+                ..Default::default()
+            })),
+            Some("model.name".into())
+        );
+        // hidden != heads · head_dim is allowed
+        assert!(over(ModelFields {
+            head_dim: Some(96),
+            ..Default::default()
+        })
+        .is_ok());
+
+        let gov = |f: GpuFields| {
+            resolve_gpu(&GpuInput::Custom(GpuFields {
+                preset: Some("h100".into()),
+                ..f
+            }))
+        };
+        let gpath = |r: Result<Gpu>| r.unwrap_err().path().map(str::to_string);
+        assert_eq!(
+            gpath(gov(GpuFields {
+                hbm_gib: Some(0.0),
+                ..Default::default()
+            })),
+            Some("gpu.hbm_gib".into())
+        );
+        assert_eq!(
+            gpath(gov(GpuFields {
+                hbm_tbps: Some(f64::NAN),
+                ..Default::default()
+            })),
+            Some("gpu.hbm_tbps".into())
+        );
+        assert_eq!(
+            gpath(gov(GpuFields {
+                fp8_tflops: Some(-1.0),
+                ..Default::default()
+            })),
+            Some("gpu.fp8_tflops".into())
+        );
+        assert_eq!(
+            gpath(gov(GpuFields {
+                sms: Some(0),
+                ..Default::default()
+            })),
+            Some("gpu.sms".into())
+        );
+        assert_eq!(
+            gpath(gov(GpuFields {
+                compute_efficiency: Some(1.01),
+                ..Default::default()
+            })),
+            Some("gpu.compute_efficiency".into())
+        );
+        assert_eq!(
+            gpath(gov(GpuFields {
+                memory_efficiency: Some(0.0),
+                ..Default::default()
+            })),
+            Some("gpu.memory_efficiency".into())
+        );
+        assert!(gov(GpuFields {
+            compute_efficiency: Some(1.0),
+            fp8_tflops: Some(0.0),
+            ..Default::default()
+        })
+        .is_ok());
+    }
+}
