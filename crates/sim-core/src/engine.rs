@@ -15,7 +15,7 @@ use crate::config::Scenario;
 use crate::error::{Result, SimError};
 use crate::kv::{o1pro_block_size, KvMode, KvPool};
 use crate::metrics::{ReplicaStats, Series, StepSample};
-use crate::perf::{BatchShape, PrefillItem, StepCostModel};
+use crate::perf::{BatchShape, StepCostModel};
 use crate::request::{Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
 use crate::workload::RequestSpec;
@@ -62,8 +62,11 @@ pub struct Engine {
     pub done_requests: u64,
     options: SimOptions,
     pub steps_log: Vec<StepRecord>,
-    prefill_buf: Vec<PrefillItem>,
     finished_buf: Vec<u32>,
+    /// Replicas whose state changed at this instant (a step ended, a request was queued)
+    /// and that must be offered a new step; `kick_flag` dedups.
+    kick: Vec<u32>,
+    kick_flag: Vec<bool>,
 }
 
 impl Engine {
@@ -146,8 +149,9 @@ impl Engine {
             done_requests: 0,
             options,
             steps_log: Vec::new(),
-            prefill_buf: Vec::new(),
             finished_buf: Vec::new(),
+            kick: Vec::new(),
+            kick_flag: vec![false; scenario.deployment.replicas as usize],
         }
     }
 
@@ -176,6 +180,7 @@ impl Engine {
                 }
                 self.heap.pop();
                 self.finish_step(rep as usize);
+                self.mark(rep as usize);
                 self.events += 1;
                 budget = budget.saturating_sub(1);
             }
@@ -282,39 +287,64 @@ impl Engine {
             r.replica = rep as i32;
             replica.outstanding_tokens += (r.prompt + r.output) as u64;
             replica.sched.enqueue(&self.params, r, order);
+            self.mark(rep);
         }
     }
 
-    /// Start a step on every idle replica that has work.
+    /// Offer `rep` a new step at this instant.
+    fn mark(&mut self, rep: usize) {
+        if !self.kick_flag[rep] {
+            self.kick_flag[rep] = true;
+            self.kick.push(rep as u32);
+        }
+    }
+
+    /// Start a step on every marked replica that is idle and has work, in replica order;
+    /// replicas marked meanwhile (by the router) are handled in a further round.
     fn kick_idle(&mut self) -> Result<()> {
-        for rep in 0..self.replicas.len() {
-            if self.replicas[rep].busy {
-                continue;
+        while !self.kick.is_empty() {
+            let mut batch = std::mem::take(&mut self.kick);
+            batch.sort_unstable();
+            for &rep in &batch {
+                let rep = rep as usize;
+                self.kick_flag[rep] = false;
+                if !self.replicas[rep].busy {
+                    self.try_start(rep)?;
+                }
+                self.drain_dispatch();
             }
-            // Retry while the scheduler only preempted (vLLM calls schedule() again).
-            for _attempt in 0..4 {
-                let st = &self.replicas[rep].sched;
-                if st.waiting.is_empty() && st.running.is_empty() {
-                    break;
-                }
-                if self.start_step(rep) {
-                    break;
-                }
-                if self.replicas[rep].sched.preempted.is_empty() {
-                    return Err(SimError::Stalled {
-                        message: format!(
-                            "replica {rep} is idle with {} waiting and {} running request(s) but schedules nothing \
-                             at t = {:.3} ms",
-                            self.replicas[rep].sched.waiting.len(),
-                            self.replicas[rep].sched.running.len(),
-                            self.now_ns as f64 / 1e6
-                        ),
-                    });
-                }
+            batch.clear();
+            if self.kick.is_empty() {
+                self.kick = batch; // keep the allocation
             }
-            self.drain_dispatch();
         }
         Ok(())
+    }
+
+    /// Start a step on an idle replica if it has work; retry while the scheduler only
+    /// preempted (vLLM calls schedule() again); error if it has work but can never run.
+    fn try_start(&mut self, rep: usize) -> Result<()> {
+        for _attempt in 0..4 {
+            let st = &self.replicas[rep].sched;
+            if st.waiting.is_empty() && st.running.is_empty() {
+                return Ok(());
+            }
+            if self.start_step(rep) {
+                return Ok(());
+            }
+            if self.replicas[rep].sched.preempted.is_empty() {
+                break;
+            }
+        }
+        let st = &self.replicas[rep].sched;
+        Err(SimError::Stalled {
+            message: format!(
+                "replica {rep} is idle with {} waiting and {} running request(s) but schedules nothing at t = {:.3} ms",
+                st.waiting.len(),
+                st.running.len(),
+                self.now_ns as f64 / 1e6
+            ),
+        })
     }
 
     /// Ask the policy for a plan, price it, schedule its completion. `false` if empty.
@@ -322,40 +352,20 @@ impl Engine {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        st.schedule(&self.params, &mut self.reqs);
+        st.schedule(&self.params, &mut self.reqs, now);
         if st.plan.is_empty() {
             return false;
         }
-        self.prefill_buf.clear();
-        let (mut prefill_tokens, mut decode_seqs, mut decode_ctx, mut ctx_after, mut sampled) = (0u64, 0u64, 0u64, 0u64, 0u64);
-        let mut tokens = 0u32;
-        for &(id, n) in &st.plan {
-            let r = &mut self.reqs[id as usize];
-            if r.first_sched_ns == NO_TIME {
-                r.first_sched_ns = now;
-            }
-            let after = (r.computed + n) as u64;
-            ctx_after += after;
-            tokens += n;
-            if r.in_prefill() {
-                prefill_tokens += n as u64;
-                self.prefill_buf.push(PrefillItem { new_tokens: n, context_before: r.computed });
-                if r.computed + n >= r.num_tokens() {
-                    sampled += 1;
-                }
-            } else {
-                decode_seqs += 1;
-                decode_ctx += after;
-                sampled += 1;
-            }
-        }
+        st.settle_shape(&self.reqs);
+        let sh = st.shape;
+        let tokens = sh.tokens as u32;
         let shape = BatchShape {
-            prefill: &self.prefill_buf,
-            prefill_tokens,
-            decode_seqs,
-            decode_context_sum: decode_ctx,
-            context_sum_after: ctx_after,
-            sampled,
+            prefill: &st.prefill_items,
+            prefill_tokens: sh.prefill_tokens,
+            decode_seqs: sh.decode_seqs,
+            decode_context_sum: sh.decode_ctx,
+            context_sum_after: sh.ctx_after,
+            sampled: sh.sampled,
         };
         let dur = self.perf.step_ns(&shape).max(1);
         replica.busy = true;
@@ -369,8 +379,8 @@ impl Engine {
         s.busy_ns += dur;
         s.kv_usage_ns += kv_usage * dur as f64;
         s.kv_peak = s.kv_peak.max(kv_usage);
-        s.prefill_tokens += prefill_tokens;
-        s.decode_tokens += decode_seqs;
+        s.prefill_tokens += sh.prefill_tokens;
+        s.decode_tokens += sh.decode_seqs;
         s.max_batch = s.max_batch.max(st.plan.len() as u32);
         s.batch_sum += st.plan.len() as u64;
         let reserved_slots = used_units as u64 * st.kv.block_size as u64;
@@ -400,27 +410,34 @@ impl Engine {
         replica.busy = false;
         let st = &mut replica.sched;
         self.finished_buf.clear();
+        // Hot loop: counters in locals, written back once.
+        let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
         for &(id, n) in &st.plan {
             let r = &mut self.reqs[id as usize];
             r.computed += n;
-            st.used_slots += n as u64;
-            if r.computed >= r.num_tokens() {
-                r.generated += 1;
-                replica.outstanding_tokens -= 1;
-                if r.generated == 1 {
-                    r.first_token_ns = now;
-                }
-                if r.generated >= r.output {
-                    st.kv.release(&mut r.blocks);
-                    st.used_slots -= r.computed as u64;
-                    r.status = Status::Finished;
-                    r.finish_ns = now;
-                    replica.outstanding_tokens -= r.prompt as u64;
-                    self.done_requests += 1;
-                    self.finished_buf.push(id);
-                }
+            used_slots += n as u64;
+            if r.computed < r.num_tokens() {
+                continue; // a prefill chunk short of its target
+            }
+            r.generated += 1;
+            outstanding -= 1;
+            if r.generated == 1 {
+                r.first_token_ns = now;
+            }
+            if r.generated >= r.output {
+                st.kv.release(&mut r.blocks);
+                r.blocks = Vec::new(); // a finished request keeps no allocation
+                used_slots -= r.computed as u64;
+                r.status = Status::Finished;
+                r.finish_ns = now;
+                outstanding -= r.prompt as u64;
+                done += 1;
+                self.finished_buf.push(id);
             }
         }
+        st.used_slots = used_slots;
+        replica.outstanding_tokens = outstanding;
+        self.done_requests += done;
         if !self.finished_buf.is_empty() {
             let reqs = &self.reqs;
             st.running.retain(|&id| reqs[id as usize].status == Status::Running);

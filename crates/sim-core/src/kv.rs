@@ -88,6 +88,16 @@ impl KvPool {
     /// is returned (the caller preempts or waits); the failure is counted.
     #[inline]
     pub fn grow(&mut self, table: &mut Vec<u32>, len: u32, req_block: u32) -> bool {
+        // Fast path (most decode steps): the held units already cover `len` slots. Every
+        // unit is `block_size` slots whatever the request's own block size.
+        if (len as u64) <= table.len() as u64 * self.block_size as u64 {
+            return true;
+        }
+        self.grow_slow(table, len, req_block)
+    }
+
+    #[inline(never)]
+    fn grow_slow(&mut self, table: &mut Vec<u32>, len: u32, req_block: u32) -> bool {
         let need = (self.units_for(len, req_block) as usize).saturating_sub(table.len());
         if need == 0 {
             return true;

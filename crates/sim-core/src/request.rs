@@ -29,35 +29,39 @@ pub enum Reason {
 /// Sentinel for "no time yet".
 pub const NO_TIME: u64 = u64::MAX;
 
-/// One request. Indexed by id in the engine's arena.
+/// One request. Indexed by id in the engine's arena. Fields touched every step come first
+/// and the struct is cache-line aligned, so a step reads one line per scheduled request.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub struct Req {
-    pub id: u32,
-    pub arrival_ns: u64,
-    pub prompt: u32,
-    /// Output tokens to generate (the request's `max_tokens`; it always generates all).
-    pub output: u32,
-    /// Lower is more urgent (vLLM's convention).
-    pub priority: i32,
-    pub status: Status,
-    /// Replica it was dispatched to, or -1.
-    pub replica: i32,
+    // --- hot: read or written every step ---
     /// Tokens whose KV has been computed.
     pub computed: u32,
     /// Output tokens produced so far.
     pub generated: u32,
+    pub prompt: u32,
+    /// Output tokens to generate (the request's `max_tokens`; it always generates all).
+    pub output: u32,
     /// Length to (re)compute at admission: prompt + tokens generated before admission.
     /// Tokens scheduled below it are prefill, the rest decode.
     pub prefill_target: u32,
-    pub first_sched_ns: u64,
-    pub first_token_ns: u64,
-    pub finish_ns: u64,
-    pub preemptions: u32,
-    pub reason: Reason,
     /// Per-request block size (o1pro); the pool's block size otherwise.
     pub req_block: u32,
     /// KV units held (ids into the replica's pool).
     pub blocks: Vec<u32>,
+    pub status: Status,
+    pub first_sched_ns: u64,
+    // --- cold ---
+    pub id: u32,
+    /// Lower is more urgent (vLLM's convention).
+    pub priority: i32,
+    pub arrival_ns: u64,
+    /// Replica it was dispatched to, or -1.
+    pub replica: i32,
+    pub preemptions: u32,
+    pub first_token_ns: u64,
+    pub finish_ns: u64,
+    pub reason: Reason,
     /// Position key in the waiting queue: (priority, order).
     pub order: i64,
 }

@@ -22,7 +22,23 @@
 //! 9. arrivals join at step boundaries; an idle engine starts at the next arrival (engine).
 
 use crate::kv::{KvMode, KvPool};
-use crate::request::{Req, Status};
+use crate::perf::PrefillItem;
+use crate::request::{Req, Status, NO_TIME};
+
+/// Aggregates of the plan that the execution-time model needs, accumulated while the
+/// plan is built (one pass over the batch instead of two).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanShape {
+    pub tokens: u64,
+    pub prefill_tokens: u64,
+    pub decode_seqs: u64,
+    /// Σ KV length after the step over decode entries.
+    pub decode_ctx: u64,
+    /// Σ KV length after the step over all entries.
+    pub ctx_after: u64,
+    /// Entries that produce a token (decodes, prefills completing their target).
+    pub sampled: u64,
+}
 
 /// Which victim a policy preempts when a running request cannot grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +160,12 @@ pub struct SchedState {
     /// Requests preempted while building this step's plan.
     pub preempted: Vec<u32>,
     pub budget_left: u32,
+    /// Aggregates of `plan` (valid when `shape_dirty` is false).
+    pub shape: PlanShape,
+    /// Prefill entries of `plan` for the attention model.
+    pub prefill_items: Vec<PrefillItem>,
+    /// A preemption removed an entry from `plan`: `shape` must be rebuilt.
+    pub shape_dirty: bool,
 }
 
 impl SchedState {
@@ -157,6 +179,9 @@ impl SchedState {
             plan: Vec::new(),
             preempted: Vec::new(),
             budget_left: 0,
+            shape: PlanShape::default(),
+            prefill_items: Vec::new(),
+            shape_dirty: false,
         }
     }
 
@@ -172,10 +197,32 @@ impl SchedState {
         self.waiting.insert(key, r.id);
     }
 
-    /// Build this step's plan. `reqs` is the engine's arena (indexed by id).
-    pub fn schedule(&mut self, p: &Params, reqs: &mut [Req]) {
+    /// Append `(id, n)` to the plan and to its aggregates.
+    fn push_plan(&mut self, r: &Req, n: u32) {
+        self.plan.push((r.id, n));
+        add_to_shape(&mut self.shape, &mut self.prefill_items, r, n);
+    }
+
+    /// Rebuild the aggregates from `plan` if a preemption removed an entry.
+    pub fn settle_shape(&mut self, reqs: &[Req]) {
+        if !self.shape_dirty {
+            return;
+        }
+        self.shape = PlanShape::default();
+        self.prefill_items.clear();
+        for &(id, n) in &self.plan {
+            add_to_shape(&mut self.shape, &mut self.prefill_items, &reqs[id as usize], n);
+        }
+        self.shape_dirty = false;
+    }
+
+    /// Build this step's plan at time `now_ns`. `reqs` is the engine's arena (by id).
+    pub fn schedule(&mut self, p: &Params, reqs: &mut [Req], now_ns: u64) {
         self.plan.clear();
         self.preempted.clear();
+        self.prefill_items.clear();
+        self.shape = PlanShape::default();
+        self.shape_dirty = false;
         self.budget_left = p.budget;
         let cont = if p.decodes_first {
             schedule_running(self, p, reqs, Pass::Decodes) && schedule_running(self, p, reqs, Pass::Prefills)
@@ -185,7 +232,7 @@ impl SchedState {
         let _ = cont;
         // vLLM: no admissions in a step that preempted.
         if self.preempted.is_empty() {
-            admit_waiting(self, p, reqs);
+            admit_waiting(self, p, reqs, now_ns);
         }
     }
 
@@ -198,6 +245,7 @@ impl SchedState {
         if let Some(pos) = self.plan.iter().position(|&(x, _)| x == victim) {
             let (_, n) = self.plan.remove(pos);
             self.budget_left += n;
+            self.shape_dirty = true;
         }
         let r = &mut reqs[victim as usize];
         self.kv.release(&mut r.blocks);
@@ -239,6 +287,23 @@ enum Pass {
     Prefills,
 }
 
+/// Add one plan entry to the aggregates (the request as it is *before* the step).
+#[inline]
+fn add_to_shape(sh: &mut PlanShape, items: &mut Vec<PrefillItem>, r: &Req, n: u32) {
+    let after = (r.computed + n) as u64;
+    sh.tokens += n as u64;
+    sh.ctx_after += after;
+    if r.in_prefill() {
+        sh.prefill_tokens += n as u64;
+        items.push(PrefillItem { new_tokens: n, context_before: r.computed });
+        sh.sampled += (r.computed + n >= r.num_tokens()) as u64;
+    } else {
+        sh.decode_seqs += 1;
+        sh.decode_ctx += after;
+        sh.sampled += 1;
+    }
+}
+
 /// Tokens a request wants this step: the rest of its (re)prefill, or 1 decode token.
 #[inline]
 fn wanted(r: &Req) -> u32 {
@@ -248,51 +313,60 @@ fn wanted(r: &Req) -> u32 {
 /// Schedule running requests of the given pass in admission order. Returns `false` when
 /// the pass ended because a request preempted itself (vLLM stops the running loop then).
 fn schedule_running(st: &mut SchedState, p: &Params, reqs: &mut [Req], pass: Pass) -> bool {
+    // Hot loop: aggregates and budget live in locals and are written back before anything
+    // that reads them from `st` (a preemption) and at the end.
+    let mut sh = st.shape;
+    let mut budget = st.budget_left;
     let mut i = 0;
-    while i < st.running.len() && st.budget_left > 0 {
+    st.plan.reserve(st.running.len());
+    while i < st.running.len() && budget > 0 {
         let id = st.running[i];
-        let r = &reqs[id as usize];
+        let r = &mut reqs[id as usize];
         let prefill = r.in_prefill();
         if (pass == Pass::Decodes && prefill) || (pass == Pass::Prefills && !prefill) {
             i += 1;
             continue;
         }
-        let n = wanted(r).min(st.budget_left).min(p.per_request_cap);
+        let n = wanted(r).min(budget).min(p.per_request_cap);
         if n == 0 {
             i += 1;
             continue;
         }
-        loop {
-            let r = &mut reqs[id as usize];
-            let (len, blk) = (r.computed + n, r.req_block);
-            if st.kv.grow(&mut r.blocks, len, blk) {
-                st.plan.push((id, n));
-                st.budget_left -= n;
-                i += 1;
-                break;
-            }
-            let Some(victim) = st.pick_victim(p, reqs) else {
-                // Orca never preempts; its reservation makes this unreachable. Skip.
-                i += 1;
-                break;
-            };
-            let vpos = st.running.iter().position(|&x| x == victim);
-            st.preempt(p, reqs, victim);
-            if victim == id {
-                return false;
-            }
-            if let Some(vp) = vpos {
-                if vp < i {
-                    i -= 1;
-                }
-            }
+        let (len, blk) = (r.computed + n, r.req_block);
+        if st.kv.grow(&mut r.blocks, len, blk) {
+            st.plan.push((id, n));
+            add_to_shape(&mut sh, &mut st.prefill_items, r, n);
+            budget -= n;
+            i += 1;
+            continue;
         }
+        // Allocation failed: preempt until it fits or the request itself goes.
+        st.shape = sh;
+        st.budget_left = budget;
+        let Some(victim) = st.pick_victim(p, reqs) else {
+            // Orca never preempts; its reservation makes this unreachable. Skip.
+            i += 1;
+            continue;
+        };
+        let vpos = st.running.iter().position(|&x| x == victim);
+        st.preempt(p, reqs, victim);
+        sh = st.shape;
+        budget = st.budget_left;
+        if victim == id {
+            return false;
+        }
+        if vpos.is_some_and(|vp| vp < i) {
+            i -= 1;
+        }
+        // Retry the same request (index `i` now points at it again).
     }
+    st.shape = sh;
+    st.budget_left = budget;
     true
 }
 
 /// Admit waiting requests in queue order while seats, budget and KV allow.
-fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req]) {
+fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64) {
     let mut prefill_admitted = false;
     while st.budget_left > 0 && (st.running.len() as u32) < p.max_num_seqs {
         let Some(id) = st.waiting.peek() else { break };
@@ -323,8 +397,11 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req]) {
         st.waiting.pop();
         r.status = Status::Running;
         r.prefill_target = len;
+        if r.first_sched_ns == NO_TIME {
+            r.first_sched_ns = now_ns;
+        }
         st.running.push(id);
-        st.plan.push((id, n));
+        st.push_plan(&reqs[id as usize], n);
         st.budget_left = st.budget_left.saturating_sub(n);
         prefill_admitted = true;
     }
