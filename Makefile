@@ -51,9 +51,9 @@ test: test-rust test-py
 bench: build
 	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(VPY) $$f; done
 
-golden: build
-	@if [ -f tests/update_golden.py ]; then $(VPY) tests/update_golden.py; \
-	else echo "tests/update_golden.py does not exist yet: nothing to regenerate"; fi
+# Regenerate tests/golden/*.json from the Rust runner; review the diff before committing.
+golden: check-cargo
+	UPDATE_GOLDEN=1 cargo test -p sim-core --test golden
 
 clean:
 	rm -rf $(VENV) target python/o1sim/*.so python/o1sim/__pycache__ .pytest_cache .mypy_cache

@@ -399,7 +399,7 @@ impl Engine {
             running: st.running.len() as u32,
         });
         self.seq += 1;
-        self.heap.push(Reverse((now + dur, self.seq, rep as u32)));
+        self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
         true
     }
 
