@@ -362,6 +362,15 @@ def _catalog_table(title: str, value: Any) -> Table:
     for _, e in entries:
         if isinstance(e, Mapping):
             columns += [k for k in e if k != "name" and k not in columns]
+    if len(columns) > 5 and all(isinstance(e, Mapping) for _, e in entries):
+        # Wide entries (GPU and model specs): one column per entry, one row per field.
+        wide = Table(title=title, title_justify="left")
+        wide.add_column("field", style="bold")
+        for name, _ in entries:
+            wide.add_column(name, justify="right", no_wrap=True)
+        for c in columns:
+            wide.add_row(c, *(_cell(e[c]) if c in e else DASH for _, e in entries))
+        return wide
     table = Table(title=title, title_justify="left")
     table.add_column("name", style="bold")
     if not columns and any(not isinstance(e, (Mapping, str)) for _, e in entries):
