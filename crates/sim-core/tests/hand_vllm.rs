@@ -24,7 +24,8 @@ const SCENARIO: &str = r#"{
 #[test]
 fn every_step_matches_the_hand_computation() {
     let res = simulate(SCENARIO, Format::Json, SimOptions { record_steps: true }).unwrap();
-    let steps: Vec<(f64, f64, Vec<(u32, u32)>, Vec<u32>, Vec<u32>)> = res
+    type Step = (f64, f64, Vec<(u32, u32)>, Vec<u32>, Vec<u32>);
+    let steps: Vec<Step> = res
         .steps
         .iter()
         .map(|s| (s.start_ms, s.end_ms, s.scheduled.clone(), s.preempted.clone(), s.finished.clone()))

@@ -455,8 +455,6 @@ impl WorkloadSpec {
     }
 }
 
-/// The validated, typed form of a [`WorkloadSpec`].
-
 mod sample;
 use sample::*;
 

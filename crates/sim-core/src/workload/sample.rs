@@ -2,6 +2,7 @@
 
 use super::*;
 
+/// The validated, typed form of a [`WorkloadSpec`].
 pub(super) enum Resolved {
     /// An explicit list, already converted and sorted.
     Explicit(Vec<RequestSpec>),
