@@ -303,3 +303,44 @@ pub fn presets_json() -> String {
 pub fn default_scenario_toml() -> &'static str {
     include_str!("../scenarios/default.toml")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_turns_a_panic_into_an_internal_error() {
+        let r: Result<()> = guard(|| panic!("boom"));
+        assert_eq!(r, Err(SimError::Internal { message: "boom".into() }));
+        assert_eq!(r.unwrap_err().kind_name(), "InternalError");
+    }
+
+    #[test]
+    fn a_run_in_slices_gives_the_same_bytes_as_one_run() {
+        // The Python front end runs in slices to show progress; results must not depend on it.
+        let text = default_scenario_toml();
+        let whole = simulate(text, Format::Toml, SimOptions::default()).unwrap().to_json();
+        let mut sim = Simulation::from_text(text, Format::Toml, SimOptions::default()).unwrap();
+        let mut slices = 0;
+        while !sim.run_events(97).unwrap() {
+            slices += 1;
+        }
+        assert!(slices > 10);
+        assert_eq!(sim.progress().finished_requests, sim.progress().total_requests);
+        assert_eq!(sim.finish().unwrap().to_json(), whole);
+    }
+
+    #[test]
+    fn default_scenario_is_valid_and_separates_policies() {
+        let text = default_scenario_toml();
+        let mut p99 = Vec::new();
+        for policy in crate::config::POLICIES {
+            let t = text.replace("policy = \"vllm\"", &format!("policy = \"{policy}\""));
+            let r = simulate(&t, Format::Toml, SimOptions::default()).unwrap();
+            assert_eq!(r.summary["finished"], 2000, "{policy}");
+            p99.push(r.summary["tpot_ms"]["p99"].as_f64().unwrap());
+        }
+        // Sarathi's small chunks must show a clearly flatter TPOT tail than vLLM.
+        assert!(p99[2] < 0.7 * p99[1], "{p99:?}");
+    }
+}
