@@ -48,7 +48,9 @@ pub struct RequestColumns {
 pub const STATUS_NAMES: &[&str] = &["finished", "rejected"];
 pub const REASON_NAMES: &[&str] = &["", "prompt exceeds max_model_len", "kv cache too small", "dispatch queue full"];
 
-/// Per-replica time series, bucketed at `interval_ms`.
+/// Per-replica time series, bucketed at `interval_ms`: means over the time the replica
+/// was busy in each bucket (batch size, tokens per step, KV use, queue lengths) and the busy
+/// fraction; buckets where it was idle throughout have no row.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TimeSeries {
     pub interval_ms: f64,
@@ -59,6 +61,8 @@ pub struct TimeSeries {
     pub kv_usage: Vec<f64>,
     pub waiting: Vec<f64>,
     pub running: Vec<f64>,
+    /// Fraction of the bucket the replica's GPUs were executing steps (0–1).
+    pub busy: Vec<f64>,
 }
 
 /// One scheduler step (only with `record_steps`).

@@ -45,23 +45,32 @@ pub struct StepSample {
 }
 
 impl Series {
+    /// Add a step, splitting it over the buckets its `[start, start + dur)` overlaps, each
+    /// weighted by the overlap: a bucket's means are over the time the replica was busy in
+    /// it, and `weight / interval` is its busy fraction.
     pub fn record(&mut self, s: &StepSample) {
-        let mut idx = (s.start_ns / self.interval_ns) as usize;
-        while idx >= MAX_BUCKETS {
+        let dur = s.dur_ns.max(1);
+        let end = s.start_ns.saturating_add(dur);
+        while ((end - 1) / self.interval_ns) as usize >= MAX_BUCKETS {
             self.coarsen();
-            idx = (s.start_ns / self.interval_ns) as usize;
         }
-        if self.buckets.len() <= idx {
-            self.buckets.resize(idx + 1, Bucket::default());
+        let last = ((end - 1) / self.interval_ns) as usize;
+        if self.buckets.len() <= last {
+            self.buckets.resize(last + 1, Bucket::default());
         }
-        let w = s.dur_ns.max(1) as f64;
-        let b = &mut self.buckets[idx];
-        b.weight += w;
-        b.batch += w * s.batch as f64;
-        b.tokens += w * s.tokens as f64;
-        b.kv += w * s.kv_usage;
-        b.waiting += w * s.waiting as f64;
-        b.running += w * s.running as f64;
+        let first = (s.start_ns / self.interval_ns) as usize;
+        for idx in first..=last {
+            let lo = (idx as u64 * self.interval_ns).max(s.start_ns);
+            let hi = ((idx as u64 + 1) * self.interval_ns).min(end);
+            let w = (hi - lo) as f64;
+            let b = &mut self.buckets[idx];
+            b.weight += w;
+            b.batch += w * s.batch as f64;
+            b.tokens += w * s.tokens as f64;
+            b.kv += w * s.kv_usage;
+            b.waiting += w * s.waiting as f64;
+            b.running += w * s.running as f64;
+        }
     }
 
     fn coarsen(&mut self) {
@@ -109,6 +118,7 @@ impl Series {
             out.kv_usage.push(b.kv / b.weight);
             out.waiting.push(b.waiting / b.weight);
             out.running.push(b.running / b.weight);
+            out.busy.push((b.weight / self.interval_ns as f64).min(1.0));
         }
     }
 }
@@ -267,6 +277,17 @@ mod tests {
         assert_eq!(percentile(&v, 50.0), 2.5);
         assert!((percentile(&v, 99.0) - 3.97).abs() < 1e-12);
         assert_eq!(percentile(&[7.0], 90.0), 7.0);
+    }
+
+    #[test]
+    fn a_step_is_split_over_the_buckets_it_spans() {
+        let mut s = Series::default(); // 10 ms buckets
+        s.record(&StepSample { start_ns: 5_000_000, dur_ns: 25_000_000, batch: 4, tokens: 4, kv_usage: 0.5, waiting: 2, running: 4 });
+        let mut ts = crate::api::TimeSeries::default();
+        s.emit(0, &mut ts);
+        assert_eq!(ts.time_ms, vec![0.0, 10.0, 20.0]);
+        assert_eq!(ts.busy, vec![0.5, 1.0, 1.0]);
+        assert_eq!(ts.batch_size, vec![4.0, 4.0, 4.0]);
     }
 
     #[test]

@@ -204,6 +204,7 @@ impl RunResult {
         d.set_item("kv_usage", t.kv_usage.clone().into_pyarray(py))?;
         d.set_item("waiting", t.waiting.clone().into_pyarray(py))?;
         d.set_item("running", t.running.clone().into_pyarray(py))?;
+        d.set_item("busy", t.busy.clone().into_pyarray(py))?;
         Ok(d)
     }
 
