@@ -59,6 +59,7 @@ def test_every_request_is_accounted_for(policy: str, blocks: int, budget: int, r
     assert np.array_equal(df["prompt_tokens"], [r["prompt_tokens"] for r in reqs])
     s = res.summary
     assert s["finished"] == int(fin.sum()) and s["finished"] + s["rejected"] == len(reqs)
-    assert 0.0 <= s["kv_utilization_mean"] <= s["kv_utilization_peak"] <= 1.0
+    # (time-weighted mean vs peak, up to float rounding)
+    assert 0.0 <= s["kv_utilization_mean"] <= s["kv_utilization_peak"] + 1e-12 <= 1.0 + 1e-12
     if policy == "orca":
         assert s["preemptions"] == 0
