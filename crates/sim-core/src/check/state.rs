@@ -217,6 +217,10 @@ impl Store {
         self.offs.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.offs.is_empty()
+    }
+
     pub fn get(&self, id: u32) -> &[u8] {
         let start = self.offs[id as usize] as usize;
         let end = self.offs.get(id as usize + 1).map_or(self.bytes.len(), |&o| o as usize);

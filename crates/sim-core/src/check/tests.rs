@@ -25,7 +25,10 @@ fn run(text: &str) -> CheckResult {
 
 /// The 1-replica configurations every real policy must pass (small enough for debug
 /// builds; `benchmarks/check.py` runs the larger set).
-fn configs() -> Vec<(&'static str, u32, u32, u32, Vec<(u32, u32, i32)>)> {
+/// (name, blocks per replica, replicas, token budget, requests as (prompt, output, priority)).
+type Config = (&'static str, u32, u32, u32, Vec<(u32, u32, i32)>);
+
+fn configs() -> Vec<Config> {
     vec![
         ("3 requests, 6 blocks", 6, 1, 8, vec![(6, 4, 1), (5, 3, 0), (4, 3, 1)]),
         ("4 requests, 8 blocks", 8, 1, 8, vec![(8, 5, 1), (6, 4, 0), (5, 4, 1), (3, 3, 0)]),
