@@ -10,7 +10,12 @@ Typical use::
 
 from ._core import __version__
 from .api import (
+    CheckProgress,
+    CheckResult,
     Progress,
+    Violation,
+    bug_names,
+    check,
     Result,
     Scenario,
     default_scenario,
@@ -24,6 +29,11 @@ from .errors import ConfigError, InfeasibleError, InternalError, SimError, Stall
 __all__ = [
     "__version__",
     "simulate",
+    "check",
+    "CheckResult",
+    "CheckProgress",
+    "Violation",
+    "bug_names",
     "Scenario",
     "Result",
     "Progress",

@@ -16,6 +16,8 @@ __all__ = [
     "InternalError",
     "Simulation",
     "RunResult",
+    "Checker",
+    "bug_names",
     "status_names",
     "reason_names",
     "validate",
@@ -45,7 +47,9 @@ class InternalError(SimError):
 class Simulation:
     """A simulation advanced in slices, then finished once."""
 
-    def __new__(cls, text: str, format: str = "json", record_steps: bool = False) -> Simulation: ...
+    def __new__(
+        cls, text: str, format: str = "json", record_steps: bool = False, check_invariants: bool = False
+    ) -> Simulation: ...
     def run_events(self, max_events: int) -> bool:
         """Process at most `max_events` events; True when the run is complete."""
     def progress(self) -> tuple[int, int, float, int]:
@@ -68,6 +72,26 @@ class RunResult:
     @property
     def timeseries_interval_ms(self) -> float: ...
 
+@final
+class Checker:
+    """A model check in progress, advanced in slices, then finished once."""
+
+    def __new__(
+        cls,
+        text: str,
+        format: str = "json",
+        max_states: int = 2_000_000,
+        max_seconds: float | None = None,
+        timeliness_steps: int = 2,
+    ) -> Checker: ...
+    def run(self, more_states: int) -> bool:
+        """Explore about `more_states` more states; True once the search has ended."""
+    def progress(self) -> tuple[int, int, int, int, float, int]:
+        """(states, transitions, frontier, depth, elapsed_s, violations)."""
+    def finish(self) -> str:
+        """Run to the end (or a limit); the result as JSON. The checker is consumed."""
+
+def bug_names() -> list[str]: ...
 def status_names() -> list[str]: ...
 def reason_names() -> list[str]: ...
 def validate(text: str, format: str = "json") -> str: ...

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "CheckProgress",
+    "CheckResult",
+    "Violation",
+    "bug_names",
+    "check",
     "Progress",
     "Result",
     "Scenario",
@@ -330,16 +335,20 @@ def simulate(
     *,
     record_steps: bool = False,
     progress: Optional[ProgressCallback] = None,
+    check_invariants: bool = False,
 ) -> Result:
     """Run one simulation.
 
     ``scenario`` is a dict, a path to a ``.toml``/``.json`` file, or a :class:`Scenario`.
     ``progress``, if given, is called with a :class:`Progress` before the run and after
-    every slice of events. Raises a subclass of :class:`o1sim.SimError` on failure.
+    every slice of events. ``check_invariants=True`` checks the model checker's state
+    invariants after every instant and raises :class:`o1sim.InternalError` naming the
+    property at the first violation (replaying a counterexample). Raises a subclass of
+    :class:`o1sim.SimError` on failure.
     """
     sc = _as_scenario(scenario)
     text, fmt = sc.payload()
-    sim = _core.Simulation(text, fmt, record_steps)
+    sim = _core.Simulation(text, fmt, record_steps, check_invariants)
     if progress is not None:
         progress(Progress(*sim.progress()))
         while not sim.run_events(SLICE_EVENTS):
@@ -367,3 +376,124 @@ def status_names() -> list[str]:
 def reason_names() -> list[str]:
     """Rejection reason names ('' = not rejected)."""
     return _core.reason_names()
+
+
+# --------------------------------------------------------------------------- model checking
+
+#: States explored per slice when a progress callback is given.
+CHECK_SLICE_STATES = 100_000
+
+
+class CheckProgress(NamedTuple):
+    """How far a model check has come (passed to ``check(progress=...)``)."""
+
+    states: int
+    transitions: int
+    frontier: int
+    """States found but not yet expanded."""
+    depth: int
+    elapsed_s: float
+    violations: int
+
+    @property
+    def states_per_s(self) -> float:
+        return self.states / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+CheckProgressCallback = Callable[[CheckProgress], None]
+
+
+class Violation:
+    """A violated property with its shortest counterexample."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data: dict[str, Any] = dict(data)
+        """The violation as the core reports it (JSON-ready)."""
+        self.property: str = data["property"]
+        self.message: str = data["message"]
+        self.length: int = data["length"]
+        self.trace: list[dict[str, Any]] = list(data["trace"])
+        """Numbered actions: ``step``, ``action`` (arrive/complete), ``target``, ``text``,
+        ``changes`` (what the step changed), ``at_ms`` (time in the replay), ``state``."""
+        self.reproduced: Optional[bool] = data.get("reproduced")
+        """Whether simulating :attr:`replay_scenario` showed the same violation."""
+        self.replay_note: Optional[str] = data.get("replay_note")
+
+    @property
+    def replay_scenario(self) -> Optional[Scenario]:
+        """A scenario whose simulation performs the same actions (None if the order cannot
+        be timed with equal steps; see :attr:`replay_note`)."""
+        raw = self.data.get("replay_scenario")
+        if raw is None:
+            return None
+        sc = Scenario(raw)
+        sc.source = f"<counterexample {self.property}>"
+        return sc
+
+    def __repr__(self) -> str:
+        return f"Violation(property={self.property!r}, length={self.length})"
+
+
+class CheckResult:
+    """The outcome of a model check."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self.data: dict[str, Any] = json.loads(text)
+        d = self.data
+        self.ok: bool = d["ok"]
+        """No violation found and the whole state space explored."""
+        self.complete: bool = d["complete"]
+        self.stopped: Optional[str] = d["stopped"]
+        self.states: int = d["states"]
+        self.transitions: int = d["transitions"]
+        self.max_depth: int = d["max_depth"]
+        self.elapsed_s: float = d["elapsed_s"]
+        self.states_per_s: float = d["states_per_s"]
+        self.config: dict[str, Any] = d["config"]
+        self.properties: dict[str, str] = {p["name"]: p["status"] for p in d["properties"]}
+        """Property → ``pass`` / ``fail`` / ``unknown`` (search incomplete) / ``not_applicable``."""
+        self.violations: list[Violation] = [Violation(v) for v in d["violations"]]
+        self.petri: dict[str, Any] = d["petri"]
+        """The policy's Petri net: places, transitions, P-invariants, bounds, reachability."""
+        self.pnml: str = d["pnml"]
+        """The net as PNML (XML)."""
+
+    def to_json(self) -> str:
+        """The result as the core produced it."""
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"CheckResult(ok={self.ok!r}, states={self.states!r}, violations={[v.property for v in self.violations]!r})"
+
+
+def check(
+    scenario: ScenarioLike,
+    *,
+    max_states: int = 2_000_000,
+    max_seconds: Optional[float] = None,
+    timeliness_steps: int = 2,
+    progress: Optional[CheckProgressCallback] = None,
+) -> CheckResult:
+    """Model-check the scenario's scheduler: explore every order of arrivals and step
+    completions (the scenario's arrival times and cost model are ignored), check the
+    properties in every state, and return the shortest counterexample of each violation.
+
+    The scenario must be small: at most 16 requests, 4 replicas and 64 KV blocks per
+    replica (``scheduler.num_gpu_blocks`` is required). The search stops at ``max_states``
+    states or ``max_seconds`` (then ``complete`` is False).
+    """
+    sc = _as_scenario(scenario)
+    text, fmt = sc.payload()
+    checker = _core.Checker(text, fmt, max_states, max_seconds, timeliness_steps)
+    if progress is not None:
+        progress(CheckProgress(*checker.progress()))
+        while not checker.run(CHECK_SLICE_STATES):
+            progress(CheckProgress(*checker.progress()))
+        progress(CheckProgress(*checker.progress()))
+    return CheckResult(checker.finish())
+
+
+def bug_names() -> list[str]:
+    """The bug classes ``scheduler.inject_bug`` accepts (mutation proof of the checker)."""
+    return _core.bug_names()

@@ -22,8 +22,8 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from . import _core
+from .api import CheckProgress, CheckResult, Result, Scenario, check, presets, simulate
 from .api import Progress as SimProgress
-from .api import Result, Scenario, presets, simulate
 from .errors import ConfigError, SimError
 
 if sys.version_info >= (3, 11):
@@ -398,6 +398,98 @@ def validate(scenario: Optional[str], seed: Optional[int], sets: tuple[str, ...]
     resolved = sc.validate()
     click.echo(json.dumps(resolved, indent=2))
     _err().print(f"{sc.source}: valid", style="bold green", markup=False, highlight=False, soft_wrap=True)
+
+
+@main.command(name="check")
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
+@click.option("--max-states", type=click.IntRange(min=1), default=2_000_000, show_default=True, help="Stop after this many states.")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None, help="Stop after this much wall time.")
+@click.option("--timeliness-steps", type=click.IntRange(0, 200), default=2, show_default=True,
+              help="Steps an urgent request may wait while a less urgent one runs (priority policies).")
+@click.option("--json", "json_out", metavar="OUT", help="Write the whole result (counterexamples, Petri net) as JSON.")
+@click.option("--pnml", "pnml_out", metavar="OUT", help="Write the policy's Petri net as PNML.")
+@click.option("--replay", "replay_dir", metavar="DIR", help="Write each counterexample's replay scenario to DIR/<property>.json.")
+@seed_opt
+@set_opt
+@_handle_errors
+def check_cmd(
+    scenario: str,
+    max_states: int,
+    max_seconds: Optional[float],
+    timeliness_steps: int,
+    json_out: Optional[str],
+    pnml_out: Optional[str],
+    replay_dir: Optional[str],
+    seed: Optional[int],
+    sets: tuple[str, ...],
+) -> None:
+    """Model-check SCENARIO's scheduler over every order of arrivals and step completions.
+
+    Exit status 1 when a property is violated (the shortest counterexample is printed).
+    """
+    sc = _load(scenario, seed, sets)
+    with _progress_bar() as bar:
+        task = bar.add_task("checking", total=None, detail="")
+
+        def on_progress(p: CheckProgress) -> None:
+            bar.update(task, detail=f"{p.states:,} states · {p.states_per_s:,.0f} states/s · depth {p.depth} · "
+                                    f"frontier {p.frontier:,} · {p.violations} violation(s)")
+
+        result = check(sc, max_states=max_states, max_seconds=max_seconds, timeliness_steps=timeliness_steps,
+                       progress=on_progress)
+    _print_check(result, sc)
+    if json_out:
+        _write(json_out, result.to_json())
+    if pnml_out:
+        _write(pnml_out, result.pnml)
+    if replay_dir:
+        Path(replay_dir).mkdir(parents=True, exist_ok=True)
+        for v in result.violations:
+            raw = v.data.get("replay_scenario")
+            if raw is not None:
+                _write(str(Path(replay_dir) / f"{v.property}.json"), json.dumps(raw, indent=2))
+    if result.violations:
+        sys.exit(1)
+
+
+def _print_check(result: CheckResult, sc: Scenario) -> None:
+    out = _out()
+    c = result.config
+    head = Table(title=f"o1sim check · {sc.source}", show_header=False, title_justify="left")
+    head.add_column("what", style="bold")
+    head.add_column("value", justify="right")
+    bug = f" (inject_bug = {c['inject_bug']})" if c.get("inject_bug") else ""
+    head.add_row("policy", f"{c['policy']}{bug}")
+    head.add_row("requests / replicas / KV blocks per replica", f"{c['requests']} / {c['replicas']} / {c['units_per_replica']}")
+    head.add_row("states / transitions", f"{result.states:,} / {result.transitions:,}")
+    head.add_row("longest shortest path", f"{result.max_depth}")
+    head.add_row("search", "complete" if result.complete else f"incomplete: {result.stopped}")
+    head.add_row("time (s) / states per s", f"{result.elapsed_s:.3f} / {result.states_per_s:,.0f}")
+    out.print(head)
+    props = Table(title="properties", title_justify="left")
+    props.add_column("property", style="bold")
+    props.add_column("result")
+    colour = {"pass": "green", "fail": "bold red", "unknown": "yellow", "not_applicable": "dim"}
+    for name, status in result.properties.items():
+        props.add_row(name, f"[{colour.get(status, '')}]{status}[/]")
+    out.print(props)
+    for v in result.violations:
+        t = Table(title=f"counterexample: {v.property} ({v.length} steps) — {v.message}", title_justify="left")
+        t.add_column("#", justify="right")
+        t.add_column("event")
+        t.add_column("what changed")
+        for step in v.trace:
+            t.add_row(str(step["step"]), step["text"], "\n".join(step["changes"]) or DASH)
+        out.print(t)
+        if v.reproduced is not None:
+            verdict = "reproduced" if v.reproduced else "NOT reproduced"
+            out.print(f"replayed as a simulation: {verdict} ({v.data.get('replay_message')})", markup=False, highlight=False)
+        elif v.replay_note:
+            out.print(f"no replay scenario: {v.replay_note}", markup=False, highlight=False)
+    if result.ok:
+        out.print("all properties hold on every reachable state", style="bold green")
+    elif not result.violations:
+        out.print(f"no violation found, but the search is incomplete ({result.stopped})", style="yellow")
 
 
 if __name__ == "__main__":  # pragma: no cover

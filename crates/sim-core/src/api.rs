@@ -20,6 +20,10 @@ impl Format {
 pub struct SimOptions {
     /// Keep a record of every scheduler step (for tests and debugging; costs memory).
     pub record_steps: bool,
+    /// Check the model checker's state invariants after every instant and stop with an
+    /// `InternalError` naming the property at the first violation (replaying a
+    /// counterexample; tests). Off by default: it costs O(requests) per instant.
+    pub check_invariants: bool,
 }
 
 /// How far a running simulation has come.

@@ -63,6 +63,8 @@ impl Default for Deployment {
 
 /// The scheduling policies.
 pub const POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro"];
+/// The bug classes `scheduler.inject_bug` can switch on (model checking only).
+pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"];
 /// The router policies.
 pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens"];
 
@@ -95,6 +97,11 @@ pub struct SchedulerConfig {
     /// dispatch queue. Unbounded by default except for `o1pro` (4 × max_num_seqs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_waiting: Option<u32>,
+    /// Model checking only: switch on one known bug class inside the real scheduler
+    /// (`leak_on_preempt`, `double_admit`, `no_preempt`, `drop_on_requeue`) to show that
+    /// `o1sim check` catches it. Absent in every normal scenario.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inject_bug: Option<String>,
 }
 
 impl Default for SchedulerConfig {
@@ -110,6 +117,7 @@ impl Default for SchedulerConfig {
             num_gpu_blocks: None,
             max_model_len: None,
             max_waiting: None,
+            inject_bug: None,
         }
     }
 }
@@ -249,6 +257,11 @@ impl Scenario {
         if let Some(n) = s.max_waiting {
             check::in_range("scheduler.max_waiting", n, 1, 1 << 30)?;
         }
+        if let Some(b) = &s.inject_bug {
+            if !BUGS.contains(&b.as_str()) {
+                return Err(check::unknown_name("scheduler.inject_bug", "bug", b, BUGS));
+            }
+        }
         if let Some(slo) = &self.slo {
             for (name, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms), ("e2e_ms", slo.e2e_ms)] {
                 if let Some(v) = v {
@@ -298,6 +311,13 @@ mod tests {
         let e = err(&with(r#"{"scheduler": {"policy": "vlm"}}"#));
         assert_eq!(e.path(), Some("scheduler.policy"));
         assert!(e.to_string().contains("did you mean vllm"), "{e}");
+    }
+
+    #[test]
+    fn unknown_bug_suggests_closest() {
+        let e = err(&with(r#"{"scheduler": {"inject_bug": "leak_on_preemt"}}"#));
+        assert_eq!(e.path(), Some("scheduler.inject_bug"));
+        assert!(e.to_string().contains("did you mean leak_on_preempt"), "{e}");
     }
 
     #[test]

@@ -45,19 +45,19 @@ pub struct Engine {
     arrival_order: Vec<u32>,
     next_arrival: usize,
     pub replicas: Vec<Replica>,
-    params: Params,
+    pub(crate) params: Params,
     perf: StepCostModel,
     router: Router,
-    rr_next: usize,
-    max_waiting: Option<u32>,
+    pub(crate) rr_next: usize,
+    pub(crate) max_waiting: Option<u32>,
     dispatch_timeout_ns: u64,
-    dispatch: VecDeque<u32>,
+    pub(crate) dispatch: VecDeque<u32>,
     max_model_len: u32,
     /// Pending step completions: (time, seq, replica).
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
     pub now_ns: u64,
-    order_counter: i64,
+    pub(crate) order_counter: i64,
     pub events: u64,
     pub done_requests: u64,
     options: SimOptions,
@@ -195,6 +195,11 @@ impl Engine {
             }
             self.drain_dispatch();
             self.kick_idle()?;
+            if self.options.check_invariants {
+                self.check_invariants().map_err(|m| SimError::Internal {
+                    message: format!("invariant violated at t = {:.6} ms: {m}", self.now_ns as f64 / 1e6),
+                })?;
+            }
         }
         if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() {
             // Nothing more can happen: whatever is still in the router queue times out.
@@ -226,7 +231,7 @@ impl Engine {
     }
 
     /// Admission control at arrival, then routing.
-    fn arrive(&mut self, id: u32) {
+    pub(crate) fn arrive(&mut self, id: u32) {
         let r = &self.reqs[id as usize];
         let total = r.prompt as u64 + r.output as u64;
         if total > self.max_model_len as u64 {
@@ -270,7 +275,7 @@ impl Engine {
     /// Move requests from the router's queue to replicas while there is room; requests
     /// that waited past the timeout are rejected at their deadline. Room only appears at
     /// step boundaries, where this runs, so the lazy check is exact.
-    fn drain_dispatch(&mut self) {
+    pub(crate) fn drain_dispatch(&mut self) {
         while let Some(&id) = self.dispatch.front() {
             let deadline = self.reqs[id as usize].arrival_ns + self.dispatch_timeout_ns;
             if self.now_ns > deadline {
@@ -292,7 +297,7 @@ impl Engine {
     }
 
     /// Offer `rep` a new step at this instant.
-    fn mark(&mut self, rep: usize) {
+    pub(crate) fn mark(&mut self, rep: usize) {
         if !self.kick_flag[rep] {
             self.kick_flag[rep] = true;
             self.kick.push(rep as u32);
@@ -301,7 +306,7 @@ impl Engine {
 
     /// Start a step on every marked replica that is idle and has work, in replica order;
     /// replicas marked meanwhile (by the router) are handled in a further round.
-    fn kick_idle(&mut self) -> Result<()> {
+    pub(crate) fn kick_idle(&mut self) -> Result<()> {
         while !self.kick.is_empty() {
             let mut batch = std::mem::take(&mut self.kick);
             batch.sort_unstable();
@@ -404,7 +409,7 @@ impl Engine {
     }
 
     /// Apply a completed step: progress, tokens, finishes, freed blocks.
-    fn finish_step(&mut self, rep: usize) {
+    pub(crate) fn finish_step(&mut self, rep: usize) {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         replica.busy = false;
@@ -455,48 +460,18 @@ impl Engine {
         }
     }
 
-    /// Check the block-accounting and state invariants (tests, model checker).
+    /// Forget in-flight bookkeeping (pending completions, replicas marked for a step) so
+    /// the model checker can load a state into this engine.
+    pub(crate) fn reset_transient(&mut self) {
+        self.heap.clear();
+        self.kick.clear();
+        self.kick_flag.iter_mut().for_each(|f| *f = false);
+    }
+
+    /// Check the state invariants of the model checker ([`crate::check::props`]): no request
+    /// scheduled twice, each request in exactly one state, block accounting, bounded queues.
+    /// The error is `property: what is wrong`.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        for (i, rep) in self.replicas.iter().enumerate() {
-            let kv = &rep.sched.kv;
-            let mut seen = vec![false; kv.total() as usize];
-            let mut mark = |u: u32, who: &str| -> std::result::Result<(), String> {
-                let slot = seen.get_mut(u as usize).ok_or(format!("replica {i}: unit {u} out of range"))?;
-                if *slot {
-                    return Err(format!("replica {i}: unit {u} held twice ({who})"));
-                }
-                *slot = true;
-                Ok(())
-            };
-            for &u in kv.free_list() {
-                mark(u, "free list")?;
-            }
-            let mut held = 0usize;
-            for r in self.reqs.iter().filter(|r| r.replica == i as i32) {
-                if r.status != Status::Running && !r.blocks.is_empty() {
-                    return Err(format!("request {} holds blocks while {:?}", r.id, r.status));
-                }
-                for &u in &r.blocks {
-                    mark(u, &format!("request {}", r.id))?;
-                }
-                held += r.blocks.len();
-            }
-            if held + kv.free_units() as usize != kv.total() as usize {
-                return Err(format!("replica {i}: free {} + used {held} != total {}", kv.free_units(), kv.total()));
-            }
-            let running: Vec<u32> = rep.sched.running.clone();
-            let mut sorted = running.clone();
-            sorted.sort_unstable();
-            sorted.dedup();
-            if sorted.len() != running.len() {
-                return Err(format!("replica {i}: a request is in running twice"));
-            }
-            for id in rep.sched.waiting.iter() {
-                if running.contains(&id) {
-                    return Err(format!("request {id} both waiting and running"));
-                }
-            }
-        }
-        Ok(())
+        crate::check::props::check_state(self).map_err(|v| format!("{}: {}", v.property, v.message))
     }
 }

@@ -124,6 +124,11 @@ impl KvPool {
         self.free.extend(table.drain(..).rev());
     }
 
+    /// The free list, writable: the model checker rebuilds a canonical state's block ids.
+    pub(crate) fn free_list_mut(&mut self) -> &mut Vec<u32> {
+        &mut self.free
+    }
+
     /// The free list (for invariant checks).
     pub fn free_list(&self) -> &[u32] {
         &self.free

@@ -6,6 +6,7 @@
 //! hand in scenario text and get data back.
 
 pub mod catalog;
+pub mod check;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -52,6 +52,38 @@ pub enum Victim {
     LowestPriority,
 }
 
+/// A bug class injected into the real scheduler code for the model checker's mutation
+/// proof (`scheduler.inject_bug`). Each is one branch on a cold path (preemption, admission,
+/// victim choice), so the correct code pays nothing measurable for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Bug {
+    /// The correct code.
+    #[default]
+    None,
+    /// Preemption forgets the victim's block table instead of returning it to the pool.
+    LeakOnPreempt,
+    /// Admission leaves the request in the waiting queue, so it is admitted again.
+    DoubleAdmit,
+    /// No victim is ever chosen: a request that cannot grow blocks everyone.
+    NoPreempt,
+    /// A preempted request is not put back in the waiting queue.
+    DropOnRequeue,
+}
+
+impl Bug {
+    /// The switch named by `scheduler.inject_bug` (validated against
+    /// [`crate::config::BUGS`]; an unknown name means no bug).
+    pub fn from_name(name: Option<&str>) -> Bug {
+        match name {
+            Some("leak_on_preempt") => Bug::LeakOnPreempt,
+            Some("double_admit") => Bug::DoubleAdmit,
+            Some("no_preempt") => Bug::NoPreempt,
+            Some("drop_on_requeue") => Bug::DropOnRequeue,
+            _ => Bug::None,
+        }
+    }
+}
+
 /// The resolved knobs of one policy.
 #[derive(Debug, Clone, Copy)]
 pub struct Params {
@@ -69,6 +101,8 @@ pub struct Params {
     pub priority_preemption: bool,
     /// Waiting order honours priority (else strict FCFS).
     pub priority_order: bool,
+    /// Injected bug (model checking); [`Bug::None`] in every normal run.
+    pub bug: Bug,
 }
 
 impl Params {
@@ -83,6 +117,7 @@ impl Params {
             victim: Victim::LastAdmitted,
             priority_preemption: false,
             priority_order: false,
+            bug: Bug::from_name(cfg.inject_bug.as_deref()),
         };
         match cfg.policy.as_str() {
             "orca" => (Params { chunked: false, victim: Victim::Never, decodes_first: true, ..base }, KvMode::Contiguous),
@@ -138,6 +173,10 @@ impl WaitQueue {
                 }
             }
         }
+    }
+    /// Empty the queue (the model checker rebuilds states into one engine).
+    pub fn clear(&mut self) {
+        self.items.clear();
     }
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.items.iter().map(|x| x.1)
@@ -248,7 +287,11 @@ impl SchedState {
             self.shape_dirty = true;
         }
         let r = &mut reqs[victim as usize];
-        self.kv.release(&mut r.blocks);
+        if p.bug == Bug::LeakOnPreempt {
+            r.blocks.clear(); // mutant: the units never return to the free list
+        } else {
+            self.kv.release(&mut r.blocks);
+        }
         self.used_slots -= r.computed as u64;
         r.computed = 0;
         r.preemptions += 1;
@@ -256,12 +299,17 @@ impl SchedState {
         self.front_counter -= 1;
         r.order = i64::MIN / 2 + self.front_counter;
         let key = self.waiting_key(p, r);
-        self.waiting.insert(key, victim);
+        if p.bug != Bug::DropOnRequeue {
+            self.waiting.insert(key, victim);
+        }
         self.preempted.push(victim);
     }
 
     /// The running request to preempt under `p.victim`.
     fn pick_victim(&self, p: &Params, reqs: &[Req]) -> Option<u32> {
+        if p.bug == Bug::NoPreempt {
+            return None;
+        }
         match p.victim {
             Victim::Never => None,
             Victim::LastAdmitted => self.running.last().copied(),
@@ -394,7 +442,9 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64)
         if !st.kv.grow(&mut r.blocks, alloc, r.req_block) {
             break;
         }
-        st.waiting.pop();
+        if p.bug != Bug::DoubleAdmit {
+            st.waiting.pop();
+        }
         r.status = Status::Running;
         r.prefill_target = len;
         if r.first_sched_ns == NO_TIME {

@@ -23,7 +23,7 @@ const SCENARIO: &str = r#"{
 
 #[test]
 fn every_step_matches_the_hand_computation() {
-    let res = simulate(SCENARIO, Format::Json, SimOptions { record_steps: true }).unwrap();
+    let res = simulate(SCENARIO, Format::Json, SimOptions { record_steps: true, ..SimOptions::default() }).unwrap();
     type Step = (f64, f64, Vec<(u32, u32)>, Vec<u32>, Vec<u32>);
     let steps: Vec<Step> = res
         .steps

@@ -106,10 +106,10 @@ impl Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (text, format = "json", record_steps = false))]
-    fn new(py: Python<'_>, text: String, format: &str, record_steps: bool) -> PyResult<Self> {
+    #[pyo3(signature = (text, format = "json", record_steps = false, check_invariants = false))]
+    fn new(py: Python<'_>, text: String, format: &str, record_steps: bool, check_invariants: bool) -> PyResult<Self> {
         let format = core::Format::parse(format).map_err(PySimError)?;
-        let options = core::SimOptions { record_steps };
+        let options = core::SimOptions { record_steps, check_invariants };
         let sim = guarded(py, move || core::Simulation::from_text(&text, format, options))?;
         Ok(Simulation { inner: Some(sim) })
     }
@@ -215,6 +215,62 @@ impl RunResult {
     }
 }
 
+/// A model check in progress: `Checker(text, format="json", max_states=2_000_000,
+/// max_seconds=None, timeliness_steps=2)`; `run(n)` explores about n more states and
+/// returns True once the search ended; `finish()` returns the result as JSON (once).
+#[pyclass(module = "o1sim._core")]
+struct Checker {
+    inner: Option<core::check::Checker>,
+}
+
+#[pymethods]
+impl Checker {
+    #[new]
+    #[pyo3(signature = (text, format = "json", max_states = 2_000_000, max_seconds = None, timeliness_steps = 2))]
+    fn new(
+        py: Python<'_>,
+        text: String,
+        format: &str,
+        max_states: u64,
+        max_seconds: Option<f64>,
+        timeliness_steps: u32,
+    ) -> PyResult<Self> {
+        let format = core::Format::parse(format).map_err(PySimError)?;
+        let opts = core::check::CheckOptions { max_states, max_seconds, timeliness_steps };
+        let c = guarded(py, move || core::check::Checker::from_text(&text, format, opts))?;
+        Ok(Checker { inner: Some(c) })
+    }
+
+    /// Explore about `more_states` more states; True once the search has ended.
+    fn run(&mut self, py: Python<'_>, more_states: u64) -> PyResult<bool> {
+        let c = self.inner.as_mut().ok_or_else(|| SimError::new_err("this Checker was already finished"))?;
+        let outcome = guarded(py, || c.run(more_states));
+        if outcome.is_err() {
+            self.inner = None;
+        }
+        Ok(outcome?)
+    }
+
+    /// `(states, transitions, frontier, depth, elapsed_s, violations)`.
+    fn progress(&self) -> PyResult<(u64, u64, u64, u32, f64, u64)> {
+        let c = self.inner.as_ref().ok_or_else(|| SimError::new_err("this Checker was already finished"))?;
+        let p = c.progress();
+        Ok((p.states, p.transitions, p.frontier, p.depth, p.elapsed_s, p.violations))
+    }
+
+    /// Run to the end (or a limit) and return the result as JSON; the checker is consumed.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let c = self.inner.take().ok_or_else(|| SimError::new_err("this Checker was already finished"))?;
+        Ok(guarded(py, move || c.finish().map(|r| r.to_json()))?)
+    }
+}
+
+/// Names of the bug classes `scheduler.inject_bug` accepts (model checking).
+#[pyfunction]
+fn bug_names() -> Vec<&'static str> {
+    core::config::BUGS.to_vec()
+}
+
 /// Names of the request status codes (index = code).
 #[pyfunction]
 fn status_names() -> Vec<&'static str> {
@@ -261,6 +317,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InternalError", py.get_type::<InternalError>())?;
     m.add_class::<Simulation>()?;
     m.add_class::<RunResult>()?;
+    m.add_class::<Checker>()?;
+    m.add_function(wrap_pyfunction!(bug_names, m)?)?;
     m.add_function(wrap_pyfunction!(status_names, m)?)?;
     m.add_function(wrap_pyfunction!(reason_names, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;

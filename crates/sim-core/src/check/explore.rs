@@ -1,0 +1,389 @@
+//! The breadth-first explorer. A state is the engine between two instants (see
+//! [`super::state`]); an action is one event at a fresh instant — a request that has not
+//! arrived arrives, or a replica's in-flight step completes — followed by exactly what the
+//! engine does at the end of every instant (drain the router's queue, offer idle replicas a
+//! step). Any order of these events is explored, whatever the step durations and arrival
+//! times that would produce it: an over-approximation of every timing, so a property that
+//! holds here holds for every workload timing and cost model.
+//!
+//! States are expanded in id order, which is breadth-first order, so the first violation
+//! found of each property is one of the shortest.
+
+use crate::engine::Engine;
+use crate::request::Status;
+use crate::SimError;
+
+use super::props::{self, Broken, CAN_FINISH, NO_DEADLOCK, TIMELINESS};
+use super::state::{decode, encode, Store};
+
+/// One event of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// The request (by id) arrives.
+    Arrive(u32),
+    /// The replica's in-flight step completes.
+    Complete(u32),
+}
+
+impl Action {
+    fn pack(self) -> u16 {
+        match self {
+            Action::Arrive(i) => i as u16,
+            Action::Complete(r) => 0x8000 | r as u16,
+        }
+    }
+    fn unpack(v: u16) -> Action {
+        if v & 0x8000 != 0 {
+            Action::Complete((v & 0x7fff) as u32)
+        } else {
+            Action::Arrive(v as u32)
+        }
+    }
+}
+
+const VIOLATING: u8 = 1;
+const DONE: u8 = 2;
+
+/// The first (shortest) violation found of one property.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub broken: Broken,
+    /// The state where it shows.
+    pub state: u32,
+}
+
+/// Breadth-first exploration over one engine.
+pub struct Explorer {
+    pub(crate) engine: Engine,
+    store: Store,
+    parent: Vec<u32>,
+    action: Vec<u16>,
+    depth: Vec<u16>,
+    flags: Vec<u8>,
+    edge_start: Vec<u32>,
+    edges: Vec<u32>,
+    cursor: usize,
+    pub found: Vec<Found>,
+    /// Timeliness bound (scheduler steps), and whether the policy has priorities.
+    k: u8,
+    timeliness: bool,
+    scratch: props::Scratch,
+    buf: Vec<u8>,
+    pub(crate) wait: Vec<u8>,
+    steps_before: Vec<u64>,
+    enabled: Vec<Action>,
+    pub transitions: u64,
+    pub max_depth: u32,
+    /// Liveness was analysed (the graph is complete).
+    pub liveness_checked: bool,
+}
+
+impl Explorer {
+    /// An explorer starting from `engine`'s initial state (every request pending).
+    pub fn new(engine: Engine, k: u8) -> Explorer {
+        let n = engine.reqs.len();
+        let timeliness = engine.params.priority_preemption;
+        let reps = engine.replicas.len();
+        let mut x = Explorer {
+            engine,
+            store: Store::default(),
+            parent: Vec::new(),
+            action: Vec::new(),
+            depth: Vec::new(),
+            flags: Vec::new(),
+            edge_start: vec![0],
+            edges: Vec::new(),
+            cursor: 0,
+            found: Vec::new(),
+            k,
+            timeliness,
+            scratch: props::Scratch::default(),
+            buf: Vec::new(),
+            wait: vec![0; n],
+            steps_before: vec![0; reps],
+            enabled: Vec::new(),
+            transitions: 0,
+            max_depth: 0,
+            liveness_checked: false,
+        };
+        encode(&x.engine, &x.wait, &mut x.buf);
+        let buf = std::mem::take(&mut x.buf);
+        x.store.intern(&buf);
+        x.buf = buf;
+        x.parent.push(u32::MAX);
+        x.action.push(0);
+        x.depth.push(0);
+        x.flags.push(0);
+        x
+    }
+
+    pub fn states(&self) -> usize {
+        self.store.len()
+    }
+
+    /// States discovered but not yet expanded.
+    pub fn frontier(&self) -> usize {
+        self.store.len() - self.cursor
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.cursor == self.store.len()
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.store.memory_bytes() + 4 * (self.parent.len() * 2 + self.edges.len() + self.edge_start.len())
+    }
+
+    /// Load state `id` into the engine.
+    pub(crate) fn load(&mut self, id: u32) {
+        self.buf.clear();
+        self.buf.extend_from_slice(self.store.get(id));
+        decode(&mut self.engine, &self.buf, &mut self.wait);
+    }
+
+    /// Apply one action to the loaded state with the engine's own code, then judge the
+    /// result. Returns the broken property, if any.
+    pub(crate) fn apply(&mut self, act: Action) -> Option<Broken> {
+        let e = &mut self.engine;
+        for (b, rep) in self.steps_before.iter_mut().zip(&e.replicas) {
+            *b = rep.stats.steps;
+        }
+        match act {
+            Action::Arrive(i) => e.arrive(i),
+            Action::Complete(r) => {
+                e.finish_step(r as usize);
+                e.mark(r as usize);
+            }
+        }
+        e.drain_dispatch();
+        let kicked = e.kick_idle();
+        // A broken invariant explains a stall that follows from it: report it first.
+        if let Err(b) = props::check_with(e, &mut self.scratch) {
+            return Some(b);
+        }
+        if let Err(err) = kicked {
+            let message = match err {
+                SimError::Stalled { message } => message,
+                other => other.to_string(),
+            };
+            return Some(Broken { property: NO_DEADLOCK, message });
+        }
+        if self.timeliness {
+            if let Some(b) = update_wait(e, &self.steps_before, &mut self.wait, self.k) {
+                return Some(b);
+            }
+        }
+        let busy = e.replicas.iter().any(|r| r.busy);
+        let pending = e.reqs.iter().any(|r| r.status == Status::Pending);
+        if !busy && !pending && !e.is_done() {
+            let stuck: Vec<String> = e
+                .reqs
+                .iter()
+                .filter(|r| !matches!(r.status, Status::Finished | Status::Rejected))
+                .map(|r| format!("request {} {}", r.id, props::status_name(r.status)))
+                .collect();
+            return Some(Broken {
+                property: NO_DEADLOCK,
+                message: format!("no event can happen and work is left: {}", stuck.join(", ")),
+            });
+        }
+        None
+    }
+
+    /// The actions enabled in the loaded state: completions (replica order), then arrivals
+    /// (id order).
+    fn collect_enabled(&mut self) {
+        self.enabled.clear();
+        let e = &self.engine;
+        for (i, rep) in e.replicas.iter().enumerate() {
+            if rep.busy {
+                self.enabled.push(Action::Complete(i as u32));
+            }
+        }
+        for r in &e.reqs {
+            if r.status == Status::Pending {
+                self.enabled.push(Action::Arrive(r.id));
+            }
+        }
+    }
+
+    /// Expand states until `more` new states were found, the graph is complete, or
+    /// `max_states` states are known. Returns whether exploration ended (complete or full).
+    pub fn run(&mut self, more: usize, max_states: usize) -> bool {
+        let target = self.store.len().saturating_add(more);
+        while self.cursor < self.store.len() {
+            if self.store.len() >= max_states {
+                return true;
+            }
+            if self.store.len() >= target {
+                return false;
+            }
+            let id = self.cursor as u32;
+            if self.flags[self.cursor] & (VIOLATING | DONE) == 0 {
+                self.load(id);
+                self.collect_enabled();
+                let acts = std::mem::take(&mut self.enabled);
+                for (k, &act) in acts.iter().enumerate() {
+                    if k > 0 {
+                        self.load(id);
+                    }
+                    self.successor(id, act);
+                }
+                self.enabled = acts;
+            }
+            self.cursor += 1;
+            self.edge_start.push(self.edges.len() as u32);
+        }
+        if !self.liveness_checked {
+            self.liveness_checked = true;
+            self.check_liveness();
+        }
+        true
+    }
+
+    fn successor(&mut self, from: u32, act: Action) {
+        self.transitions += 1;
+        let broken = self.apply(act);
+        encode(&self.engine, &self.wait, &mut self.buf);
+        let (to, new) = self.store.intern(&self.buf);
+        self.edges.push(to);
+        if !new {
+            return;
+        }
+        let d = self.depth[from as usize] + 1;
+        self.max_depth = self.max_depth.max(d as u32);
+        self.parent.push(from);
+        self.action.push(act.pack());
+        self.depth.push(d);
+        let mut f = 0;
+        if self.engine.is_done() && !self.engine.replicas.iter().any(|r| r.busy) {
+            f |= DONE;
+        }
+        if let Some(b) = broken {
+            f |= VIOLATING;
+            if !self.found.iter().any(|x| x.broken.property == b.property) {
+                self.found.push(Found { broken: b, state: to });
+            }
+        }
+        self.flags.push(f);
+    }
+
+    /// `can_finish` on the complete graph: every state must reach a finished state (or a
+    /// state already reported as violating). Backward reachability over reversed edges.
+    fn check_liveness(&mut self) {
+        let n = self.store.len();
+        let mut indeg = vec![0u32; n + 1];
+        for &t in &self.edges {
+            indeg[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            indeg[i + 1] += indeg[i];
+        }
+        let mut rev = vec![0u32; self.edges.len()];
+        let mut fill = indeg.clone();
+        for from in 0..n {
+            let (a, b) = (self.edge_start[from] as usize, self.edge_start[from + 1] as usize);
+            for &t in &self.edges[a..b] {
+                rev[fill[t as usize] as usize] = from as u32;
+                fill[t as usize] += 1;
+            }
+        }
+        let mut good: Vec<bool> = self.flags.iter().map(|&f| f & (VIOLATING | DONE) != 0).collect();
+        let mut stack: Vec<u32> = (0..n as u32).filter(|&i| good[i as usize]).collect();
+        while let Some(s) = stack.pop() {
+            for &p in &rev[indeg[s as usize] as usize..indeg[s as usize + 1] as usize] {
+                if !good[p as usize] {
+                    good[p as usize] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        if let Some(bad) = good.iter().position(|g| !g) {
+            self.load(bad as u32);
+            let left: Vec<String> = self
+                .engine
+                .reqs
+                .iter()
+                .filter(|r| !matches!(r.status, Status::Finished | Status::Rejected))
+                .map(|r| format!("{} ({})", r.id, props::status_name(r.status)))
+                .collect();
+            let message = format!(
+                "from this state no order of events finishes every request; unfinished: {}",
+                left.join(", ")
+            );
+            self.found.push(Found { broken: Broken { property: CAN_FINISH, message }, state: bad as u32 });
+        }
+    }
+
+    /// The actions from the initial state to `state`, in order.
+    pub fn path_to(&self, state: u32) -> Vec<Action> {
+        let mut acts = Vec::new();
+        let mut s = state;
+        while self.parent[s as usize] != u32::MAX {
+            acts.push(Action::unpack(self.action[s as usize]));
+            s = self.parent[s as usize];
+        }
+        acts.reverse();
+        acts
+    }
+
+    /// Per-status request counts and free units of every state seen (for the Petri-net
+    /// projection): `(counts by status code, free units summed over replicas)`.
+    pub fn markings(&mut self) -> Vec<([u8; 6], u32)> {
+        let mut out = Vec::with_capacity(self.store.len());
+        for id in 0..self.store.len() as u32 {
+            if self.flags[id as usize] & VIOLATING != 0 {
+                continue; // not a state of the correct net
+            }
+            self.load(id);
+            let mut c = [0u8; 6];
+            for r in &self.engine.reqs {
+                c[r.status as usize] += 1;
+            }
+            let free = self.engine.replicas.iter().map(|r| r.sched.kv.free_units()).sum();
+            out.push((c, free));
+        }
+        out
+    }
+}
+
+/// Timeliness bookkeeping after an action: on every replica that started a step, the head
+/// of the waiting queue (its most urgent request, first come among equals), when more
+/// urgent than some running request, has waited one more step; every other waiting
+/// request's count restarts. Broken when a count exceeds `k`.
+pub(crate) fn update_wait(e: &Engine, steps_before: &[u64], wait: &mut [u8], k: u8) -> Option<Broken> {
+    for r in &e.reqs {
+        if r.status != Status::Waiting {
+            wait[r.id as usize] = 0;
+        }
+    }
+    for (i, rep) in e.replicas.iter().enumerate() {
+        if rep.stats.steps == steps_before[i] {
+            continue;
+        }
+        let least_urgent = rep.sched.running.iter().map(|&id| e.reqs[id as usize].priority).max();
+        for (pos, id) in rep.sched.waiting.iter().enumerate() {
+            let w = &mut wait[id as usize];
+            let prio = e.reqs[id as usize].priority;
+            // Only the head counts: a request behind an equally urgent one is queueing
+            // among peers, not suffering an inversion.
+            if pos == 0 && least_urgent.is_some_and(|l| prio < l) {
+                *w = w.saturating_add(1);
+                if *w > k {
+                    return Some(Broken {
+                        property: TIMELINESS,
+                        message: format!(
+                            "request {id} (priority {prio}) has waited {} steps of replica {i} while a less urgent \
+                             request (priority {}) runs; the bound is {k}",
+                            *w,
+                            least_urgent.unwrap_or(prio)
+                        ),
+                    });
+                }
+            } else {
+                *w = 0;
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,199 @@
+//! The properties the model checker proves, as functions of the real engine's state. The
+//! same function backs [`Engine::check_invariants`], so a replayed counterexample is judged
+//! by exactly the code that judged it in the explorer.
+//!
+//! State invariants (checked in every reachable state):
+//! - [`SINGLE_EXECUTION`]: no request is in `running` twice (on one replica or two) nor
+//!   scheduled twice in one step;
+//! - [`ONE_STATE`]: every request is in exactly one state, and its status agrees with the
+//!   one queue that holds it (pending/finished/rejected: none; dispatching: the router's
+//!   queue; waiting: its replica's waiting queue; running: its replica's running list);
+//! - [`BLOCK_ACCOUNTING`]: per replica, free + held units = total, no unit held twice (or
+//!   both held and free), no units held by a request that is not running;
+//! - [`NO_LEAK_WHEN_QUIET`]: a replica with nothing running has every unit free;
+//! - [`BOUNDED_QUEUES`]: `running ≤ max_num_seqs`, and with a waiting bound
+//!   `waiting + running ≤ max_waiting + max_num_seqs` (preempted requests return to waiting
+//!   past the dispatch bound, never beyond this).
+//!
+//! Properties of the explored graph (see the explorer): [`NO_DEADLOCK`] (work pending but
+//! nothing can ever run), [`TIMELINESS`] (the head of a waiting queue, when more urgent
+//! than a running request, waits at most k scheduler steps of its replica; policies with
+//! priorities) and
+//! [`CAN_FINISH`] (from every reachable state some continuation finishes every request).
+
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::request::Status;
+
+pub const SINGLE_EXECUTION: &str = "single_execution";
+pub const ONE_STATE: &str = "one_state";
+pub const BLOCK_ACCOUNTING: &str = "block_accounting";
+pub const NO_LEAK_WHEN_QUIET: &str = "no_leak_when_quiet";
+pub const BOUNDED_QUEUES: &str = "bounded_queues";
+pub const NO_DEADLOCK: &str = "no_deadlock";
+pub const TIMELINESS: &str = "preemption_timeliness";
+pub const CAN_FINISH: &str = "can_finish";
+
+/// Every property, in the order they are reported.
+pub const PROPERTIES: &[&str] =
+    &[SINGLE_EXECUTION, ONE_STATE, BLOCK_ACCOUNTING, NO_LEAK_WHEN_QUIET, BOUNDED_QUEUES, NO_DEADLOCK, TIMELINESS, CAN_FINISH];
+
+/// A broken property and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Broken {
+    pub property: &'static str,
+    pub message: String,
+}
+
+fn broken(property: &'static str, message: String) -> Broken {
+    Broken { property, message }
+}
+
+/// Reusable buffers of [`check_with`] (the explorer calls it once per transition).
+#[derive(Default)]
+pub struct Scratch {
+    in_wait: Vec<u8>,
+    in_run: Vec<u8>,
+    in_disp: Vec<u8>,
+    in_plan: Vec<u8>,
+    seen: Vec<bool>,
+}
+
+/// Check every state invariant of `e`; the first broken one (in [`PROPERTIES`] order).
+pub fn check_state(e: &Engine) -> Result<(), Broken> {
+    check_with(e, &mut Scratch::default())
+}
+
+/// [`check_state`] with caller-owned buffers.
+pub fn check_with(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
+    let n = e.reqs.len();
+    for v in [&mut s.in_wait, &mut s.in_run, &mut s.in_disp, &mut s.in_plan] {
+        v.clear();
+        v.resize(n, 0);
+    }
+    let bump = |v: &mut Vec<u8>, id: u32| {
+        if let Some(c) = v.get_mut(id as usize) {
+            *c = c.saturating_add(1);
+        }
+    };
+    for (i, rep) in e.replicas.iter().enumerate() {
+        for &id in &rep.sched.running {
+            bump(&mut s.in_run, id);
+            if e.reqs[id as usize].replica != i as i32 {
+                return Err(broken(ONE_STATE, format!("request {id} is running on replica {i} but assigned elsewhere")));
+            }
+        }
+        for id in rep.sched.waiting.iter() {
+            bump(&mut s.in_wait, id);
+            if e.reqs[id as usize].replica != i as i32 {
+                return Err(broken(ONE_STATE, format!("request {id} waits on replica {i} but is assigned elsewhere")));
+            }
+        }
+        if rep.busy {
+            for &(id, _) in &rep.sched.plan {
+                bump(&mut s.in_plan, id);
+            }
+        }
+    }
+    for &id in &e.dispatch {
+        bump(&mut s.in_disp, id);
+    }
+    for id in 0..n {
+        if s.in_run[id] > 1 {
+            return Err(broken(SINGLE_EXECUTION, format!("request {id} is in running {} times", s.in_run[id])));
+        }
+        if s.in_plan[id] > 1 {
+            return Err(broken(SINGLE_EXECUTION, format!("request {id} is scheduled {} times in one step", s.in_plan[id])));
+        }
+    }
+    for r in &e.reqs {
+        let id = r.id as usize;
+        let (w, run, d, pl) = (s.in_wait[id], s.in_run[id], s.in_disp[id], s.in_plan[id]);
+        let ok = match r.status {
+            Status::Pending | Status::Finished | Status::Rejected => w + run + d + pl == 0,
+            Status::Dispatching => d == 1 && w + run + pl == 0,
+            Status::Waiting => w == 1 && run + d + pl == 0,
+            Status::Running => run == 1 && w + d == 0,
+        };
+        if !ok {
+            let mut places = Vec::new();
+            for (k, name) in [(w, "waiting"), (run, "running"), (d, "dispatch"), (pl, "the step")] {
+                if k > 0 {
+                    places.push(format!("{name}×{k}"));
+                }
+            }
+            let places = if places.is_empty() { "no queue".to_string() } else { places.join(", ") };
+            return Err(broken(ONE_STATE, format!("request {} is {} but in {places}", r.id, status_name(r.status))));
+        }
+    }
+    for (i, rep) in e.replicas.iter().enumerate() {
+        let kv = &rep.sched.kv;
+        s.seen.clear();
+        s.seen.resize(kv.total() as usize, false);
+        let seen = &mut s.seen;
+        let mut mark = |u: u32, who: &dyn Fn() -> String| -> Result<(), Broken> {
+            let Some(slot) = seen.get_mut(u as usize) else {
+                return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} out of range ({})", who())));
+            };
+            if *slot {
+                return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} held twice ({})", who())));
+            }
+            *slot = true;
+            Ok(())
+        };
+        for &u in kv.free_list() {
+            mark(u, &|| "free list".into())?;
+        }
+        let mut held = 0usize;
+        for r in e.reqs.iter().filter(|r| r.replica == i as i32) {
+            if r.status != Status::Running && !r.blocks.is_empty() {
+                return Err(broken(
+                    BLOCK_ACCOUNTING,
+                    format!("request {} holds {} unit(s) while {}", r.id, r.blocks.len(), status_name(r.status)),
+                ));
+            }
+            for &u in &r.blocks {
+                mark(u, &|| format!("request {}", r.id))?;
+            }
+            held += r.blocks.len();
+        }
+        if held + kv.free_units() as usize != kv.total() as usize {
+            return Err(broken(
+                BLOCK_ACCOUNTING,
+                format!("replica {i}: free {} + used {held} != total {}", kv.free_units(), kv.total()),
+            ));
+        }
+        if rep.sched.running.is_empty() && kv.free_units() != kv.total() {
+            return Err(broken(
+                NO_LEAK_WHEN_QUIET,
+                format!("replica {i} runs nothing but only {} of {} units are free", kv.free_units(), kv.total()),
+            ));
+        }
+        let (running, waiting, seqs) = (rep.sched.running.len() as u64, rep.sched.waiting.len() as u64, e.params.max_num_seqs as u64);
+        if running > seqs {
+            return Err(broken(BOUNDED_QUEUES, format!("replica {i} runs {running} requests, max_num_seqs is {seqs}")));
+        }
+        if let Some(m) = e.max_waiting {
+            if waiting + running > m as u64 + seqs {
+                return Err(broken(
+                    BOUNDED_QUEUES,
+                    format!("replica {i}: {waiting} waiting + {running} running exceeds max_waiting {m} + max_num_seqs {seqs}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lower-case name of a status (messages, traces).
+pub fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Pending => "pending",
+        Status::Dispatching => "dispatching",
+        Status::Waiting => "waiting",
+        Status::Running => "running",
+        Status::Finished => "finished",
+        Status::Rejected => "rejected",
+    }
+}

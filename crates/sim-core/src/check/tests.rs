@@ -1,0 +1,129 @@
+//! Unit tests of the model checker on tiny configurations.
+
+use super::*;
+use serde_json::json;
+
+/// A small scenario: `reqs` are (prompt, output, priority); block size 4.
+pub(crate) fn small(policy: &str, bug: Option<&str>, blocks: u32, replicas: u32, budget: u32, reqs: &[(u32, u32, i32)]) -> String {
+    let requests: Vec<_> = reqs
+        .iter()
+        .map(|&(p, o, pr)| json!({"arrival_ms": 0, "prompt_tokens": p, "output_tokens": o, "priority": pr}))
+        .collect();
+    let mut sched = json!({"policy": policy, "block_size": 4, "num_gpu_blocks": blocks,
+        "max_num_batched_tokens": budget, "chunk_size": budget, "max_num_seqs": 8, "max_tokens_per_request": budget});
+    if let Some(b) = bug {
+        sched["inject_bug"] = json!(b);
+    }
+    json!({"model": "llama-3-8b", "gpu": "h200", "deployment": {"replicas": replicas, "router": "round_robin"},
+           "scheduler": sched, "workload": {"requests": requests}})
+    .to_string()
+}
+
+fn run(text: &str) -> CheckResult {
+    check(text, Format::Json, CheckOptions::default()).unwrap()
+}
+
+/// The 1-replica configurations every real policy must pass (small enough for debug
+/// builds; `benchmarks/check.py` runs the larger set).
+/// (name, blocks per replica, replicas, token budget, requests as (prompt, output, priority)).
+type Config = (&'static str, u32, u32, u32, Vec<(u32, u32, i32)>);
+
+fn configs() -> Vec<Config> {
+    vec![
+        ("3 requests, 6 blocks", 6, 1, 8, vec![(6, 4, 1), (5, 3, 0), (4, 3, 1)]),
+        ("4 requests, 8 blocks", 8, 1, 8, vec![(8, 5, 1), (6, 4, 0), (5, 4, 1), (3, 3, 0)]),
+        ("2 requests, 3 blocks", 3, 1, 16, vec![(4, 6, 1), (4, 6, 0)]),
+        ("4 requests, 2 replicas × 4 blocks", 4, 2, 8, vec![(6, 3, 1), (5, 3, 0), (4, 3, 1), (3, 3, 0)]),
+    ]
+}
+
+#[test]
+fn real_policies_pass_every_property() {
+    for (name, blocks, reps, budget, reqs) in configs() {
+        for policy in crate::config::POLICIES {
+            let r = run(&small(policy, None, blocks, reps, budget, &reqs));
+            assert!(r.ok && r.complete, "{policy} on {name}: {:?}", r.violations.first().map(|v| (&v.property, &v.message)));
+            assert!(r.states > 1 && r.transitions >= r.states - 1, "{policy} on {name}");
+            assert!(r.properties.iter().all(|p| p.status == "pass" || p.status == "not_applicable"));
+            assert!(r.petri.structurally_bounded && r.petri.final_marking_reachable, "{policy} on {name}");
+        }
+    }
+}
+
+/// The shortest counterexample of a mutant on one replica, checked by replaying it.
+fn caught(policy: &str, bug: &str, blocks: u32, budget: u32, reqs: &[(u32, u32, i32)]) -> Counterexample {
+    let r = run(&small(policy, Some(bug), blocks, 1, budget, reqs));
+    assert!(!r.ok, "{policy}/{bug} not caught");
+    let c = r.violations[0].clone();
+    assert_eq!(c.trace.len(), c.length);
+    assert_eq!(c.reproduced, Some(true), "{policy}/{bug}: {:?} {:?}", c.replay_note, c.replay_message);
+    assert_eq!(c.replay_events, Some(c.length as u64), "the replay breaks at the same step");
+    c
+}
+
+#[test]
+fn every_mutant_is_caught_with_a_replayable_counterexample() {
+    let three = [(6, 4, 1), (5, 3, 0), (4, 3, 1)];
+    let c = caught("vllm", "leak_on_preempt", 6, 8, &three);
+    assert_eq!((c.property, c.length), (props::BLOCK_ACCOUNTING, 6));
+    let c = caught("vllm", "drop_on_requeue", 6, 8, &three);
+    assert_eq!((c.property, c.length), (props::ONE_STATE, 6));
+    let c = caught("vllm", "double_admit", 6, 8, &three);
+    assert_eq!((c.property, c.length), (props::SINGLE_EXECUTION, 1));
+    let c = caught("vllm", "no_preempt", 3, 16, &[(4, 6, 1), (4, 6, 0)]);
+    assert_eq!(c.property, props::NO_DEADLOCK);
+    let c = caught("o1pro", "no_preempt", 6, 8, &three);
+    assert_eq!(c.property, props::TIMELINESS);
+    // Every step says what changed.
+    assert!(c.trace.iter().all(|s| !s.text.is_empty()));
+    assert!(c.trace.iter().any(|s| s.changes.iter().any(|x| x.contains("starts a step"))));
+}
+
+#[test]
+fn results_are_deterministic() {
+    let text = small("vllm", Some("leak_on_preempt"), 8, 1, 8, &[(8, 5, 1), (6, 4, 0), (5, 4, 1), (3, 3, 0)]);
+    let strip = |r: CheckResult| {
+        let mut v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        for k in ["elapsed_s", "states_per_s", "memory_mb"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(strip(run(&text)), strip(run(&text)));
+}
+
+#[test]
+fn limits_stop_the_search_with_a_clear_result() {
+    let text = small("vllm", None, 8, 1, 8, &[(8, 5, 1), (6, 4, 0), (5, 4, 1), (3, 3, 0)]);
+    let r = check(&text, Format::Json, CheckOptions { max_states: 100, ..CheckOptions::default() }).unwrap();
+    assert!(!r.ok && !r.complete);
+    assert!(r.states >= 100 && r.states < 200, "{}", r.states);
+    assert!(r.stopped.as_deref().unwrap().contains("max_states"));
+    assert!(r.properties.iter().any(|p| p.status == "unknown"));
+}
+
+#[test]
+fn scenarios_beyond_the_limits_name_the_field() {
+    let ok = small("vllm", None, 8, 1, 8, &[(8, 5, 1)]);
+    let err = |text: &str, opts: CheckOptions| check(text, Format::Json, opts).unwrap_err();
+    let d = CheckOptions::default();
+    assert_eq!(err(&ok.replace("\"num_gpu_blocks\":8", "\"num_gpu_blocks\":80"), d).path(), Some("scheduler.num_gpu_blocks"));
+    assert_eq!(err(&ok.replace(",\"num_gpu_blocks\":8", ""), d).path(), Some("scheduler.num_gpu_blocks"));
+    let many = small("vllm", None, 8, 1, 8, &[(3, 3, 0); 17]);
+    assert_eq!(err(&many, d).path(), Some("workload"));
+    assert_eq!(err(&ok.replace("\"replicas\":1", "\"replicas\":5"), d).path(), Some("deployment.replicas"));
+    assert_eq!(err(&ok, CheckOptions { max_states: 0, ..d }).path(), Some("max_states"));
+    let bad_bug = small("vllm", Some("leak_on_prempt"), 8, 1, 8, &[(8, 5, 1)]);
+    assert!(err(&bad_bug, d).to_string().contains("did you mean leak_on_preempt"));
+}
+
+#[test]
+fn pnml_lists_the_policy_net() {
+    let r = run(&small("orca", None, 6, 1, 8, &[(6, 4, 1), (5, 3, 0)]));
+    assert!(r.pnml.starts_with("<?xml") && r.pnml.contains("<place id=\"free_units\">"));
+    assert!(!r.pnml.contains("id=\"preempt\""), "orca never preempts");
+    let v = run(&small("vllm", None, 6, 1, 8, &[(6, 4, 1), (5, 3, 0)]));
+    assert!(v.pnml.contains("<transition id=\"preempt\">"));
+    assert_eq!(v.petri.bounds[0], 2, "pending holds at most the two requests");
+    assert!(v.petri.bounds[6] <= 6 && v.petri.p_invariants.iter().all(|p| p.holds));
+}

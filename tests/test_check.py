@@ -1,0 +1,112 @@
+"""The model checker from Python: results, counterexamples, replays, CLI, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+from click.testing import CliRunner
+
+import o1sim
+from o1sim.cli import main
+
+SCENARIO = Path(__file__).resolve().parents[1] / "benchmarks" / "check" / "vllm_6req.toml"
+
+
+def small(policy: str = "vllm", bug: Optional[str] = None, blocks: int = 6) -> dict[str, Any]:
+    sched: dict[str, Any] = {"policy": policy, "block_size": 4, "num_gpu_blocks": blocks,
+                             "max_num_batched_tokens": 8, "chunk_size": 8, "max_num_seqs": 8,
+                             "max_tokens_per_request": 8}
+    if bug:
+        sched["inject_bug"] = bug
+    reqs = [(6, 4, 1), (5, 3, 0), (4, 3, 1)]
+    return {"model": "llama-3-8b", "gpu": "h200", "scheduler": sched,
+            "workload": {"requests": [{"arrival_ms": 0, "prompt_tokens": p, "output_tokens": o, "priority": pr}
+                                      for p, o, pr in reqs]}}
+
+
+@pytest.mark.parametrize("policy", ["orca", "vllm", "sarathi", "o1pro"])
+def test_real_policies_pass(policy: str) -> None:
+    r = o1sim.check(small(policy))
+    assert r.ok and r.complete and not r.violations
+    assert r.states > 100
+    assert r.properties["block_accounting"] == "pass"
+
+
+@pytest.mark.parametrize(("bug", "prop"), [("leak_on_preempt", "block_accounting"),
+                                           ("drop_on_requeue", "one_state"),
+                                           ("double_admit", "single_execution")])
+def test_mutants_are_caught_and_replay_in_the_simulator(bug: str, prop: str) -> None:
+    r = o1sim.check(small("vllm", bug))
+    assert not r.ok
+    v = r.violations[0]
+    assert v.property == prop and v.length == len(v.trace) and v.reproduced
+    assert [s["step"] for s in v.trace] == list(range(1, v.length + 1))
+    replay = v.replay_scenario
+    assert replay is not None
+    # The normal simulator, with invariant checks on, stops on the same property.
+    with pytest.raises(o1sim.InternalError, match=prop):
+        o1sim.simulate(replay, check_invariants=True)
+    # Without the bug the same scenario runs clean.
+    fixed = replay.with_overrides({"scheduler.inject_bug": None})
+    data = fixed.to_dict()
+    del data["scheduler"]["inject_bug"]
+    assert o1sim.simulate(data, check_invariants=True).summary["finished"] == 3
+
+
+def test_no_preempt_deadlocks_and_replays_as_a_stall() -> None:
+    sc = small("vllm", "no_preempt", blocks=3)
+    sc["workload"]["requests"] = [{"arrival_ms": 0, "prompt_tokens": 4, "output_tokens": 6}] * 2
+    sc["scheduler"]["max_num_batched_tokens"] = 16
+    v = o1sim.check(sc).violations[0]
+    assert v.property == "no_deadlock" and v.reproduced
+    assert v.replay_scenario is not None
+    with pytest.raises(o1sim.StallError):
+        o1sim.simulate(v.replay_scenario)
+
+
+def test_limits_and_progress() -> None:
+    seen: list[o1sim.CheckProgress] = []
+    r = o1sim.check(SCENARIO, max_states=1000, progress=seen.append)
+    assert not r.complete and not r.ok and "max_states" in (r.stopped or "")
+    assert seen and seen[-1].states >= 1000
+    assert r.properties["can_finish"] == "unknown"
+
+
+def test_errors_name_the_field() -> None:
+    with pytest.raises(o1sim.ConfigError) as e:
+        o1sim.check(small("vllm", "leak_on_prempt"))
+    assert e.value.field == "scheduler.inject_bug" and "leak_on_preempt" in str(e.value)
+    no_blocks = small()
+    del no_blocks["scheduler"]["num_gpu_blocks"]
+    with pytest.raises(o1sim.ConfigError) as e:
+        o1sim.check(no_blocks)
+    assert e.value.field == "scheduler.num_gpu_blocks"
+    assert o1sim.bug_names() == ["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"]
+
+
+def test_result_json_and_pnml() -> None:
+    r = o1sim.check(small("vllm", "leak_on_preempt"))
+    data = json.loads(r.to_json())
+    assert data["violations"][0]["trace"][0]["action"] == "arrive"
+    assert r.pnml.startswith("<?xml") and "<transition id=\"preempt\">" in r.pnml
+    assert r.petri["structurally_bounded"]
+
+
+def test_cli_check(tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(main, ["check", str(SCENARIO), "--pnml", str(tmp_path / "net.pnml")])
+    assert ok.exit_code == 0, ok.output
+    assert "323,160" in ok.output and "all properties hold" in ok.output
+    assert (tmp_path / "net.pnml").read_text().startswith("<?xml")
+    bad = runner.invoke(main, ["check", str(SCENARIO), "--set", "scheduler.inject_bug=\"drop_on_requeue\"",
+                               "--replay", str(tmp_path), "--json", str(tmp_path / "r.json")])
+    assert bad.exit_code == 1, bad.output
+    assert "counterexample: one_state" in bad.output and "reproduced" in bad.output
+    replay = json.loads((tmp_path / "one_state.json").read_text())
+    with pytest.raises(o1sim.InternalError):
+        o1sim.simulate(replay, check_invariants=True)
+    err = runner.invoke(main, ["check", str(SCENARIO), "--set", "scheduler.num_gpu_blocks=100"])
+    assert err.exit_code == 2 and "scheduler.num_gpu_blocks" in err.output
