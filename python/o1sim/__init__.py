@@ -10,10 +10,14 @@ Typical use::
 
 from ._core import __version__
 from .api import (
+    OpTime,
     Progress,
     Result,
     Scenario,
+    StepPrediction,
+    calibration_fidelity,
     default_scenario,
+    predict_step,
     presets,
     reason_names,
     simulate,
@@ -24,6 +28,10 @@ from .errors import ConfigError, InfeasibleError, InternalError, SimError, Stall
 __all__ = [
     "__version__",
     "simulate",
+    "predict_step",
+    "StepPrediction",
+    "OpTime",
+    "calibration_fidelity",
     "Scenario",
     "Result",
     "Progress",
