@@ -13,7 +13,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
@@ -399,7 +399,7 @@ def predict_step(
     model: Union[str, Mapping[str, Any]],
     gpu: Union[str, Mapping[str, Any]],
     tp: int = 1,
-    batch: Optional[list[Mapping[str, Any]]] = None,
+    batch: Optional[Sequence[Mapping[str, Any]]] = None,
     cuda_graphs: bool = True,
     dtype: str = "bf16",
     fusion: str = "none",

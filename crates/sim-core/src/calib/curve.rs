@@ -81,7 +81,7 @@ impl Curve {
     /// range or below it (held at the floor), `Roofline` above it (the tail's throughput).
     pub fn eval(&self, x: f64) -> (f64, Source) {
         let n = self.x.len();
-        if !(x > 0.0) {
+        if x.is_nan() || x <= 0.0 {
             return (self.y_first(), Source::Interpolated);
         }
         if x <= self.x[0] {

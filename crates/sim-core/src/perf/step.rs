@@ -323,7 +323,7 @@ impl StepModel {
 
     /// Grid position of `m`: (index of the point at or below, weight of the next).
     fn locate(&self, m: f64) -> Option<(usize, f64)> {
-        if m < 1.0 || m > GRID_MAX_M {
+        if !(1.0..=GRID_MAX_M).contains(&m) {
             return None;
         }
         let i = if m <= GRID_LINEAR_MAX as f64 {
