@@ -148,7 +148,9 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let specs = scenario.workload.generate(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
-    let perf = StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp).map_err(|e| e.under("cost_model"))?;
+    let perf = StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
+        .map_err(|e| e.under("cost_model"))?
+        .with_block_size(s.block_size);
     let deployment = serde_json::json!({
         "model": model,
         "gpu": gpu,
@@ -293,6 +295,31 @@ pub fn validate(text: &str, format: Format) -> Result<String> {
         let v = serde_json::json!({"scenario": built.scenario, "deployment": built.deployment});
         Ok(v.to_string())
     })
+}
+
+/// Predict one step's execution time: a JSON request (`model`, `gpu`, `tp`, `batch` of
+/// `{new_tokens, context_tokens}`, optional `cuda_graphs`, `dtype`, `kv_dtype`, `fusion`,
+/// `block_size`) → JSON `{total_ms, mode, profile, breakdown: [{op, ms, source}]}`. The
+/// simulator prices every step with the same model.
+pub fn predict_step(request_json: &str) -> Result<String> {
+    guard(|| {
+        let req: crate::perf::predict::PredictRequest = {
+            let de = &mut serde_json::Deserializer::from_str(request_json);
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                let path = e.path().to_string();
+                SimError::config(if path == "." { String::new() } else { path }, e.into_inner())
+            })?
+        };
+        let p = crate::perf::predict::predict(&req)?;
+        serde_json::to_string(&p).map_err(|e| SimError::Internal { message: e.to_string() })
+    })
+}
+
+/// Every row of a GPU's calibration profile against the model: `[{kind, key, measured_ms,
+/// predicted_ms, loo_ms}]` (leave-one-out: the row's table rebuilt without it). `None` when
+/// the GPU has no shipped profile.
+pub fn calibration_fidelity(gpu: &str) -> Option<String> {
+    crate::calib::Profile::builtin(gpu).map(|p| serde_json::to_string(&p.fidelity()).unwrap_or_default())
 }
 
 /// The catalog (GPUs, models, policies, routers) as JSON.
