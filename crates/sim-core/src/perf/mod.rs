@@ -182,6 +182,18 @@ impl Default for CostModelSpec {
 }
 
 impl CostModelSpec {
+    /// Storage precision of weights and KV cache for the memory plan (BF16 for the linear
+    /// model, which has no precision of its own).
+    pub fn precision(&self) -> crate::memory::Precision {
+        match self {
+            CostModelSpec::Calibrated(s) | CostModelSpec::Roofline(s) => crate::memory::Precision {
+                weight_bytes: s.dtype.weight_bytes(),
+                kv_bytes: s.kv_dtype.weight_bytes(),
+            },
+            CostModelSpec::Linear { .. } => crate::memory::Precision::default(),
+        }
+    }
+
     /// Check the parameters: efficiencies in (0, 1], everything else finite and ≥ 0. Error
     /// paths are relative to the spec (`base_ms`); callers prefix them.
     pub fn validate(&self) -> Result<()> {
