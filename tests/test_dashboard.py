@@ -121,6 +121,13 @@ def test_presets_switch_and_sweep_runs() -> None:
     assert rates == pytest.approx([5.0, 17.5, 30.0])
 
 
+def test_trace_download_is_prepared_on_request() -> None:
+    at = _app()
+    at.toggle(key="want_trace").set_value(True).run()
+    _no_exception(at)
+    assert any("Perfetto" in c.value for c in at.caption)
+
+
 def test_a_rerun_does_not_simulate_again(monkeypatch: pytest.MonkeyPatch) -> None:
     at = _app()
     calls: list[Any] = []

@@ -33,6 +33,7 @@ h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-
 table { border-collapse: collapse; margin: .6rem 0; font-variant-numeric: tabular-nums; }
 th, td { padding: .3rem .7rem; border-bottom: 1px solid #e3e6ec; text-align: right; }
 th:first-child, td:first-child { text-align: left; } thead th { background: #f4f6f9; }
+table.kv td:last-child { text-align: left; }
 td.best { font-weight: 700; color: #0b6e4f; }
 pre { background: #f4f6f9; padding: .8rem; overflow-x: auto; } .figure { margin: 1rem 0 1.6rem; }
 """
@@ -99,7 +100,7 @@ def _deployment_table(dep: Mapping[str, Any]) -> str:
         ("KV blocks per replica", f"{dep.get('num_gpu_blocks', '?'):,} × {dep.get('block_size', '?')} tokens"),
     ]
     body = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in items)
-    return f"<table><tbody>{body}</tbody></table>"
+    return f'<table class="kv"><tbody>{body}</tbody></table>'
 
 
 def render_html(
@@ -115,7 +116,11 @@ def render_html(
     from .dashboard.charts import charts_for
 
     failures = failures or {}
-    name = title or f"o1sim report · {scenario.source}"
+    try:
+        label = str(scenario.to_dict().get("name") or scenario.source)
+    except SimError:
+        label = scenario.source
+    name = title or f"o1sim report · {label}"
     parts = [f"<h1>{html.escape(name)}</h1>"]
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(f'<p class="meta">o1sim {html.escape(_core.__version__)} · generated {stamp} · '

@@ -169,30 +169,36 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
 
     overrides: dict[str, Any] = {}
     compare: list[str] = []
-    group = ""
-    cols: list[Any] = []
+    # Lay the fields out: selects on their own line, numbers two to a line. Each line gets
+    # one full-width error slot under it.
+    lines: list[list[tuple[Field, Any]]] = []
     for f in FIELDS:
         base_v = base_value(shown, f.path)
         if f.key in ("rate", "num_requests") and base_v is None:
             continue  # an explicit or duration-bound workload: not applicable
-        if f.group != group:
-            group = f.group
+        paired = f.kind != "select" and lines and len(lines[-1]) == 1 and lines[-1][0][0].kind != "select" \
+            and lines[-1][0][0].group == f.group
+        if paired:
+            lines[-1].append((f, base_v))
+        else:
+            lines.append([(f, base_v)])
+
+    group = ""
+    for line in lines:
+        if line[0][0].group != group:
+            group = line[0][0].group
             if group != "Policy":
                 st.sidebar.markdown(f"**{group}**")
-            cols = []
-        if f.kind == "select" or f.key == "policy":
-            container: Any = st.sidebar
-        else:  # numbers two to a row
-            if not cols:
-                cols = list(st.sidebar.columns(2))
-            container = cols.pop(0)
-        value = _widget(f, base_v, options, container)
-        slots[f.key] = container.empty()
-        if f.path.startswith("slo.") and value == 0 and base_v is None:
-            continue  # 0 = no SLO on this metric
-        if base_v is None or value != base_v:
-            overrides[f.path] = value
-        if f.key == "policy":
+        containers: list[Any] = [st.sidebar] if line[0][0].kind == "select" else list(st.sidebar.columns(2))
+        values = [_widget(f, base_v, options, c) for (f, base_v), c in zip(line, containers)]
+        slot = st.sidebar.empty()
+        for (f, base_v), value in zip(line, values):
+            slots[f.key] = slot
+            if f.path.startswith("slo.") and value == 0 and base_v is None:
+                continue  # 0 = no SLO on this metric
+            if base_v is None or value != base_v:
+                overrides[f.path] = value
+        if line[0][0].key == "policy":
             compare = st.sidebar.multiselect("Compare with", options["policy"], default=options["policy"], key="compare")
 
     if error is not None:
@@ -377,7 +383,7 @@ def main() -> None:
     scenario, label, compare, _slots = sidebar()
     st.title("o1sim dashboard")
     if scenario is None:
-        st.error("The scenario has an error: see the message under the input in the sidebar.")
+        st.error("The scenario has an error: the message is in the sidebar, under the input it concerns.")
         return
     resolved = validate_cached(*scenario.payload())
     sc = resolved["scenario"]

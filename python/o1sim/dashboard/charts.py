@@ -46,7 +46,7 @@ def policy_color(names: Any, legend_bottom: bool = False) -> alt.Color:
     """A colour encoding of the ``policy`` field with a stable colour per name."""
     names = list(dict.fromkeys(names))
     domain = [p for p in POLICY_ORDER if p in names] + [n for n in names if n not in POLICY_ORDER]
-    legend = alt.Legend(orient="bottom", title=None, columnPadding=8, symbolSize=60) if legend_bottom else alt.Legend(title="policy")
+    legend = alt.Legend(orient="bottom", title=None, columns=2, columnPadding=12, symbolSize=60) if legend_bottom else alt.Legend(title="policy")
     return alt.Color("policy:N", scale=alt.Scale(domain=domain, scheme="tableau10"), legend=legend)
 
 
