@@ -93,6 +93,12 @@ def test_bad_scenario_text_shows_an_error() -> None:
     _no_exception(at)
     errors = [e.value for e in at.sidebar.error]
     assert any("scheduler.block_size" in e for e in errors), errors
+    # The widgets show the text's values, and correcting one in its widget runs the scenario.
+    assert at.number_input(key="block_size").value == 24
+    at.number_input(key="block_size").set_value(16).run()
+    _no_exception(at)
+    assert not at.error and _metrics(at)["Rejected"] == "0"
+    assert at.selectbox(key="model").value == "llama-3-8b"
     at.text_area(key="scenario_text").input("this is = = not toml").run()
     _no_exception(at)
     assert at.sidebar.error

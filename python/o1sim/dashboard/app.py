@@ -15,6 +15,7 @@ tab, a chart, a download — does not simulate again; derived downloads are cach
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -133,6 +134,12 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
         text = st.text_area("Scenario (TOML or JSON)", key="scenario_text", height=320,
                             help="Every field of the scenario reference; unknown fields are errors.")
     slots[ERROR_SLOT_EDITOR] = st.sidebar.empty()
+    # Edited text resets the widgets to its values (else they would silently override it).
+    text_id = hashlib.sha1(text.encode()).hexdigest()
+    if st.session_state.get("_text_id") != text_id:
+        for f in FIELDS:
+            st.session_state.pop(f.key, None)
+        st.session_state["_text_id"] = text_id
     fmt = base_fmt
     if text.lstrip().startswith("{"):
         fmt = "json"
@@ -154,11 +161,15 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     data: dict[str, Any] = {}
     resolved: dict[str, Any] = {}
     try:
-        base = o1sim.Scenario.from_text(text, fmt, source=label)
-        data = base.to_dict()
-        resolved = validate_cached(text, fmt)["scenario"]
-    except o1sim.SimError as e:
+        data = o1sim.Scenario.from_text(text, fmt, source=label).to_dict()
+    except o1sim.SimError as e:  # not TOML/JSON at all
         error = (e, None)
+    try:
+        resolved = validate_cached(text, fmt)["scenario"]
+    except o1sim.SimError:
+        # Invalid as written: the widgets show what the text says and the check of the final
+        # scenario below reports the error (a widget may already correct it).
+        resolved = {}
     if trace is not None:
         try:
             data["workload"] = {"requests": trace_requests(trace.getvalue().decode("utf-8", errors="replace"))}
@@ -194,7 +205,9 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
         slot = st.sidebar.empty()
         for (f, base_v), value in zip(line, values):
             slots[f.key] = slot
-            if f.path.startswith("slo.") and value == 0 and base_v is None:
+            if base_v is None and not resolved:
+                continue  # the text does not validate and does not set it: no known value
+            if base_v is None and f.path.startswith("slo.") and value == 0:
                 continue  # 0 = no SLO on this metric
             if base_v is None or value != base_v:
                 overrides[f.path] = value
@@ -217,6 +230,10 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
 # --------------------------------------------------------------------------- main area
 
 
+#: Whether this Streamlit sizes charts with ``width``/``height`` (newer) or only ``use_container_width``.
+_SIZED_CHARTS = "height" in inspect.signature(st.altair_chart).parameters
+
+
 def _show(container: Any, chart: Any, width: str = "stretch") -> None:
     """A chart at the width of its column (or its own, ``width="content"``). The element's
     height is given explicitly (the plot's height plus room for title, axes and legend):
@@ -226,7 +243,10 @@ def _show(container: Any, chart: Any, width: str = "stretch") -> None:
     if not isinstance(height, int):
         layers = getattr(chart, "layer", None)
         height = getattr(layers[0], "height", None) if layers else None
-    container.altair_chart(chart, width=width, height=height + 100 if isinstance(height, int) else "content")
+    if _SIZED_CHARTS:
+        container.altair_chart(chart, width=width, height=height + 100 if isinstance(height, int) else "content")
+    else:  # Streamlit before width/height on charts: Altair's own theme does not collapse
+        container.altair_chart(chart, use_container_width=width == "stretch", theme=None)
 
 
 def _fmt(value: Any, unit: str = "", digits: int = 1, scale: float = 1.0) -> str:

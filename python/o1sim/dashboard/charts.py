@@ -195,7 +195,7 @@ def deployment_chart(deployment: Mapping[str, Any]) -> alt.LayerChart:
                               "device": gpu_name})
     data = pd.DataFrame(cells)
     base = alt.Chart(data, title=f"{replicas} replica(s) × TP {tp} × PP {pp} on {gpu_name}",
-                     width=max(160, 95 * tp * pp), height=max(40, 42 * replicas))
+                     width=max(160, 95 * tp * pp), height=max(48, 52 * replicas))
     x = alt.X("slot:O", title="GPU in replica (PP stage × TP rank)", axis=alt.Axis(labels=False, ticks=False))
     y = alt.Y("replica:N", title=None)
     rect = base.mark_rect(stroke="white", strokeWidth=3, cornerRadius=4).encode(
