@@ -322,6 +322,28 @@ class Result:
         """Write the per-request table as CSV."""
         self.requests.to_csv(path, index=False)
 
+    @cached_property
+    def deployment(self) -> dict[str, Any]:
+        """The resolved deployment (model, GPU, TP/PP/replicas, memory plan, KV blocks)."""
+        deployment: dict[str, Any] = json.loads(self._raw.to_json())["deployment"]
+        return deployment
+
+    def to_chrome_trace(self, path: Union[str, os.PathLike[str], None] = None) -> str:
+        """The run as a Chrome/Perfetto trace (Trace Event Format JSON), written to ``path``
+        when given. Needs the steps: a result run without ``record_steps=True`` is re-run
+        with it (same scenario, same run). See :func:`o1sim.exports.chrome_trace`."""
+        from .exports import write_chrome_trace
+
+        return write_chrome_trace(self, path)
+
+    def to_prometheus(self, *, model_name: Optional[str] = None) -> str:
+        """The run as Prometheus text exposition with vLLM's metric names (histograms of
+        TTFT, inter-token and E2E latency; token, request and preemption counters; mean
+        running/waiting/KV gauges per replica). See :func:`o1sim.exports.prometheus_text`."""
+        from .exports import prometheus_text
+
+        return prometheus_text(self, model_name=model_name)
+
     def __repr__(self) -> str:
         s = self.summary
         return f"Result(num_requests={s.get('num_requests')!r}, finished={s.get('finished')!r})"

@@ -537,5 +537,60 @@ def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, 
     _err().print(f"profile: {p.profile or 'none (roofline from datasheet numbers)'}", markup=False, highlight=False, soft_wrap=True)
 
 
+@main.command()
+@click.option("--port", type=int, default=8501, show_default=True, help="Port to serve the dashboard on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (127.0.0.1: this machine only).")
+@click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
+def dashboard(port: int, host: str, no_browser: bool) -> None:
+    """Open the dashboard: scenario editor, policy comparison, charts and downloads (Streamlit)."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("streamlit") is None:
+        _fail(RuntimeError("the dashboard needs Streamlit: pip install 'o1sim[dashboard]'"))
+        sys.exit(2)
+    from .dashboard import APP_PATH
+
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.port", str(port),
+           "--server.address", host, "--server.headless", "true" if no_browser else "false",
+           "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+    sys.exit(subprocess.call(cmd))
+
+
+@main.command()
+@scenario_arg
+@click.option("-o", "--output", "output", default="report.html", show_default=True, metavar="OUT",
+              help="Where to write the HTML report.")
+@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
+@seed_opt
+@set_opt
+@_handle_errors
+def report(scenario: Optional[str], output: str, policies: str, seed: Optional[int], sets: tuple[str, ...]) -> None:
+    """Write one self-contained HTML file comparing the policies (tables and charts; opens offline)."""
+    import importlib.util
+
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise click.BadParameter("give at least one policy", param_hint="--policies")
+    if importlib.util.find_spec("vl_convert") is None or importlib.util.find_spec("altair") is None:
+        _fail(RuntimeError("the report needs Altair and vl-convert: pip install 'o1sim[dashboard]'"))
+        sys.exit(2)
+    from .report import write_report
+
+    base = _load(scenario, seed, sets)
+    with _progress_bar() as bar:
+        task = bar.add_task("report", total=len(names), detail="")
+
+        def on_run(policy: str, i: int, n: int) -> None:
+            bar.update(task, completed=i, description=f"{policy} ({i + 1}/{n})")
+
+        _, failures = write_report(base, names, output, on_run=on_run)
+    for name, err in failures.items():
+        _err().print(f"{name}: {type(err).__name__}: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    _err().print(f"wrote {output}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    if failures:
+        sys.exit(2)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
