@@ -240,3 +240,26 @@ def test_report_bad_scenario_is_a_red_line(runner: Any, tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "scheduler.block_size" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_model_check_tab_shows_a_counterexample_for_an_injected_bug() -> None:
+    at = _app()
+    at.selectbox(key="check_bug").set_value("leak_on_preempt").run()
+    at.button(key="check_run").click().run()
+    _no_exception(at)
+    errors = [e.value for e in at.error]
+    assert any("block_accounting" in e and "violated" in e for e in errors), errors
+    assert any(m.label == "Violations" and m.value != "0" for m in at.metric)
+    # The real policy passes the same configuration.
+    at.selectbox(key="check_bug").set_value("(none: the real policy)").run()
+    at.button(key="check_run").click().run()
+    _no_exception(at)
+    assert any("All properties hold" in s.value for s in at.success)
+
+
+def test_model_check_tab_names_a_bad_field() -> None:
+    at = _app()
+    at.text_area(key="check_text").set_value('model = "llama-3-8b"\ngpu = "h200"\n[scheduler]\nblock_size = 24\n').run()
+    at.button(key="check_run").click().run()
+    _no_exception(at)
+    assert any("scheduler.block_size" in e.value for e in at.error)

@@ -25,6 +25,7 @@ import streamlit as st
 
 import o1sim
 from o1sim.dashboard import charts
+from o1sim.dashboard.check_tab import check_tab
 from o1sim.dashboard.scenarios import FIELDS, PRESETS, Field, base_value, preset_scenario, trace_requests
 
 st.set_page_config(page_title="o1sim dashboard", layout="wide")
@@ -422,7 +423,8 @@ def main() -> None:
     st.subheader(f"Policy: {primary}")
     metrics_row(results[primary].summary)
 
-    tabs = st.tabs(["Compare", "Over time", "GPU heatmap", "Load sweep", "Deployment", "Requests", "Export"])
+    tabs = st.tabs(["Compare", "Over time", "GPU heatmap", "Load sweep", "Deployment", "Requests", "Export",
+                    "Model check"])
     with tabs[0]:
         frame = charts.summary_frame({n: r.summary for n, r in results.items()})
         st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
@@ -449,6 +451,8 @@ def main() -> None:
         st.dataframe(results[primary].requests, width="stretch", height=420)
     with tabs[6]:
         export_tab(scenario, results, primary)
+    with tabs[7]:
+        check_tab()
 
 
 main()
