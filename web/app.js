@@ -206,9 +206,13 @@ async function run() {
     timings.runs.push({ wallMs: wall, coreMs });
     if (timings.firstRunMs === null) timings.firstRunMs = wall;
     for (const r of results) if (!r.ok) showError(r.error);
-    renderSummary(results);
-    charts.render(results.filter((r) => r.ok));
     const n = results.filter((r) => r.ok).length;
+    // Nothing ran: keep the last results on screen, dimmed, next to the errors.
+    $("#results").classList.toggle("stale", n === 0);
+    if (n > 0) {
+      renderSummary(results);
+      charts.render(results.filter((r) => r.ok));
+    }
     statusEl.textContent = `${n}/${results.length} policies simulated in ${coreMs.toFixed(1)} ms (core, WASM) · ${wall.toFixed(1)} ms end to end`;
     $("#run-info").textContent = `seed ${state.flat.seed}, ${state.flat["workload.num_requests"]} requests`;
     document.body.dataset.runs = String(seq);

@@ -45,7 +45,7 @@ export class Charts {
   plot(key, div, opts, data) {
     this.plots[key]?.destroy();
     div.textContent = "";
-    this.plots[key] = new uPlot({ width: this.width(div), height: 220, ...opts }, data, div);
+    this.plots[key] = new uPlot({ width: this.width(div), height: 220, legend: { live: false }, ...opts }, data, div);
   }
 
   resize() {
