@@ -180,9 +180,14 @@ export function check(scenario, { format, maxStates, timelinessSteps } = {}) {
   return JSON.parse(call("o1_check", [asText(scenario), JSON.stringify(opts)], [formatCode(format)]));
 }
 
-/** The execution-time model's cost of one step (needs a core with `predict_step`). */
-export function predictStep(scenario, step, { format } = {}) {
-  return JSON.parse(call("o1_predict_step", [asText(scenario), JSON.stringify(step ?? {})], [formatCode(format)]));
+/**
+ * The execution-time model of one step, with provenance per operator. `request`:
+ * `{model, gpu, tp?, pp?, batch: [{new_tokens, context_tokens, sampled?}], cuda_graphs?,
+ * dtype?, kv_dtype?, fusion?, block_size?}` (as Python's `o1sim.predict_step`). Returns
+ * `{total_ms, mode, profile, breakdown: [{op, ms, source}]}`.
+ */
+export function predictStep(request) {
+  return JSON.parse(call("o1_predict_step", [asText(request)]));
 }
 
 /** Routes between the scenario's topology nodes (needs a core with the topology model). */

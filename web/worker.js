@@ -59,7 +59,7 @@ const ops = {
   },
   validate: (scenario, opts) => o1sim.validate(scenario, opts),
   check: (scenario, opts) => o1sim.check(scenario, opts),
-  predictStep: (scenario, step) => o1sim.predictStep(scenario, step),
+  predictStep: (request) => o1sim.predictStep(request),
   routes: (scenario) => o1sim.routes(scenario),
 };
 

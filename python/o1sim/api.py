@@ -13,7 +13,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
@@ -322,6 +322,28 @@ class Result:
         """Write the per-request table as CSV."""
         self.requests.to_csv(path, index=False)
 
+    @cached_property
+    def deployment(self) -> dict[str, Any]:
+        """The resolved deployment (model, GPU, TP/PP/replicas, memory plan, KV blocks)."""
+        deployment: dict[str, Any] = json.loads(self._raw.to_json())["deployment"]
+        return deployment
+
+    def to_chrome_trace(self, path: Union[str, os.PathLike[str], None] = None) -> str:
+        """The run as a Chrome/Perfetto trace (Trace Event Format JSON), written to ``path``
+        when given. Needs the steps: a result run without ``record_steps=True`` is re-run
+        with it (same scenario, same run). See :func:`o1sim.exports.chrome_trace`."""
+        from .exports import write_chrome_trace
+
+        return write_chrome_trace(self, path)
+
+    def to_prometheus(self, *, model_name: Optional[str] = None) -> str:
+        """The run as Prometheus text exposition with vLLM's metric names (histograms of
+        TTFT, inter-token and E2E latency; token, request and preemption counters; mean
+        running/waiting/KV gauges per replica). See :func:`o1sim.exports.prometheus_text`."""
+        from .exports import prometheus_text
+
+        return prometheus_text(self, model_name=model_name)
+
     def __repr__(self) -> str:
         s = self.summary
         return f"Result(num_requests={s.get('num_requests')!r}, finished={s.get('finished')!r})"
@@ -497,3 +519,80 @@ def check(
 def bug_names() -> list[str]:
     """The bug classes ``scheduler.inject_bug`` accepts (mutation proof of the checker)."""
     return _core.bug_names()
+
+
+class OpTime(NamedTuple):
+    """One line of a step prediction: an operator summed over layers."""
+
+    op: str
+    ms: float
+    source: str
+    """Where the number came from: ``table``, ``interpolated``, ``roofline`` or ``model``."""
+
+
+class StepPrediction(NamedTuple):
+    """The predicted time of one step (see :func:`predict_step`)."""
+
+    total_ms: float
+    mode: str
+    """``graph`` (one CUDA-graph replay) or ``eager``."""
+    profile: Optional[str]
+    """The GPU's calibration profile, or None when only the roofline applies."""
+    breakdown: list[OpTime]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The breakdown as a DataFrame (op, ms, source)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.breakdown, columns=list(OpTime._fields))
+
+
+def predict_step(
+    model: Union[str, Mapping[str, Any]],
+    gpu: Union[str, Mapping[str, Any]],
+    tp: int = 1,
+    batch: Optional[Sequence[Mapping[str, Any]]] = None,
+    cuda_graphs: bool = True,
+    dtype: str = "bf16",
+    fusion: str = "none",
+    *,
+    kv_dtype: str = "bf16",
+    pp: int = 1,
+    block_size: Optional[int] = None,
+) -> StepPrediction:
+    """Predict the execution time of one step, with provenance per operator.
+
+    ``batch`` lists the requests of the step: ``{"new_tokens": n, "context_tokens": c}``
+    (a prefill of 2,048 fresh tokens is ``{"new_tokens": 2048, "context_tokens": 0}``, a
+    decode at KV length L is ``{"new_tokens": 1, "context_tokens": L - 1}``; add
+    ``"sampled": False`` for a prefill chunk that does not finish its prompt). ``model`` and
+    ``gpu`` take preset names or dicts (a preset plus overrides). ``dtype``: bf16 | fp8 |
+    int8 | int4 (weight-only); ``kv_dtype``: bf16 | fp8; ``fusion``: none (the reference
+    engine: every elementwise op its own kernels) | fine | coarse | hybrid. The simulator
+    prices every step with this same model. Bad input raises :class:`ConfigError` naming the
+    field.
+    """
+    request = {
+        "model": model,
+        "gpu": gpu,
+        "tp": tp,
+        "pp": pp,
+        "batch": list(batch or []),
+        "cuda_graphs": cuda_graphs,
+        "dtype": dtype,
+        "kv_dtype": kv_dtype,
+        "fusion": fusion,
+    }
+    if block_size is not None:
+        request["block_size"] = block_size
+    out = json.loads(_core.predict_step_json(_encode(request)))
+    ops = [OpTime(o["op"], o["ms"], o["source"]) for o in out["breakdown"]]
+    return StepPrediction(out["total_ms"], out["mode"], out["profile"], ops)
+
+
+def calibration_fidelity(gpu: str = "h200") -> Optional[list[dict[str, Any]]]:
+    """Every row of the GPU's shipped calibration profile with the model's prediction from
+    the full profile (``predicted_ms``) and with that row left out (``loo_ms``); None when
+    the GPU has no profile."""
+    text = _core.calibration_fidelity_json(gpu)
+    return None if text is None else list(json.loads(text))

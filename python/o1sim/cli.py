@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from . import _core
-from .api import CheckProgress, CheckResult, Result, Scenario, check, presets, simulate
+from .api import CheckProgress, CheckResult, Result, Scenario, check, predict_step, presets, simulate
 from .api import Progress as SimProgress
 from .errors import ConfigError, SimError
 
@@ -490,6 +491,105 @@ def _print_check(result: CheckResult, sc: Scenario) -> None:
         out.print("all properties hold on every reachable state", style="bold green")
     elif not result.violations:
         out.print(f"no violation found, but the search is incomplete ({result.stopped})", style="yellow")
+
+
+def _batch_item(text: str) -> list[dict[str, int]]:
+    """``NEW:CTX`` or ``NEW:CTXxCOUNT`` (COUNT identical requests) → batch entries."""
+    m = re.fullmatch(r"\s*(-?\d+)\s*(?::\s*(-?\d+))?\s*(?:[xX*]\s*(\d+))?\s*", text)
+    if not m:
+        raise click.BadParameter(f"{text!r}: expected NEW[:CONTEXT][xCOUNT], e.g. 2048:0 or 1:1023x64", param_hint="--batch")
+    new, ctx, count = int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 1)
+    return [{"new_tokens": new, "context_tokens": ctx}] * count
+
+
+def _preset_or_table(text: str) -> Any:
+    return _parse_value(text) if text.lstrip().startswith("{") else text
+
+
+@main.command()
+@click.option("--model", default="llama-3-8b", show_default=True, help="Model preset, or a TOML table such as '{preset=\"llama-3-70b\", layers=8}'.")
+@click.option("--gpu", default="h200", show_default=True, help="GPU preset, or a TOML table.")
+@click.option("--tp", default=1, show_default=True, help="Tensor-parallel degree.")
+@click.option("--batch", "batch", multiple=True, required=True, metavar="NEW[:CTX][xN]", help="Requests in the step: NEW tokens over CTX cached ones, N times (repeatable). 2048:0 is a prefill, 1:1023x64 64 decodes at KV length 1024.")
+@click.option("--eager", is_flag=True, help="Launch kernels eagerly instead of replaying a CUDA graph.")
+@click.option("--dtype", default="bf16", show_default=True, help="bf16 | fp8 | int8 | int4 (weight-only).")
+@click.option("--kv-dtype", default="bf16", show_default=True, help="bf16 | fp8.")
+@click.option("--fusion", default="none", show_default=True, help="none | fine | coarse | hybrid.")
+@click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
+@_handle_errors
+def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, fusion: str, as_json: bool) -> None:
+    """Predict the execution time of one step, per operator with its source."""
+    items = [entry for b in batch for entry in _batch_item(b)]
+    p = predict_step(_preset_or_table(model), _preset_or_table(gpu), tp=tp, batch=items, cuda_graphs=not eager,
+                     dtype=dtype, fusion=fusion, kv_dtype=kv_dtype)
+    if as_json:
+        click.echo(json.dumps({"total_ms": p.total_ms, "mode": p.mode, "profile": p.profile,
+                               "breakdown": [o._asdict() for o in p.breakdown]}, indent=2))
+        return
+    table = Table(title=f"{len(items)} request(s), {p.mode} — {p.total_ms:,.3f} ms", title_justify="left")
+    table.add_column("op", style="bold")
+    table.add_column("ms", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("source")
+    for o in p.breakdown:
+        table.add_row(o.op, f"{o.ms:,.4f}", f"{o.ms / p.total_ms:.1%}" if p.total_ms > 0 else DASH, o.source)
+    _out().print(table)
+    _err().print(f"profile: {p.profile or 'none (roofline from datasheet numbers)'}", markup=False, highlight=False, soft_wrap=True)
+
+
+@main.command()
+@click.option("--port", type=int, default=8501, show_default=True, help="Port to serve the dashboard on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (127.0.0.1: this machine only).")
+@click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
+def dashboard(port: int, host: str, no_browser: bool) -> None:
+    """Open the dashboard: scenario editor, policy comparison, charts and downloads (Streamlit)."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("streamlit") is None:
+        _fail(RuntimeError("the dashboard needs Streamlit: pip install 'o1sim[dashboard]'"))
+        sys.exit(2)
+    from .dashboard import APP_PATH
+
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.port", str(port),
+           "--server.address", host, "--server.headless", "true" if no_browser else "false",
+           "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+    sys.exit(subprocess.call(cmd))
+
+
+@main.command()
+@scenario_arg
+@click.option("-o", "--output", "output", default="report.html", show_default=True, metavar="OUT",
+              help="Where to write the HTML report.")
+@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
+@seed_opt
+@set_opt
+@_handle_errors
+def report(scenario: Optional[str], output: str, policies: str, seed: Optional[int], sets: tuple[str, ...]) -> None:
+    """Write one self-contained HTML file comparing the policies (tables and charts; opens offline)."""
+    import importlib.util
+
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise click.BadParameter("give at least one policy", param_hint="--policies")
+    if importlib.util.find_spec("vl_convert") is None or importlib.util.find_spec("altair") is None:
+        _fail(RuntimeError("the report needs Altair and vl-convert: pip install 'o1sim[dashboard]'"))
+        sys.exit(2)
+    from .report import write_report
+
+    base = _load(scenario, seed, sets)
+    with _progress_bar() as bar:
+        task = bar.add_task("report", total=len(names), detail="")
+
+        def on_run(policy: str, i: int, n: int) -> None:
+            bar.update(task, completed=i, description=f"{policy} ({i + 1}/{n})")
+
+        _, failures = write_report(base, names, output, on_run=on_run)
+    for name, err in failures.items():
+        _err().print(f"{name}: {type(err).__name__}: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    _err().print(f"wrote {output}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    if failures:
+        sys.exit(2)
 
 
 # --------------------------------------------------------------------------- web page

@@ -104,5 +104,14 @@ test("optional entry points say what this build has", () => {
   const f = o1sim.features();
   assert.equal(f.check, true);
   if (!f.routes) assert.throws(() => o1sim.routes({}), /not available/);
-  if (!f.predictStep) assert.throws(() => o1sim.predictStep({}, {}), /not available/);
+  assert.equal(f.predictStep, true);
+});
+
+test("predictStep gives the core's prediction; bad input names the field", () => {
+  const p = o1sim.predictStep({ model: "llama-3-8b", gpu: "h200", batch: [{ new_tokens: 2048, context_tokens: 0 }] });
+  assert.ok(p.total_ms > 0 && Array.isArray(p.breakdown), JSON.stringify(p));
+  assert.throws(
+    () => o1sim.predictStep({ model: "llama-3-8b", gpu: "h200", batch: [{ new_tokens: 1, context_tokens: 0, bogus: 1 }] }),
+    (e) => e.name === "ConfigError" && e.field.startsWith("batch"),
+  );
 });

@@ -5,6 +5,7 @@
 //! discrete-event engine and metrics. No I/O and no global state: front ends (PyO3, WASM)
 //! hand in scenario text and get data back.
 
+pub mod calib;
 pub mod catalog;
 pub mod check;
 pub mod config;

@@ -2,7 +2,7 @@
 //! the KV cache (as vLLM sizes its cache after a profiling run).
 //!
 //! Sizes are in GiB (2³⁰ bytes) unless a name says bytes. Weights and KV cache are BF16
-//! (2 bytes per value); quantised weights and FP8 KV cache are not modelled yet.
+//! (2 bytes per value) unless a [`Precision`] says otherwise (FP8/INT8/INT4 weights, FP8 KV).
 
 use crate::catalog::{divides, Gpu, Model};
 use crate::error::{check, Result, SimError};
@@ -101,13 +101,30 @@ pub fn layers_per_stage(model: &Model, pp: u32) -> u32 {
     model.layers.div_ceil(pp.max(1))
 }
 
-/// KV-cache bytes per token on one GPU: `2 (K and V) · layers_per_stage · kv_heads_per_gpu ·
-/// head_dim · 2 bytes`.
+/// KV-cache bytes per token on one GPU in BF16: `2 (K and V) · layers_per_stage ·
+/// kv_heads_per_gpu · head_dim · 2 bytes`.
 pub fn kv_bytes_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
-    2.0 * f64::from(layers_per_stage(model, pp))
-        * f64::from(kv_heads_per_gpu(model, tp))
-        * f64::from(model.head_dim)
-        * KV_BYTES
+    kv_values_per_token_per_gpu(model, tp, pp) * KV_BYTES
+}
+
+/// K and V values per token on one GPU (multiply by the KV precision's bytes).
+fn kv_values_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
+    2.0 * f64::from(layers_per_stage(model, pp)) * f64::from(kv_heads_per_gpu(model, tp)) * f64::from(model.head_dim)
+}
+
+/// Storage precision of the weights and of the KV cache, in bytes per value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Precision {
+    /// 2 (BF16), 1 (FP8, INT8) or 0.5 (INT4).
+    pub weight_bytes: f64,
+    /// 2 (BF16) or 1 (FP8).
+    pub kv_bytes: f64,
+}
+
+impl Default for Precision {
+    fn default() -> Self {
+        Precision { weight_bytes: WEIGHT_BYTES, kv_bytes: KV_BYTES }
+    }
 }
 
 /// Activation reserve of one GPU in bytes, for a forward pass over `tokens` tokens.
@@ -149,6 +166,20 @@ pub fn plan_memory(
     gpu_memory_utilization: f64,
     max_num_batched_tokens: u32,
 ) -> Result<MemoryPlan> {
+    plan_memory_with(model, gpu, tp, pp, gpu_memory_utilization, max_num_batched_tokens, Precision::default())
+}
+
+/// [`plan_memory`] with weights and KV cache stored at `precision` (quantised weights take
+/// fewer bytes; an FP8 KV cache holds twice the tokens).
+pub fn plan_memory_with(
+    model: &Model,
+    gpu: &Gpu,
+    tp: u32,
+    pp: u32,
+    gpu_memory_utilization: f64,
+    max_num_batched_tokens: u32,
+    precision: Precision,
+) -> Result<MemoryPlan> {
     model.validate().map_err(|e| e.under("model"))?;
     gpu.validate().map_err(|e| e.under("gpu"))?;
     check::finite("scheduler.gpu_memory_utilization", gpu_memory_utilization)?;
@@ -167,10 +198,10 @@ pub fn plan_memory(
     check_parallelism(model, tp, pp)?;
 
     let usable_bytes = gpu.hbm_gib * GIB * gpu_memory_utilization;
-    let weights_bytes = model.params() * WEIGHT_BYTES / (f64::from(tp) * f64::from(pp));
+    let weights_bytes = model.params() * precision.weight_bytes / (f64::from(tp) * f64::from(pp));
     let activation = activation_bytes(model, tp, max_num_batched_tokens);
     let kv_bytes = usable_bytes - weights_bytes - activation;
-    let per_token = kv_bytes_per_token_per_gpu(model, tp, pp);
+    let per_token = kv_values_per_token_per_gpu(model, tp, pp) * precision.kv_bytes;
     let capacity = if kv_bytes > 0.0 {
         libm::floor(kv_bytes / per_token)
     } else {
@@ -253,6 +284,21 @@ mod tests {
     #[test]
     fn too_big_is_infeasible() {
         let err = plan_memory(&model("llama-3-70b"), &gpu("h100"), 1, 1, 0.9, 8192).unwrap_err();
+        // FP8 weights halve the weight bytes and an FP8 KV cache doubles the tokens held.
+        let bf16 = plan_memory(&model("llama-3-8b"), &gpu("h100"), 1, 1, 0.9, 8192).unwrap();
+        let fp8 = plan_memory_with(
+            &model("llama-3-8b"),
+            &gpu("h100"),
+            1,
+            1,
+            0.9,
+            8192,
+            Precision { weight_bytes: 1.0, kv_bytes: 1.0 },
+        )
+        .unwrap();
+        assert!((fp8.weights_gib * 2.0 - bf16.weights_gib).abs() < 1e-9);
+        assert_eq!(fp8.kv_bytes_per_token * 2.0, bf16.kv_bytes_per_token);
+        assert!(fp8.kv_capacity_tokens > 2 * bf16.kv_capacity_tokens);
         match &err {
             SimError::Infeasible { message } => {
                 assert!(

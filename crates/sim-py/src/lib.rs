@@ -303,6 +303,18 @@ fn default_scenario_toml(py: Python<'_>) -> PyResult<&'static str> {
     Ok(guarded_infallible(py, core::default_scenario_toml)?)
 }
 
+/// Predict one step's execution time (JSON request → JSON prediction).
+#[pyfunction]
+fn predict_step_json(py: Python<'_>, request: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::predict_step(&request))?)
+}
+
+/// A GPU's calibration rows against the model (JSON), or None without a shipped profile.
+#[pyfunction]
+fn calibration_fidelity_json(py: Python<'_>, gpu: String) -> PyResult<Option<String>> {
+    Ok(guarded_infallible(py, move || core::calibration_fidelity(&gpu))?)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -324,5 +336,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(presets_json, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(predict_step_json, m)?)?;
+    m.add_function(wrap_pyfunction!(calibration_fidelity_json, m)?)?;
     Ok(())
 }

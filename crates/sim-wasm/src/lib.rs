@@ -98,6 +98,14 @@ pub fn default_scenario() -> Outcome {
     guarded(|| Ok(core::default_scenario_toml().to_string()))
 }
 
+/// The execution-time model of one step: `request` is JSON `{model, gpu, tp, pp, batch:
+/// [{new_tokens, context_tokens, sampled?}], cuda_graphs?, dtype?, kv_dtype?, fusion?,
+/// block_size?}` (the fields of Python's `o1sim.predict_step`); the output is the core's
+/// `{total_ms, mode, profile, breakdown}`.
+pub fn predict_step(request: &[u8]) -> Outcome {
+    guarded(|| core::predict_step(text_of(request)?))
+}
+
 /// Model-check a (small) scenario; `options` is JSON `{"max_states", "timeliness_steps"}`
 /// (both optional). Wall-time limits are the caller's job on wasm (the Worker can be
 /// terminated); the result is the core's `CheckResult::to_json()`.
@@ -264,6 +272,16 @@ pub unsafe extern "C" fn o1_validate(ptr: *const u8, len: usize, format: u32) ->
 pub unsafe extern "C" fn o1_check(ptr: *const u8, len: usize, format: u32, opt_ptr: *const u8, opt_len: usize) -> u32 {
     install_hook();
     publish(check(input(ptr, len), format, input(opt_ptr, opt_len)))
+}
+
+/// See [`predict_step`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_predict_step(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(predict_step(input(ptr, len)))
 }
 
 /// See [`presets`].

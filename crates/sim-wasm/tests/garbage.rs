@@ -181,3 +181,24 @@ fn pointer_mut<'a>(v: &'a mut Value, path: &[String]) -> &'a mut Value {
     }
     cur
 }
+
+#[test]
+fn predict_step_garbage_gives_config_errors() {
+    let ok = r#"{"model": "llama-3-8b", "gpu": "h200", "tp": 1, "batch": [{"new_tokens": 2048, "context_tokens": 0}]}"#;
+    assert!(sim_wasm::predict_step(ok.as_bytes()).is_ok());
+    let doc: Value = serde_json::from_str(ok).unwrap();
+    let nasty: Vec<Value> =
+        serde_json::from_str(r#"[-1, 0, 1e308, 18446744073709551615, -9223372036854775808, 2.5, "", "x", [], {}, null, true]"#).unwrap();
+    let mut leaves = Vec::new();
+    collect_leaves(&doc, &mut Vec::new(), &mut leaves);
+    for leaf in &leaves {
+        for bad in &nasty {
+            let mut d = doc.clone();
+            *pointer_mut(&mut d, leaf) = bad.clone();
+            assert_clean(&format!("{leaf:?} = {bad}"), &sim_wasm::predict_step(d.to_string().as_bytes()));
+        }
+    }
+    for junk in [&b""[..], b"{", b"[]", b"\xff"] {
+        assert_clean("junk", &sim_wasm::predict_step(junk));
+    }
+}

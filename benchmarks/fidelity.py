@@ -1,0 +1,144 @@
+"""Fidelity of the execution-time model against our H200 measurements.
+
+Reads the raw tables in ../shared/data/h200-calibration (skips with a message when they are
+not there), matches every row to the shipped profile, and prints measured vs predicted:
+in range (the full profile) and leave-one-out (the row's table rebuilt without it, the
+honest test of interpolation), with the MAPE per operator type against the targets
+(in range <= 5%, leave-one-out <= 10%). Then whole-step sanity checks.
+
+    .venv/bin/python benchmarks/fidelity.py            # summary per op type + step checks
+    .venv/bin/python benchmarks/fidelity.py --rows     # every row
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import o1sim
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "h200-calibration"
+IN_RANGE_TARGET = 0.05
+LOO_TARGET = 0.10
+
+
+def _num(text: str) -> str:
+    """CSV numbers as the profile prints them (ints without a trailing .0)."""
+    v = float(text)
+    return str(int(v)) if v == int(v) else str(v)
+
+
+def raw_rows(data: Path) -> dict[tuple[str, str], float]:
+    """(kind, key) -> measured ms from the raw CSVs, keyed like the core's fidelity rows."""
+    out: dict[tuple[str, str], float] = {}
+
+    def read(name: str) -> list[dict[str, str]]:
+        with open(data / name, newline="") as f:
+            return list(csv.DictReader(f))
+
+    for dtype in ("bf16", "fp8"):
+        for r in read(f"gemm_{dtype}.csv"):
+            key = f"{r['model']} tp{r['tp']} k={r['k']} n={r['n']} m={_num(r['m'])}"
+            out[(f"gemm_{dtype}:{r['op']}", key)] = float(r["ms"])
+    for r in read("attention_prefill_bf16.csv"):
+        out[("attention_prefill", f"hq={r['hq']} hkv={r['hkv']} seq={_num(r['seq'])}")] = float(r["ms"])
+    for r in read("attention_chunk_bf16.csv"):
+        key = f"hq={r['hq']} hkv={r['hkv']} chunk={r['chunk']} context={_num(r['context'])}"
+        out[("attention_chunk", key)] = float(r["ms"])
+    for r in read("attention_decode_bf16.csv"):
+        out[("attention_decode", f"hq={r['hq']} hkv={r['hkv']} b={_num(r['b'])} ctx={_num(r['ctx'])}")] = float(r["ms"])
+    for r in read("elementwise_bf16.csv"):
+        out[(r["op"], f"{r['model']} m={_num(r['m'])}")] = float(r["ms"])
+    return out
+
+
+def fidelity(data: Path = DATA) -> dict[str, Any]:
+    """Per op type: rows, in-range and leave-one-out MAPE; plus every row and the unmatched."""
+    measured = raw_rows(data)
+    rows = o1sim.calibration_fidelity("h200") or []
+    by_key = {(r["kind"], r["key"]): r for r in rows}
+    missing = sorted(set(measured) - set(by_key))
+    per: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    detail = []
+    for (kind, key), ms in measured.items():
+        r = by_key.get((kind, key))
+        if r is None:
+            continue
+        loo = r["loo_ms"] if r["loo_ms"] is not None else float("inf")
+        per[kind].append((ms, r["predicted_ms"], loo))
+        detail.append((kind, key, ms, r["predicted_ms"], loo))
+    summary = {}
+    for kind, vals in sorted(per.items()):
+        summary[kind] = {
+            "rows": len(vals),
+            "in_range": sum(abs(p / m - 1) for m, p, _ in vals) / len(vals),
+            "loo": sum(abs(l / m - 1) for m, _, l in vals) / len(vals),
+        }
+    return {"summary": summary, "rows": detail, "missing": missing}
+
+
+def step_checks() -> list[tuple[str, bool, str]]:
+    """Whole-step sanity: (what, passed, numbers)."""
+    out = []
+    p = o1sim.predict_step("llama-3-8b", "h200", batch=[{"new_tokens": 1, "context_tokens": 1023}])
+    table_sum = 0.0  # the isolated eager times of every op (upper bound for a graph replay)
+    prof = {(r["kind"], r["key"]): r["measured_ms"] for r in o1sim.calibration_fidelity("h200") or []}
+    g = lambda op, k, n: prof[(f"gemm_bf16:{op}", f"llama3-8b tp1 k={k} n={n} m=1")]  # noqa: E731
+    e = lambda op: prof[(op, "llama3-8b m=1")]  # noqa: E731
+    layer = (g("qkv", 4096, 6144) + g("o", 4096, 4096) + g("gate_up", 4096, 28672) + g("down", 14336, 4096)
+             + 2 * e("rms_norm") + e("rope_q_and_k") + e("kv_write") + e("attn_out_transpose")
+             + 2 * e("residual_add") + e("silu_mul") + prof[("attention_decode", "hq=32 hkv=8 b=1 ctx=512")])
+    table_sum = 32 * layer + g("lm_head", 4096, 128256)
+    bw = 4096 * 128256 * 2 / (g("lm_head", 4096, 128256) * 1e-3)
+    weights = (32 * (4096 * 6144 + 4096 * 4096 + 4096 * 28672 + 14336 * 4096) + 4096 * 128256) * 2
+    floor = weights / bw * 1e3
+    ok = floor < p.total_ms < table_sum
+    out.append(("Llama-3-8B decode, batch 1, KV 1024, CUDA graph", ok,
+                f"floor {floor:.2f} ms < {p.total_ms:.2f} ms < Σ tables {table_sum:.2f} ms"))
+    big = o1sim.predict_step({"preset": "llama-3-8b", "max_context": 32768}, "h200", cuda_graphs=False,
+                             batch=[{"new_tokens": 32768, "context_tokens": 0}])
+    parts = {o.op: o.ms for o in big.breakdown}
+    att = parts["attention_prefill"]
+    gemm = sum(parts[k] for k in ("qkv", "o", "gate_up", "down"))
+    ok = (att + gemm) / big.total_ms > 0.8
+    out.append(("Llama-3-8B prefill 32,768 tokens, eager", ok,
+                f"{big.total_ms:.1f} ms: attention {att / big.total_ms:.0%} + GEMMs {gemm / big.total_ms:.0%}"))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    args = ap.parse_args()
+    if not DATA.is_dir():
+        print(f"skipped: {DATA} not found (the raw H200 tables live in the project's shared data)")
+        return 0
+    f = fidelity()
+    if args.rows:
+        print(f"{'op type':24} {'row':44} {'measured':>9} {'predicted':>9} {'loo':>9} {'loo err':>8}")
+        for kind, key, ms, pred, loo in sorted(f["rows"]):
+            print(f"{kind:24} {key:44} {ms:9.5f} {pred:9.5f} {loo:9.5f} {loo / ms - 1:+8.1%}")
+        print()
+    print(f"{'op type':24} {'rows':>5} {'MAPE in range':>14} {'MAPE leave-one-out':>19}")
+    failed = False
+    for kind, s in f["summary"].items():
+        flag_in = "" if s["in_range"] <= IN_RANGE_TARGET else " !"
+        flag_loo = "" if s["loo"] <= LOO_TARGET else " !"
+        failed |= bool(flag_in or flag_loo)
+        print(f"{kind:24} {s['rows']:5d} {s['in_range']:13.2%}{flag_in:1} {s['loo']:18.2%}{flag_loo:1}")
+    n = sum(s["rows"] for s in f["summary"].values())
+    print(f"{n} rows matched; {len(f['missing'])} raw rows not in the profile; targets: in range <= 5%, "
+          f"leave-one-out <= 10% (! = missed)")
+    print("\nWhole-step sanity")
+    for what, ok, detail in step_checks():
+        print(f"  {'ok  ' if ok else 'FAIL'} {what}: {detail}")
+    return 0 if not f["missing"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

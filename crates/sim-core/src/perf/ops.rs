@@ -1,0 +1,249 @@
+//! Operator times: each operator's GPU time and eager CPU launch cost, from the GPU's
+//! calibration profile where it has the operator, else from a roofline.
+//!
+//! Profile tables time isolated eager calls: `start event → CPU launches the kernel(s) →
+//! kernels run → end event`. With `n` kernels each costing `c` of CPU launch and GPU time `G`
+//! split evenly, such a call takes `max(c + G, n·c + G/n)` (a two-stage CPU→GPU pipeline).
+//! [`gpu_from_isolated`] inverts that to recover `G`, which is what a CUDA-graph replay pays
+//! and what an eager step pays once the CPU runs ahead; `c` is fitted per table as what the
+//! smallest measured call exceeds its roofline by. The GPU time is never below the roofline
+//! (`kernels × floor + max(bytes / bandwidth, FLOPs / rate)`), so launch-bound table rows
+//! cannot pretend the GPU was busy.
+
+use crate::calib::{Profile, Source};
+use crate::catalog::Gpu;
+
+use super::seed::{tile_aligned, TileUnit};
+use super::{Dtype, StepSpec, DEFAULT_LAUNCH_US};
+
+/// Fraction of the BF16 peak reached by attention on GPUs without tables: an estimate
+/// (FlashAttention-3 reports up to 75% on H100 for long sequences; serving batches are shorter).
+const ROOFLINE_ATTENTION_EFFICIENCY: f64 = 0.6;
+
+/// GPU time of one op (s), its eager CPU launch cost (s) and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpT {
+    pub gpu_s: f64,
+    pub cpu_s: f64,
+    pub src: Source,
+}
+
+/// Invert an isolated eager timing `iso` of `n` kernels launched at `c` each into GPU time,
+/// never below `roof`.
+pub fn gpu_from_isolated(iso: f64, n: f64, c: f64, roof: f64) -> f64 {
+    let g = if iso >= (n + 1.0) * c { iso - c } else { n * (iso - n * c) };
+    g.max(roof)
+}
+
+/// Rates and tables for one GPU, precision and spec.
+#[derive(Debug, Clone)]
+pub struct Rates {
+    pub profile: Option<Profile>,
+    pub dtype: Dtype,
+    /// Bytes per KV value.
+    pub kv_bytes: f64,
+    /// Weight-streaming bandwidth (GEMV, decode KV reads), bytes/s.
+    pub stream_bw: f64,
+    /// Elementwise bandwidth, bytes read + written per s.
+    pub copy_bw: f64,
+    /// Large-GEMM rate at `dtype`, FLOP/s.
+    pub gemm_flops: f64,
+    /// Attention rate, FLOP/s.
+    pub attn_flops: f64,
+    /// Per-kernel GPU floor, s.
+    pub floor: f64,
+    /// CPU cost of one eager launch, s.
+    pub launch: f64,
+    /// Per-direction link bandwidth, bytes/s, and one hop's latency, s.
+    pub link_bw: f64,
+    pub hop: f64,
+    /// Tile unit GEMM dimensions are padded to in roofline estimates.
+    pub tile: TileUnit,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+impl Rates {
+    /// `use_tables = false` ignores the profile (the `roofline` kind).
+    pub fn new(gpu: &Gpu, spec: &StepSpec, use_tables: bool) -> Rates {
+        let ce = spec.compute_efficiency.unwrap_or(gpu.compute_efficiency);
+        let me = spec.memory_efficiency.unwrap_or(gpu.memory_efficiency);
+        let peak = if spec.dtype == Dtype::Fp8 { gpu.fp8_tflops } else { gpu.bf16_tflops };
+        let mut r = Rates {
+            profile: None,
+            dtype: spec.dtype,
+            kv_bytes: spec.kv_dtype.weight_bytes(),
+            stream_bw: gpu.hbm_tbps * 1e12 * me,
+            copy_bw: gpu.hbm_tbps * 1e12 * me,
+            gemm_flops: peak * 1e12 * ce,
+            attn_flops: gpu.bf16_tflops * 1e12 * ROOFLINE_ATTENTION_EFFICIENCY,
+            floor: spec.kernel_floor_us * 1e-6,
+            launch: spec.launch_us.unwrap_or(DEFAULT_LAUNCH_US) * 1e-6,
+            link_bw: gpu.nvlink_gbps * 1e9 / 2.0,
+            hop: spec.comm_latency_us * 1e-6,
+            tile: TileUnit::Cuda,
+        };
+        let profile = if use_tables { Profile::builtin(&gpu.name) } else { None };
+        if let Some(p) = &profile {
+            r.fit(p, spec);
+        }
+        r.profile = profile;
+        r
+    }
+
+    /// Rates fitted to the profile: streaming bandwidth from the smallest-M GEMMs of the
+    /// largest weights, GEMM rate as the median of each table's largest-M throughput,
+    /// attention rate from the largest prefill, launch cost from single-kernel elementwise
+    /// floors (unless the spec sets it).
+    fn fit(&mut self, p: &Profile, spec: &StepSpec) {
+        let table_dtype = if self.dtype == Dtype::Fp8 { "fp8" } else { "bf16" };
+        let mut bw: f64 = 0.0;
+        let mut tail = Vec::new();
+        for t in p.gemm.iter() {
+            let (k, n) = (f64::from(t.k), f64::from(t.n));
+            if t.dtype == "bf16" {
+                let (ms, _) = p.gemm("bf16", t.k, t.n, 1.0).unwrap_or((f64::INFINITY, Source::Model));
+                bw = bw.max(k * n * 2.0 / (ms * 1e-3));
+            }
+            if t.dtype == table_dtype {
+                let m = 16384.0;
+                if let Some((ms, _)) = p.gemm(&t.dtype, t.k, t.n, m) {
+                    tail.push(2.0 * m * k * n / (ms * 1e-3));
+                }
+            }
+        }
+        if bw > 0.0 {
+            self.stream_bw = bw;
+        }
+        if let Some(f) = median(tail) {
+            self.gemm_flops = f;
+        }
+        self.copy_bw = p.copy_bps;
+        let seq = 32768.0;
+        let (ms, _) = p.attention_prefill(32, 128, seq);
+        self.attn_flops = crate::calib::prefill_flops(32, 128, seq) / (ms * 1e-3);
+        if spec.launch_us.is_none() {
+            let floors: Vec<f64> = ["residual_add", "attn_out_transpose", "kv_write", "rms_norm"]
+                .iter()
+                .filter_map(|op| p.elementwise(op, 1.0).map(|(ms, _)| ms * 1e-3 - self.floor))
+                .collect();
+            if let Some(c) = median(floors) {
+                self.launch = c.max(0.0);
+            }
+        }
+    }
+
+    /// Roofline GPU time of `x[m,k] @ W[k,n]` at this precision, s.
+    pub fn gemm_roof(&self, m: f64, k: f64, n: f64) -> f64 {
+        let (mp, kp, np) = tile_aligned(m, k, n, self.tile);
+        let act = if self.dtype == Dtype::Fp8 { 1.0 } else { 2.0 };
+        let bytes = k * n * self.dtype.weight_bytes() + m * k * act + m * n * 2.0;
+        self.floor + (bytes / self.stream_bw).max(2.0 * mp * kp * np / self.gemm_flops)
+    }
+
+    /// One GEMM of `m` tokens through weights `k × n`.
+    pub fn gemm(&self, m: f64, k: u32, n: u32) -> OpT {
+        let (kf, nf) = (f64::from(k), f64::from(n));
+        let roof = self.gemm_roof(m, kf, nf);
+        let table = if self.dtype == Dtype::Fp8 { "fp8" } else { "bf16" };
+        let hit = self.profile.as_ref().and_then(|p| Some((p.gemm(table, k, n, m)?, p.gemm(table, k, n, 1.0)?)));
+        let Some(((iso_ms, src), (iso1_ms, _))) = hit else {
+            return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
+        };
+        let c = (iso1_ms * 1e-3 - self.gemm_roof(1.0, kf, nf)).max(0.0);
+        let mut g = gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof);
+        let mut src = src;
+        if matches!(self.dtype, Dtype::Int8 | Dtype::Int4) {
+            // Weight-only: the BF16 kernel minus the weight bytes not read, never below the
+            // compute roof (dequantised math runs at the BF16 rate).
+            let saved = kf * nf * (2.0 - self.dtype.weight_bytes()) / self.stream_bw;
+            g = (g - saved).max(roof);
+            src = Source::Model;
+        }
+        OpT { gpu_s: g, cpu_s: self.launch, src }
+    }
+
+    /// An elementwise op over `m` tokens of `width` elements that launches `kernels` kernels
+    /// and moves `bytes_tok` bytes per token in one pass.
+    pub fn elementwise(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
+        let roof = |m: f64| kernels * self.floor + m * bytes_tok / self.copy_bw;
+        let hit = self.profile.as_ref().and_then(|p| Some((p.elementwise(op, m * width)?, p.elementwise(op, width)?)));
+        match hit {
+            Some(((iso_ms, src), (iso1_ms, _))) => {
+                // At the launch-bound floor iso = n·c + G/n with G the roofline.
+                let c = ((iso1_ms * 1e-3 - roof(1.0) / kernels) / kernels).max(0.0);
+                let g = gpu_from_isolated(iso_ms * 1e-3, kernels, c, roof(m));
+                OpT { gpu_s: g, cpu_s: kernels * c, src }
+            }
+            None => OpT { gpu_s: roof(m), cpu_s: kernels * self.launch, src: Source::Roofline },
+        }
+    }
+
+    /// Causal prefill attention of one request: `new` tokens over `context` earlier ones,
+    /// with `hq` query and `hkv` KV heads of width `hd` on this GPU.
+    pub fn attention_prefill(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64) -> OpT {
+        let flops = crate::calib::chunk_flops(hq, hd, new, context);
+        let bytes = (context + new) * crate::calib::kv_bytes(hkv, hd, 1.0) * self.kv_bytes / 2.0
+            + 2.0 * new * f64::from(hq * hd) * 2.0;
+        let roof = self.floor + (flops / self.attn_flops).max(bytes / self.stream_bw);
+        let Some(p) = &self.profile else {
+            return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
+        };
+        let (iso_ms, src) =
+            if context > 0.0 { p.attention_chunk(hq, hd, new, context) } else { p.attention_prefill(hq, hd, new) };
+        let (iso1_ms, _) = p.attention_prefill(hq, hd, 1.0);
+        let c = (iso1_ms * 1e-3 - self.floor).max(0.0);
+        OpT { gpu_s: gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof), cpu_s: c, src }
+    }
+
+    /// Batched decode attention reading `tokens` cached tokens of `hkv` KV heads of width
+    /// `hd` (one query each) in one layer.
+    pub fn attention_decode(&self, hkv: u32, hd: u32, tokens: f64) -> OpT {
+        let bytes = crate::calib::kv_bytes(hkv, hd, tokens) * self.kv_bytes / 2.0;
+        let roof = self.floor + bytes / self.stream_bw;
+        let Some(p) = &self.profile else {
+            return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
+        };
+        let (iso_ms, mut src) = p.attention_decode(bytes);
+        if self.kv_bytes != 2.0 {
+            src = src.max(Source::Model);
+        }
+        let (iso1_ms, _) = p.attention_decode(0.0);
+        let c = (iso1_ms * 1e-3 - self.floor).max(0.0);
+        OpT { gpu_s: gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof), cpu_s: c, src }
+    }
+
+    /// Ring all-reduce of `bytes` over `tp` GPUs (one kernel).
+    pub fn allreduce(&self, tp: f64, bytes: f64) -> OpT {
+        let ring = 2.0 * (tp - 1.0) / tp;
+        OpT {
+            gpu_s: self.floor + ring * bytes / self.link_bw + 2.0 * (tp - 1.0) * self.hop,
+            cpu_s: self.launch,
+            src: Source::Model,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inverse_of_the_launch_pipeline() {
+        // one kernel: subtract the launch gap
+        assert!((gpu_from_isolated(50e-6, 1.0, 20e-6, 0.0) - 30e-6).abs() < 1e-12);
+        // 16 kernels, launch bound (iso ≈ n·c): the GPU part is small
+        let g = gpu_from_isolated(0.41e-3, 16.0, 25e-6, 40e-6);
+        assert!(g < 0.2e-3, "{g}");
+        // 16 kernels, GPU bound: only the first launch shows
+        assert!((gpu_from_isolated(1.76e-3, 16.0, 25e-6, 0.0) - 1.735e-3).abs() < 1e-9);
+        // never below the roofline
+        assert_eq!(gpu_from_isolated(10e-6, 1.0, 20e-6, 3e-6), 3e-6);
+    }
+}

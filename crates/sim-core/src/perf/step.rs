@@ -1,0 +1,461 @@
+//! Composing operators into one step, and the precomputed form the engine calls.
+//!
+//! One layer of the reference engine, in launch order (elementwise groups in braces, which
+//! fusion may merge): `qkv, {rope, kv_write}, ATTENTION, {transpose}, o, [all-reduce],
+//! {residual_add, rms_norm}, gate_up, {silu_mul}, down, [all-reduce], {residual_add,
+//! rms_norm}` — the trailing norm is the next layer's input norm (or the final norm). Before
+//! the layers: the embedding and the first norm; after: lm_head and the sampler on the
+//! sampled rows only, plus the logits gather under TP.
+//!
+//! Launch: a CUDA-graph step costs one replay (one launch) plus the sum of GPU times. An
+//! eager step is a two-stage pipeline — the CPU launches kernel after kernel, the GPU runs
+//! each once launched and once the previous finished — whose makespan is
+//! `max_k (CPU time to launch k + GPU time of k and everything after)`. Layers repeat, so
+//! the maximum is found in O(ops of one layer) (see [`eager_s`]).
+//!
+//! Everything that depends only on the step's token count M (all but attention and the
+//! sampled rows) is evaluated exactly on a grid of M (every integer to 64, then 16 points
+//! per doubling to 65,536) when the model is built; a step interpolates linearly between
+//! neighbours (within 0.2% of the exact sum; tested), so pricing a step costs a few dozen
+//! floating-point operations and at most one table lookup for decode attention.
+
+use crate::calib::Source;
+use crate::catalog::Model;
+use crate::memory::kv_heads_per_gpu;
+
+use super::ops::{OpT, Rates};
+use super::seed::{plan_fusion, remap_s, ElemCost, FusionPolicy};
+use super::{BatchShape, StepSpec};
+
+/// One line of a step's breakdown: an operator (summed over layers), its time and source.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OpCost {
+    pub op: String,
+    pub ms: f64,
+    pub source: Source,
+}
+
+/// Kernels RoPE launches in the reference engine (~16 small kernels, per its README).
+const ROPE_KERNELS: f64 = 16.0;
+/// Kernels of `silu(g) * u` unfused.
+const SILU_MUL_KERNELS: f64 = 2.0;
+const GRID_LINEAR_MAX: usize = 64;
+const GRID_PER_DOUBLING: f64 = 16.0;
+const GRID_MAX_M: f64 = 65536.0;
+
+/// Sums of the M-dependent part of a step (all times s).
+#[derive(Debug, Clone, Copy, Default)]
+struct Agg {
+    g_pre: f64,
+    g_post: f64,
+    c_pre: f64,
+    c_post: f64,
+    /// max over ops p before attention of (CPU to launch up to p + GPU from p to attention)
+    a_pre: f64,
+    /// max over ops p after attention of (CPU to launch from the first post op to p + GPU
+    /// from p to the layer's end)
+    a_post: f64,
+    g_pro: f64,
+    c_pro: f64,
+    /// Pipeline-stage transfers (GPU, not overlapped).
+    pp: f64,
+}
+
+impl Agg {
+    fn lerp(a: &Agg, b: &Agg, t: f64) -> Agg {
+        let l = |x: f64, y: f64| x + t * (y - x);
+        Agg {
+            g_pre: l(a.g_pre, b.g_pre),
+            g_post: l(a.g_post, b.g_post),
+            c_pre: l(a.c_pre, b.c_pre),
+            c_post: l(a.c_post, b.c_post),
+            a_pre: l(a.a_pre, b.a_pre),
+            a_post: l(a.a_post, b.a_post),
+            g_pro: l(a.g_pro, b.g_pro),
+            c_pro: l(a.c_pro, b.c_pro),
+            pp: l(a.pp, b.pp),
+        }
+    }
+}
+
+/// A named op of the dense part with its time.
+struct Named {
+    name: String,
+    t: OpT,
+}
+
+/// The composed model of one replica.
+#[derive(Debug, Clone)]
+pub struct StepModel {
+    r: Rates,
+    gpu_name: String,
+    layers: f64,
+    tp: f64,
+    pp: f64,
+    hidden: f64,
+    vocab_shard: u32,
+    hq: u32,
+    hkv: u32,
+    hd: u32,
+    qkv: (u32, u32),
+    o: (u32, u32),
+    gate_up: (u32, u32),
+    down: (u32, u32),
+    /// MoE: (experts, top_k, router width); None for dense models.
+    moe: Option<(f64, f64, u32)>,
+    inter_shard: f64,
+    fusion: FusionPolicy,
+    graphs: bool,
+    graph_max_tokens: u64,
+    cpu_overhead: f64,
+    block_size: f64,
+    grid_m: Vec<f64>,
+    grid: Vec<Agg>,
+    /// (GPU, CPU) of the epilogue at each grid point of sampled rows.
+    epi: Vec<(f64, f64)>,
+    /// Launch cost of the decode attention kernel and its lookup, cached at build.
+    decode_cpu: f64,
+    prefill_cpu: f64,
+}
+
+impl StepModel {
+    pub fn new(spec: &StepSpec, use_tables: bool, model: &Model, gpu: &crate::catalog::Gpu, tp: u32, pp: u32) -> StepModel {
+        let r = Rates::new(gpu, spec, use_tables);
+        let t = tp.max(1);
+        let hd = model.head_dim;
+        let hq = model.heads / t;
+        let hkv = kv_heads_per_gpu(model, t);
+        let inter = model.intermediate / t;
+        let moe = (model.experts > 1).then(|| (f64::from(model.experts), f64::from(model.experts_per_token), model.experts));
+        let fusion = FusionPolicy {
+            granularity: spec.fusion,
+            latency_threshold_s: spec.fusion_latency_threshold_ms * 1e-3,
+            memory_coalesce: spec.memory_coalesce,
+            gpu_supports: true,
+        };
+        let mut s = StepModel {
+            gpu_name: gpu.name.clone(),
+            layers: f64::from(model.layers),
+            tp: f64::from(t),
+            pp: f64::from(pp.max(1)),
+            hidden: f64::from(model.hidden),
+            vocab_shard: model.vocab.div_ceil(t),
+            hq,
+            hkv,
+            hd,
+            qkv: (model.hidden, (hq + 2 * hkv) * hd),
+            o: (hq * hd, model.hidden),
+            gate_up: (model.hidden, 2 * inter),
+            down: (inter, model.hidden),
+            moe,
+            inter_shard: f64::from(inter),
+            fusion,
+            graphs: spec.cuda_graphs,
+            graph_max_tokens: spec.cuda_graph_max_tokens.map_or(u64::MAX, u64::from),
+            cpu_overhead: spec.cpu_overhead_ms * 1e-3,
+            block_size: 0.0,
+            grid_m: Vec::new(),
+            grid: Vec::new(),
+            epi: Vec::new(),
+            decode_cpu: 0.0,
+            prefill_cpu: 0.0,
+            r,
+        };
+        s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
+        s.prefill_cpu = s.r.attention_prefill(hq, hkv, hd, 1.0, 0.0).cpu_s;
+        let mut m = 1.0;
+        while m <= GRID_MAX_M {
+            s.grid_m.push(m);
+            m = if s.grid_m.len() < GRID_LINEAR_MAX { m + 1.0 } else { m * libm::exp2(1.0 / GRID_PER_DOUBLING) };
+        }
+        let grid: Vec<Agg> = s.grid_m.iter().map(|&m| s.agg(&s.dense(m), m)).collect();
+        let epi: Vec<(f64, f64)> = s.grid_m.iter().map(|&m| s.epilogue_sum(m)).collect();
+        s.grid = grid;
+        s.epi = epi;
+        s
+    }
+
+    /// Use a paged KV cache of `block_size` tokens (adds the block-table remap cost, §2.5).
+    pub fn set_block_size(&mut self, block_size: u32) {
+        self.block_size = f64::from(block_size);
+    }
+
+    /// MLP GEMM `k × n` at `m` tokens; MoE: grouped over the active experts by routed tokens.
+    fn mlp_gemm(&self, m: f64, (k, n): (u32, u32)) -> OpT {
+        match self.moe {
+            None => self.r.gemm(m, k, n),
+            Some((experts, top_k, _)) => {
+                let pairs = m * top_k;
+                let active = experts.min(pairs).max(1.0);
+                let one = self.r.gemm(pairs / active, k, n);
+                OpT { gpu_s: active * one.gpu_s, cpu_s: one.cpu_s, src: one.src }
+            }
+        }
+    }
+
+    /// The dense ops of one layer at `m` tokens, before and after attention, fusion applied;
+    /// and the prologue (embedding, first norm) and stage transfers.
+    fn dense(&self, m: f64) -> (Vec<Named>, Vec<Named>, Vec<Named>, f64) {
+        let h = self.hidden;
+        let (hq, hkv, hd) = (f64::from(self.hq), f64::from(self.hkv), f64::from(self.hd));
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        let r = &self.r;
+        let el = |op: &str, width: f64, kernels: f64, bytes_tok: f64| (op.to_string(), r.elementwise(op, m, width, kernels, bytes_tok));
+        let rms = || el("rms_norm", h, 1.0, 4.0 * h);
+        let add = || el("residual_add", h, 1.0, 6.0 * h);
+        let qk = (hq + hkv) * hd;
+        let g = |name: &str, t: OpT| Named { name: name.to_string(), t };
+        let mut pre = vec![g("qkv", r.gemm(m, self.qkv.0, self.qkv.1))];
+        pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, ROPE_KERNELS, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 1.0, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
+        let mut post = self.fuse(m, vec![el("attn_out_transpose", hq * hd, 1.0, 4.0 * hq * hd)], &[]);
+        post.push(g("o", r.gemm(m, self.o.0, self.o.1)));
+        let ar = (self.tp > 1.0).then(|| r.allreduce(self.tp, m * h * 2.0));
+        if let Some(a) = ar {
+            post.push(g("tp_allreduce", a));
+        }
+        post.extend(self.fuse(m, vec![add(), rms()], &[2.0 * h]));
+        if let Some((experts, _, width)) = self.moe {
+            let router = r.gemm(m, self.hidden as u32, width);
+            // token permutation in and out (read + write the hidden state per routed copy)
+            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
+            post.push(g("moe_router", router));
+            post.push(g("moe_permute", perm));
+            let _ = experts;
+        }
+        post.push(g("gate_up", self.mlp_gemm(m, self.gate_up)));
+        let iw = self.inter_shard * top_k;
+        post.extend(self.fuse(m, vec![el("silu_mul", iw, SILU_MUL_KERNELS, 6.0 * iw)], &[]));
+        post.push(g("down", self.mlp_gemm(m, self.down)));
+        if let Some(a) = ar {
+            post.push(g("tp_allreduce", a));
+        }
+        post.extend(self.fuse(m, vec![add(), rms()], &[2.0 * h]));
+        let embed = OpT { gpu_s: r.floor + m * 4.0 * h / r.copy_bw, cpu_s: r.launch, src: Source::Roofline };
+        let mut pro = vec![g("embedding", embed)];
+        let (name, t) = rms();
+        pro.push(Named { name, t });
+        let pp = (self.pp - 1.0) * (m * h * 2.0 / r.link_bw + r.hop);
+        (pre, post, pro, pp)
+    }
+
+    /// Apply the fusion policy to one elementwise group; `handoff[i]` = bytes per token op i
+    /// hands to op i+1.
+    fn fuse(&self, m: f64, ops: Vec<(String, OpT)>, handoff: &[f64]) -> Vec<Named> {
+        let costs: Vec<ElemCost> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, (name, t))| {
+                let width_bytes = match name.as_str() {
+                    "rope_q_and_k" => 4.0 * f64::from((self.hq + self.hkv) * self.hd),
+                    "kv_write" => f64::from(2 * self.hkv * self.hd) * (2.0 + self.r.kv_bytes),
+                    "attn_out_transpose" => 4.0 * f64::from(self.hq * self.hd),
+                    "silu_mul" => 6.0 * self.inter_shard * self.moe.map_or(1.0, |x| x.1),
+                    "residual_add" => 6.0 * self.hidden,
+                    _ => 4.0 * self.hidden,
+                };
+                ElemCost { gpu_s: t.gpu_s, kernels: 1.0, bytes: m * width_bytes, handoff_bytes: m * handoff.get(i).copied().unwrap_or(0.0) }
+            })
+            .collect();
+        let (kernels, _) = plan_fusion(&costs, &self.fusion, self.r.floor, self.r.copy_bw);
+        kernels
+            .into_iter()
+            .map(|k| {
+                let names: Vec<&str> = k.ops.iter().map(|&i| ops[i].0.as_str()).collect();
+                let unchanged = k.ops.len() == 1 && (k.gpu_s - ops[k.ops[0]].1.gpu_s).abs() <= 0.0;
+                let t = if unchanged {
+                    ops[k.ops[0]].1
+                } else {
+                    OpT { gpu_s: k.gpu_s, cpu_s: self.r.launch, src: Source::Model }
+                };
+                Named { name: names.join("+"), t }
+            })
+            .collect()
+    }
+
+    fn agg(&self, (pre, post, pro, pp): &(Vec<Named>, Vec<Named>, Vec<Named>, f64), _m: f64) -> Agg {
+        let mut a = Agg { pp: *pp, ..Agg::default() };
+        let g_pre: f64 = pre.iter().map(|o| o.t.gpu_s).sum();
+        let mut c = 0.0;
+        let mut suffix = g_pre;
+        for o in pre {
+            c += o.t.cpu_s;
+            a.a_pre = a.a_pre.max(c + suffix);
+            suffix -= o.t.gpu_s;
+        }
+        a.g_pre = g_pre;
+        a.c_pre = c;
+        let g_post: f64 = post.iter().map(|o| o.t.gpu_s).sum();
+        let (mut c, mut suffix) = (0.0, g_post);
+        for o in post {
+            c += o.t.cpu_s;
+            a.a_post = a.a_post.max(c + suffix);
+            suffix -= o.t.gpu_s;
+        }
+        a.g_post = g_post;
+        a.c_post = c;
+        a.g_pro = pro.iter().map(|o| o.t.gpu_s).sum();
+        a.c_pro = pro.iter().map(|o| o.t.cpu_s).sum();
+        a
+    }
+
+    /// lm_head, sampler and the logits gather for `s` sampled rows, each (name, op).
+    fn epilogue(&self, s: f64) -> Vec<Named> {
+        if s <= 0.0 {
+            return Vec::new();
+        }
+        let r = &self.r;
+        let v = f64::from(self.vocab_shard);
+        let mut out = vec![
+            Named { name: "lm_head".into(), t: r.gemm(s, self.hidden as u32, self.vocab_shard) },
+            Named { name: "sampler".into(), t: OpT { gpu_s: r.floor + s * v * 2.0 / r.copy_bw, cpu_s: r.launch, src: Source::Roofline } },
+        ];
+        if self.tp > 1.0 {
+            let bytes = s * v * 2.0 * (self.tp - 1.0);
+            let t = OpT { gpu_s: r.floor + bytes / r.link_bw + (self.tp - 1.0) * r.hop, cpu_s: r.launch, src: Source::Model };
+            out.push(Named { name: "tp_logits_gather".into(), t });
+        }
+        out
+    }
+
+    fn epilogue_sum(&self, s: f64) -> (f64, f64) {
+        self.epilogue(s).iter().fold((0.0, 0.0), |(g, c), o| (g + o.t.gpu_s, c + o.t.cpu_s))
+    }
+
+    /// Grid position of `m`: (index of the point at or below, weight of the next).
+    fn locate(&self, m: f64) -> Option<(usize, f64)> {
+        if !(1.0..=GRID_MAX_M).contains(&m) {
+            return None;
+        }
+        let i = if m <= GRID_LINEAR_MAX as f64 {
+            (m as usize).saturating_sub(1)
+        } else {
+            self.grid_m.partition_point(|&x| x <= m).saturating_sub(1)
+        };
+        let next = (i + 1).min(self.grid_m.len() - 1);
+        let span = self.grid_m[next] - self.grid_m[i];
+        Some((i, if span > 0.0 { (m - self.grid_m[i]) / span } else { 0.0 }))
+    }
+
+    /// Attention of one layer: (GPU s, CPU s), and the ops for a breakdown when asked.
+    fn attention(&self, b: &BatchShape, mut detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+        let (mut g, mut c) = (0.0, 0.0);
+        let mut pre = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
+        for item in b.prefill {
+            let t = self.r.attention_prefill(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before));
+            pre.gpu_s += t.gpu_s;
+            pre.cpu_s += t.cpu_s;
+            pre.src = pre.src.max(t.src);
+        }
+        g += pre.gpu_s;
+        c += pre.cpu_s;
+        if !b.prefill.is_empty() {
+            if let Some(d) = detail.as_deref_mut() {
+                d.push(Named { name: "attention_prefill".into(), t: pre });
+            }
+        }
+        if b.decode_seqs > 0 {
+            // KV read excludes the token written this step.
+            let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
+            let mut t = self.r.attention_decode(self.hkv, self.hd, tokens);
+            if self.block_size > 0.0 {
+                t.gpu_s += remap_s(tokens, b.decode_seqs as f64, self.block_size, &self.gpu_name);
+            }
+            g += t.gpu_s;
+            c += self.decode_cpu;
+            if let Some(d) = detail {
+                d.push(Named { name: "attention_decode".into(), t });
+            }
+        }
+        (g, c)
+    }
+
+    fn graph_mode(&self, b: &BatchShape) -> bool {
+        self.graphs && b.prefill_tokens + b.decode_seqs <= self.graph_max_tokens
+    }
+
+    /// Step time (s) from the aggregates.
+    fn compose(&self, a: &Agg, (ge, ce): (f64, f64), (ga, ca): (f64, f64), graph: bool) -> f64 {
+        let l = self.layers;
+        let gl = a.g_pre + ga + a.g_post;
+        let forward = if graph {
+            self.r.launch + a.g_pro + l * gl + ge
+        } else {
+            eager_s(a, (ga, ca), (ge, ce), l)
+        };
+        forward + a.pp + self.cpu_overhead
+    }
+
+    /// Duration of the step, s (grid-interpolated dense part).
+    pub fn step_s(&self, b: &BatchShape) -> f64 {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let s = b.sampled as f64;
+        let dense = match self.locate(m) {
+            Some((i, t)) => Agg::lerp(&self.grid[i], &self.grid[(i + 1).min(self.grid.len() - 1)], t),
+            None if m <= 0.0 => Agg::default(),
+            None => self.agg(&self.dense(m), m),
+        };
+        let epi = match self.locate(s) {
+            Some((i, t)) => {
+                let (a, c) = (self.epi[i], self.epi[(i + 1).min(self.epi.len() - 1)]);
+                (a.0 + t * (c.0 - a.0), a.1 + t * (c.1 - a.1))
+            }
+            None => self.epilogue_sum(s),
+        };
+        let att = self.attention(b, None);
+        self.compose(&dense, epi, att, self.graph_mode(b))
+    }
+
+    /// Exact per-op breakdown (ms, summed over layers); the lines sum to the exact total.
+    pub fn breakdown(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let dense = self.dense(m);
+        let a = self.agg(&dense, m);
+        let epi_ops = self.epilogue(b.sampled as f64);
+        let epi = self.epilogue_sum(b.sampled as f64);
+        let mut att_ops = Vec::new();
+        let att = self.attention(b, Some(&mut att_ops));
+        let graph = self.graph_mode(b);
+        let total = self.compose(&a, epi, att, graph);
+        let mut out: Vec<OpCost> = Vec::new();
+        fn add(out: &mut Vec<OpCost>, name: &str, s: f64, src: Source) {
+            match out.iter_mut().find(|o| o.op == name) {
+                Some(o) => {
+                    o.ms += s * 1e3;
+                    o.source = o.source.max(src);
+                }
+                None => out.push(OpCost { op: name.to_string(), ms: s * 1e3, source: src }),
+            }
+        }
+        let (pre, post, pro, pp) = &dense;
+        for o in pro {
+            add(&mut out, &o.name, o.t.gpu_s, o.t.src);
+        }
+        for o in pre.iter().chain(att_ops.iter()).chain(post.iter()) {
+            add(&mut out, &o.name, self.layers * o.t.gpu_s, o.t.src);
+        }
+        for o in &epi_ops {
+            add(&mut out, &o.name, o.t.gpu_s, o.t.src);
+        }
+        if *pp > 0.0 {
+            add(&mut out, "pp_transfer", *pp, Source::Model);
+        }
+        if self.cpu_overhead > 0.0 {
+            add(&mut out, "cpu_overhead", self.cpu_overhead, Source::Model);
+        }
+        let gpu: f64 = out.iter().map(|o| o.ms).sum::<f64>() * 1e-3;
+        add(&mut out, if graph { "graph_launch" } else { "launch_exposed" }, (total - gpu).max(0.0), Source::Model);
+        (out, graph)
+    }
+}
+
+/// Makespan of an eager step (see the module docs): prologue op, `l` identical layers with
+/// attention `(ga, ca)` between the pre and post parts, epilogue `(ge, ce)`.
+fn eager_s(a: &Agg, (ga, ca): (f64, f64), (ge, ce): (f64, f64), l: f64) -> f64 {
+    let cl = a.c_pre + ca + a.c_post;
+    let gl = a.g_pre + ga + a.g_post;
+    let within = (a.a_pre + ga + a.g_post).max(a.c_pre + ca + a.g_post).max(a.c_pre + ca + a.a_post);
+    let pro = a.c_pro + a.g_pro + l * gl + ge;
+    let layers = a.c_pro + (l - 1.0).max(0.0) * cl.max(gl) + within + ge;
+    let epi = a.c_pro + l * cl + ce + ge;
+    pro.max(layers).max(epi)
+}

@@ -1,0 +1,454 @@
+"""The o1sim dashboard, a Streamlit app: ``o1sim dashboard`` (or ``streamlit run`` this file).
+
+The sidebar builds a scenario: a preset or an uploaded TOML/JSON file (editable as text),
+an optional request trace (CSV) replayed as an explicit workload, and overrides of the
+common fields. The main area runs the chosen policy and the ones to compare, and shows the
+summary, latency CDFs, KV use and queues over time, a GPU × time heatmap, a load sweep,
+the deployment and downloads. A scenario error is shown under the input it concerns.
+
+Runs are cached on the scenario's exact text (``st.cache_resource``: a ``Result`` holds the
+core's object, which does not pickle, and is never modified), so a re-render — switching a
+tab, a chart, a download — does not simulate again; derived downloads are cached with
+``st.cache_data``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import pandas as pd
+import streamlit as st
+
+import o1sim
+from o1sim.dashboard import charts
+from o1sim.dashboard.scenarios import FIELDS, PRESETS, Field, base_value, preset_scenario, trace_requests
+
+st.set_page_config(page_title="o1sim dashboard", layout="wide")
+
+ERROR_SLOT_EDITOR = "_editor"
+ERROR_SLOT_TRACE = "_trace"
+
+
+# --------------------------------------------------------------------------- cached work
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def run_cached(text: str, fmt: str) -> o1sim.Result:
+    """One simulation per distinct scenario text (errors are raised, not cached)."""
+    return o1sim.simulate(o1sim.Scenario.from_text(text, fmt))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def validate_cached(text: str, fmt: str) -> dict[str, Any]:
+    return o1sim.Scenario.from_text(text, fmt).validate()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def prometheus_cached(text: str, fmt: str) -> str:
+    return run_cached(text, fmt).to_prometheus()
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def trace_cached(text: str, fmt: str) -> str:
+    return run_cached(text, fmt).to_chrome_trace()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def csv_cached(text: str, fmt: str) -> str:
+    csv: str = run_cached(text, fmt).requests.to_csv(index=False)
+    return csv
+
+
+# --------------------------------------------------------------------------- sidebar
+
+
+def _error_slot_for(field: Optional[str], slots: Mapping[str, Any]) -> Any:
+    """The placeholder under the input an error's field belongs to (else the editor's)."""
+    if field:
+        if field.startswith("trace"):
+            return slots[ERROR_SLOT_TRACE]
+        for f in FIELDS:
+            if f.key in slots and (field == f.path or field.startswith(f.path + ".") or field.startswith(f.path + "[")):
+                return slots[f.key]
+    return slots[ERROR_SLOT_EDITOR]
+
+
+def _show_error(err: BaseException, slots: Mapping[str, Any], field: Optional[str] = None) -> None:
+    field = field if field is not None else getattr(err, "field", None)
+    if isinstance(err, o1sim.InfeasibleError) and "gpu" in slots:
+        slot = slots["gpu"]
+    else:
+        slot = _error_slot_for(field, slots)
+    slot.error(f"{type(err).__name__}: {err}")
+
+
+def _base_scenario() -> tuple[str, str, str]:
+    """(text, format, label) of the chosen preset or uploaded file."""
+    source = st.sidebar.radio("Scenario", ["Preset", "Upload a file"], horizontal=True, key="source")
+    if source == "Upload a file":
+        up = st.sidebar.file_uploader("Scenario (.toml or .json)", type=["toml", "json"], key="upload")
+        if up is not None:
+            fmt = "json" if up.name.lower().endswith(".json") else "toml"
+            return up.getvalue().decode("utf-8", errors="replace"), fmt, up.name
+        st.sidebar.caption("No file yet: showing the default scenario.")
+    name = st.sidebar.selectbox("Preset", list(PRESETS), key="preset") if source == "Preset" else list(PRESETS)[0]
+    text, fmt = preset_scenario(name).payload()
+    return text, fmt, name
+
+
+def _widget(f: Field, base: Any, options: Mapping[str, list[str]], container: Any) -> Any:
+    if f.kind == "select":
+        opts = list(options[f.key])
+        if base is not None and str(base) not in opts:
+            opts.append(str(base))
+        index = opts.index(str(base)) if base is not None else 0
+        return container.selectbox(f.label, opts, index=index, key=f.key, help=f.help or None)
+    if f.kind == "int":
+        return container.number_input(f.label, value=int(base) if base is not None else 0, step=int(f.step),
+                                      key=f.key, help=f.help or None)
+    return container.number_input(f.label, value=float(base) if base is not None else 0.0, step=float(f.step),
+                                  key=f.key, help=f.help or None,
+                                  format="%g")
+
+
+def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]:
+    """Build the scenario from the sidebar. Returns (scenario or None on error, label,
+    policies to compare, error slots)."""
+    st.sidebar.title("o1sim")
+    slots: dict[str, Any] = {}
+    base_text, base_fmt, label = _base_scenario()
+
+    # A new preset or file resets the editor and the overrides to its values.
+    base_id = hashlib.sha1(f"{label}\0{base_text}".encode()).hexdigest()
+    if st.session_state.get("_base_id") != base_id:
+        for f in FIELDS:
+            st.session_state.pop(f.key, None)
+        st.session_state["scenario_text"] = base_text
+        st.session_state["_base_id"] = base_id
+
+    with st.sidebar.expander("Edit the scenario text", expanded=False):
+        text = st.text_area("Scenario (TOML or JSON)", key="scenario_text", height=320,
+                            help="Every field of the scenario reference; unknown fields are errors.")
+    slots[ERROR_SLOT_EDITOR] = st.sidebar.empty()
+    # Edited text resets the widgets to its values (else they would silently override it).
+    text_id = hashlib.sha1(text.encode()).hexdigest()
+    if st.session_state.get("_text_id") != text_id:
+        for f in FIELDS:
+            st.session_state.pop(f.key, None)
+        st.session_state["_text_id"] = text_id
+    fmt = base_fmt
+    if text.lstrip().startswith("{"):
+        fmt = "json"
+    elif base_fmt == "json":
+        fmt = "toml"
+
+    trace = st.sidebar.file_uploader("Request trace (CSV, optional)", type=["csv"], key="trace",
+                                     help="Columns arrival_ms (or arrival_s / timestamp in s), prompt_tokens, "
+                                          "output_tokens, optional priority: replayed as the workload's explicit requests.")
+    slots[ERROR_SLOT_TRACE] = st.sidebar.empty()
+
+    catalog = o1sim.presets()
+    options = {
+        "policy": list(catalog["policies"]), "router": list(catalog["routers"]),
+        "model": [m["name"] for m in catalog["models"]], "gpu": [g["name"] for g in catalog["gpus"]],
+    }
+
+    error: Optional[tuple[BaseException, Optional[str]]] = None
+    data: dict[str, Any] = {}
+    resolved: dict[str, Any] = {}
+    try:
+        data = o1sim.Scenario.from_text(text, fmt, source=label).to_dict()
+    except o1sim.SimError as e:  # not TOML/JSON at all
+        error = (e, None)
+    try:
+        resolved = validate_cached(text, fmt)["scenario"]
+    except o1sim.SimError:
+        # Invalid as written: the widgets show what the text says and the check of the final
+        # scenario below reports the error (a widget may already correct it).
+        resolved = {}
+    if trace is not None:
+        try:
+            data["workload"] = {"requests": trace_requests(trace.getvalue().decode("utf-8", errors="replace"))}
+            resolved["workload"] = data["workload"]
+        except o1sim.ConfigError as e:
+            error = error or (e, "trace")
+    shown = resolved or data
+
+    overrides: dict[str, Any] = {}
+    compare: list[str] = []
+    # Lay the fields out: selects on their own line, numbers two to a line. Each line gets
+    # one full-width error slot under it.
+    lines: list[list[tuple[Field, Any]]] = []
+    for f in FIELDS:
+        base_v = base_value(shown, f.path)
+        if f.key in ("rate", "num_requests") and base_v is None:
+            continue  # an explicit or duration-bound workload: not applicable
+        paired = f.kind != "select" and lines and len(lines[-1]) == 1 and lines[-1][0][0].kind != "select" \
+            and lines[-1][0][0].group == f.group
+        if paired:
+            lines[-1].append((f, base_v))
+        else:
+            lines.append([(f, base_v)])
+
+    group = ""
+    for line in lines:
+        if line[0][0].group != group:
+            group = line[0][0].group
+            if group != "Policy":
+                st.sidebar.markdown(f"**{group}**")
+        containers: list[Any] = [st.sidebar] if line[0][0].kind == "select" else list(st.sidebar.columns(2))
+        values = [_widget(f, base_v, options, c) for (f, base_v), c in zip(line, containers)]
+        slot = st.sidebar.empty()
+        for (f, base_v), value in zip(line, values):
+            slots[f.key] = slot
+            if base_v is None and not resolved:
+                continue  # the text does not validate and does not set it: no known value
+            if base_v is None and f.path.startswith("slo.") and value == 0:
+                continue  # 0 = no SLO on this metric
+            if base_v is None or value != base_v:
+                overrides[f.path] = value
+        if line[0][0].key == "policy":
+            compare = st.sidebar.multiselect("Compare with", options["policy"], default=options["policy"], key="compare")
+
+    if error is not None:
+        _show_error(error[0], slots, error[1])
+        return None, label, compare, slots
+    try:
+        scenario = o1sim.Scenario(data).with_overrides(overrides)
+        scenario.source = label
+        validate_cached(*scenario.payload())
+    except o1sim.SimError as e:
+        _show_error(e, slots)
+        return None, label, compare, slots
+    return scenario, label, compare, slots
+
+
+# --------------------------------------------------------------------------- main area
+
+
+#: Whether this Streamlit sizes charts with ``width``/``height`` (newer) or only ``use_container_width``.
+_SIZED_CHARTS = "height" in inspect.signature(st.altair_chart).parameters
+
+
+def _show(container: Any, chart: Any, width: str = "stretch") -> None:
+    """A chart at the width of its column (or its own, ``width="content"``). The element's
+    height is given explicitly (the plot's height plus room for title, axes and legend):
+    Streamlit's theme otherwise collapses some charts (stretched with a legend underneath,
+    layered ordinal grids) to their axes."""
+    height = getattr(chart, "height", None)
+    if not isinstance(height, int):
+        layers = getattr(chart, "layer", None)
+        height = getattr(layers[0], "height", None) if layers else None
+    if _SIZED_CHARTS:
+        container.altair_chart(chart, width=width, height=height + 100 if isinstance(height, int) else "content")
+    else:  # Streamlit before width/height on charts: Altair's own theme does not collapse
+        container.altair_chart(chart, use_container_width=width == "stretch", theme=None)
+
+
+def _fmt(value: Any, unit: str = "", digits: int = 1, scale: float = 1.0) -> str:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return "—"
+    return f"{value * scale:,.{digits}f}{unit}"
+
+
+def metrics_row(summary: Mapping[str, Any]) -> None:
+    s = summary
+    cells = [
+        ("TTFT p99 (ms)", _fmt(s["ttft_ms"]["p99"], "", 0)),
+        ("TPOT p99 (ms)", _fmt(s["tpot_ms"]["p99"], "", 1)),
+        ("E2E p99 (s)", _fmt(s["e2e_ms"]["p99"], "", 1, 1e-3)),
+        ("Served req/s", _fmt(s["throughput_rps"], "", 2)),
+        ("Goodput req/s", _fmt(s.get("goodput_rps"), "", 2)),
+        ("KV peak", _fmt(s["kv_utilization_peak"], "%", 1, 100.0)),
+        ("Preemptions", _fmt(s["preemptions"], "", 0)),
+        ("Rejected", _fmt(s["rejected"], "", 0)),
+    ]
+    for col, (label, value) in zip(st.columns(len(cells)), cells):
+        col.metric(label, value)
+
+
+def _policy_scenario(scenario: o1sim.Scenario, policy: str) -> tuple[str, str]:
+    return scenario.with_overrides({"scheduler.policy": policy}).payload()
+
+
+def run_all(scenario: o1sim.Scenario, names: list[str]) -> tuple[dict[str, o1sim.Result], dict[str, o1sim.SimError]]:
+    results: dict[str, o1sim.Result] = {}
+    failures: dict[str, o1sim.SimError] = {}
+    bar = st.progress(0.0, text="simulating …")
+    for i, name in enumerate(names):
+        bar.progress(i / len(names), text=f"simulating {name} ({i + 1}/{len(names)}) …")
+        try:
+            results[name] = run_cached(*_policy_scenario(scenario, name))
+        except o1sim.SimError as e:
+            failures[name] = e
+    bar.empty()
+    return results, failures
+
+
+def _offered_rate(data: Mapping[str, Any]) -> Optional[float]:
+    """The scenario's offered load in req/s (a generated rate, or an explicit list's mean)."""
+    wl = data.get("workload", {})
+    arrival = wl.get("arrival")
+    if isinstance(arrival, Mapping) and isinstance(arrival.get("rate"), (int, float)):
+        return float(arrival["rate"])
+    reqs = wl.get("requests")
+    if isinstance(reqs, list) and len(reqs) > 1:
+        span_s = (max(r["arrival_ms"] for r in reqs) - min(r["arrival_ms"] for r in reqs)) / 1e3
+        return len(reqs) / span_s if span_s > 0 else None
+    return None
+
+
+def _at_load(data: dict[str, Any], factor: float) -> dict[str, Any]:
+    """The scenario with its offered load multiplied by ``factor``."""
+    wl = data["workload"]
+    if isinstance(wl.get("arrival"), Mapping):
+        wl["arrival"] = {**wl["arrival"], "rate": wl["arrival"]["rate"] * factor}
+    else:
+        wl["requests"] = [{**r, "arrival_ms": r["arrival_ms"] / factor} for r in wl["requests"]]
+    return data
+
+
+def sweep_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
+    data = scenario.to_dict()
+    rate = _offered_rate(data)
+    if rate is None:
+        st.info("This workload has no arrival rate to sweep (a duration-bound or single-request workload).")
+        return
+    key = hashlib.sha1(scenario.payload()[0].encode()).hexdigest()
+    c1, c2, c3 = st.columns([1, 2, 1])
+    points = c1.slider("Points per policy", 3, 12, 6, key="sweep_points")
+    low, high = c2.slider("Offered load (× the scenario's)", 0.1, 3.0, (0.25, 1.5), step=0.05, key="sweep_range")
+    c3.write("")
+    go = c3.button("Run sweep", type="primary", key="sweep_run")
+    st.caption(f"Scenario load: {rate:,.2f} req/s. Each point is one run per policy ({', '.join(names)}); runs are cached.")
+    if go:
+        factors = [r / rate for r in charts.sweep_rates(rate, points, low, high)]
+        rows, failed = [], []
+        bar = st.progress(0.0, text="sweeping …")
+        total = len(factors) * len(names)
+        for i, (f, policy) in enumerate((f, p) for f in factors for p in names):
+            bar.progress(i / total, text=f"{policy} at {rate * f:,.2f} req/s ({i + 1}/{total})")
+            sc = o1sim.Scenario(_at_load(scenario.to_dict(), f)).with_overrides({"scheduler.policy": policy})
+            try:
+                rows.append(charts.sweep_row(policy, rate * f, run_cached(*sc.payload()).summary))
+            except o1sim.SimError as e:
+                failed.append(f"{policy} at {rate * f:,.2f} req/s: {type(e).__name__}: {e}")
+        bar.empty()
+        st.session_state["sweep"] = {"key": key, "rows": rows, "failed": failed}
+    sweep = st.session_state.get("sweep")
+    if not sweep:
+        st.caption("Run the sweep to see P99 latencies against offered load.")
+        return
+    if sweep["key"] != key:
+        st.info("The scenario changed since the last sweep: run it again.")
+        return
+    frame = pd.DataFrame(sweep["rows"])
+    for msg in sweep["failed"]:
+        st.warning(msg)
+    if frame.empty:
+        return
+    a, b, c = st.columns(3)
+    _show(a, charts.sweep_chart(frame, "ttft_p99_ms", "TTFT p99 (ms)"))
+    _show(b, charts.sweep_chart(frame, "tpot_p99_ms", "TPOT p99 (ms)"))
+    _show(c, charts.sweep_chart(frame, "goodput_rps", "goodput (req/s)"))
+
+
+def deployment_tab(result: o1sim.Result) -> None:
+    dep = result.deployment
+    _show(st, charts.deployment_chart(dep), width="content")
+    mem = dep.get("memory", {})
+    model, gpu = dep.get("model", {}), dep.get("gpu", {})
+    rows = [
+        ("model", f"{model.get('name')} · {model.get('layers')} layers · hidden {model.get('hidden')}"),
+        ("GPU", f"{gpu.get('name')} · {gpu.get('hbm_gib', 0):.0f} GiB · {gpu.get('hbm_tbps')} TB/s · "
+                f"NVLink {gpu.get('nvlink_gbps')} GB/s"),
+        ("layout", f"{dep.get('replicas')} replica(s) × TP {dep.get('tp')} × PP {dep.get('pp')} = {dep.get('gpus')} GPUs"),
+        ("memory per GPU", f"{mem.get('weights_gib', 0):.1f} GiB weights + {mem.get('activation_gib', 0):.1f} GiB "
+                           f"activations + {mem.get('kv_gib', 0):.1f} GiB KV"),
+        ("KV per replica", f"{dep.get('num_gpu_blocks', 0):,} blocks × {dep.get('block_size')} tokens"),
+    ]
+    st.markdown("| | deployment |\n|---|---|\n" + "\n".join(f"| **{k}** | {v} |" for k, v in rows))
+    st.info("Per-link utilisation (NVLink, PCIe, network) needs the topology model, which is not in the "
+            "simulator yet (the topology issue); this view shows the layout of replicas and their GPUs.")
+
+
+def export_tab(scenario: o1sim.Scenario, results: Mapping[str, o1sim.Result], primary: str) -> None:
+    text, fmt = _policy_scenario(scenario, primary)
+    r = results[primary]
+    st.markdown(f"Downloads for **{primary}**:")
+    c1, c2, c3, c4 = st.columns(4)
+    c1.download_button("Result JSON", r.to_json(), file_name=f"o1sim-{primary}.json", mime="application/json",
+                       key="dl_json")
+    c2.download_button("Requests CSV", csv_cached(text, fmt), file_name=f"o1sim-{primary}-requests.csv",
+                       mime="text/csv", key="dl_csv")
+    c3.download_button("Prometheus metrics", prometheus_cached(text, fmt), file_name=f"o1sim-{primary}.prom",
+                       mime="text/plain", key="dl_prom")
+    all_json = "{" + ",".join(f"{json.dumps(n)}:{res.to_json()}" for n, res in results.items()) + "}"
+    c4.download_button("All policies JSON", all_json, file_name="o1sim-compare.json", mime="application/json",
+                       key="dl_all")
+    if st.toggle("Prepare a Perfetto trace (re-runs with every step recorded)", key="want_trace"):
+        st.download_button("Chrome trace JSON", trace_cached(text, fmt), file_name=f"o1sim-{primary}.trace.json",
+                           mime="application/json", key="dl_trace")
+        st.caption("Open it in Perfetto (ui.perfetto.dev) or chrome://tracing: a track of steps per replica, "
+                   "queued → prefill → decode slices per request, KV and queue counters.")
+    st.download_button("Scenario (JSON)", json.dumps(scenario.to_dict(), indent=2), file_name="scenario.json",
+                       mime="application/json", key="dl_scenario")
+
+
+def main() -> None:
+    scenario, label, compare, _slots = sidebar()
+    st.title("o1sim dashboard")
+    if scenario is None:
+        st.error("The scenario has an error: the message is in the sidebar, under the input it concerns.")
+        return
+    resolved = validate_cached(*scenario.payload())
+    sc = resolved["scenario"]
+    primary = str(sc["scheduler"]["policy"])
+    st.caption(f"{sc.get('name') or label} · {resolved['deployment']['gpus']} × {resolved['deployment']['gpu']['name']}"
+               f" · {sc['model'] if isinstance(sc['model'], str) else resolved['deployment']['model']['name']}")
+    names = [primary] + [p for p in compare if p != primary]
+    results, failures = run_all(scenario, names)
+    if primary not in results:
+        err = failures[primary]
+        st.error(f"{type(err).__name__}: {err}")
+        return
+    for name, err in failures.items():
+        st.warning(f"{name}: {type(err).__name__}: {err}")
+
+    st.subheader(f"Policy: {primary}")
+    metrics_row(results[primary].summary)
+
+    tabs = st.tabs(["Compare", "Over time", "GPU heatmap", "Load sweep", "Deployment", "Requests", "Export"])
+    with tabs[0]:
+        frame = charts.summary_frame({n: r.summary for n, r in results.items()})
+        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                                           for c in frame.columns})
+        cols = st.columns(3)
+        for col, (metric, _) in zip(cols, charts.LATENCIES):
+            _show(col, charts.latency_cdf_chart(results, metric))
+    with tabs[1]:
+        _show(st, charts.over_time_chart(results, "kv_usage", "KV-cache use (mean over replicas)", "KV used",
+                                               percent=True))
+        _show(st, charts.over_time_chart(results, "waiting", "Waiting requests (all replicas)", "waiting",
+                                               how="sum"))
+        _show(st, charts.over_time_chart(results, "running", "Running requests (all replicas)", "running",
+                                               how="sum"))
+    with tabs[2]:
+        which = st.selectbox("Policy", list(results), key="heatmap_policy")
+        _show(st, charts.heatmap_chart(results[which], title=f"GPU × time utilisation · {which}"))
+        st.caption("Busy fraction of each GPU per time column; a replica's TP·PP GPUs run its steps together.")
+    with tabs[3]:
+        sweep_tab(scenario, list(results))
+    with tabs[4]:
+        deployment_tab(results[primary])
+    with tabs[5]:
+        st.dataframe(results[primary].requests, width="stretch", height=420)
+    with tabs[6]:
+        export_tab(scenario, results, primary)
+
+
+main()

@@ -1,0 +1,284 @@
+"""Altair charts and tables of results, shared by the dashboard, ``o1sim report`` and the
+notebook. Each function takes results (``{label: Result}``) or plain frames and returns a
+chart; nothing here imports Streamlit.
+
+Data are thinned before they reach a chart (CDFs to quantiles, heatmaps to at most
+``MAX_HEAT_COLUMNS`` time columns) so the specs stay small enough to embed in a page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from ..api import Result
+
+__all__ = [
+    "LATENCIES",
+    "busy_frame",
+    "deployment_chart",
+    "heatmap_chart",
+    "latency_cdf_chart",
+    "latency_frame",
+    "over_time_chart",
+    "summary_frame",
+    "sweep_chart",
+]
+
+#: (column, axis title) of the per-request latencies shown as CDFs.
+LATENCIES: tuple[tuple[str, str], ...] = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2e_ms", "E2E (s)"))
+CDF_POINTS = 200
+MAX_HEAT_COLUMNS = 240
+MAX_TIME_POINTS = 600
+WIDTH = 320
+
+
+#: Policies in a fixed order, so each keeps its colour across charts.
+POLICY_ORDER: tuple[str, ...] = ("orca", "vllm", "sarathi", "o1pro")
+
+
+def policy_color(names: Any, legend_bottom: bool = False) -> alt.Color:
+    """A colour encoding of the ``policy`` field with a stable colour per name."""
+    names = list(dict.fromkeys(names))
+    domain = [p for p in POLICY_ORDER if p in names] + [n for n in names if n not in POLICY_ORDER]
+    legend = alt.Legend(orient="bottom", title=None, columns=2, columnPadding=12, symbolSize=60) if legend_bottom else alt.Legend(title="policy")
+    return alt.Color("policy:N", scale=alt.Scale(domain=domain, scheme="tableau10"), legend=legend)
+
+
+def latency_frame(result: Result) -> pd.DataFrame:
+    """Finished requests' TTFT, TPOT (per request: decode time / (output − 1)) and E2E, in ms."""
+    req = result.requests
+    fin = req[req["status"] == "finished"]
+    out = pd.DataFrame({"ttft_ms": fin["ttft_ms"].to_numpy(), "e2e_ms": fin["e2e_ms"].to_numpy()})
+    steps = fin["output_tokens"].to_numpy().astype(float) - 1.0
+    decode = (fin["finish_ms"] - fin["first_token_ms"]).to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["tpot_ms"] = np.where(steps > 0, decode / np.where(steps > 0, steps, 1.0), np.nan)
+    return out
+
+
+def _cdf(values: np.ndarray[Any, Any], points: int = CDF_POINTS) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    v = np.sort(values[np.isfinite(values)])
+    if len(v) == 0:
+        return v, v
+    q = np.linspace(0.0, 1.0, min(points, len(v)))
+    return np.quantile(v, q), q
+
+
+def latency_cdf_chart(results: Mapping[str, Result], metric: str, title: Optional[str] = None,
+                      clip_quantile: float = 0.995) -> alt.Chart:
+    """CDF of one per-request latency (``ttft_ms``, ``tpot_ms`` or ``e2e_ms``), one line per
+    result; the x axis ends at the largest ``clip_quantile`` of the results (the far tail is
+    in the summary's p99) so the bodies of the distributions stay readable."""
+    label = dict(LATENCIES)[metric]
+    scale = 1e-3 if metric == "e2e_ms" else 1.0
+    frames = []
+    x_max = 0.0
+    for name, r in results.items():
+        values = latency_frame(r)[metric].to_numpy()
+        x, q = _cdf(values)
+        if len(x):
+            x_max = max(x_max, float(np.quantile(x, clip_quantile)) * scale)
+        frames.append(pd.DataFrame({"value": x * scale, "fraction": q, "policy": name}))
+    data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["value", "fraction", "policy"])
+    x_scale = alt.Scale(domain=[0, x_max], nice=False) if x_max > 0 else alt.Scale()
+    chart: alt.Chart = (
+        alt.Chart(data, title=title or f"{label.split(' ')[0]} CDF", width=WIDTH, height=220)
+        .mark_line(interpolate="step-after", clip=True)
+        .encode(
+            x=alt.X("value:Q", title=label, scale=x_scale),
+            y=alt.Y("fraction:Q", title="fraction of requests", axis=alt.Axis(format="%")),
+            color=policy_color(results, legend_bottom=True),
+            tooltip=["policy:N", alt.Tooltip("value:Q", format=",.1f", title=label),
+                     alt.Tooltip("fraction:Q", format=".1%")],
+        )
+    )
+    return chart
+
+
+def _binned(result: Result, column: str, max_columns: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A time-series column per replica on at most ``max_columns`` equal time columns:
+    (column start times in ms, replicas × columns array of time-weighted means). Idle time
+    counts as zero (a bucket's value holds over its busy time)."""
+    ts = result.timeseries
+    interval = float(result.timeseries_interval_ms)
+    end_ms = float(ts["time_ms"].max()) + interval if len(ts) else interval
+    buckets = max(1, int(round(end_ms / interval)))
+    # A whole number of buckets per column: uneven columns would draw a sawtooth.
+    per_column = -(-buckets // max_columns)
+    n = -(-buckets // per_column)
+    width_ms = per_column * interval
+    col = np.minimum((np.round(ts["time_ms"].to_numpy() / interval).astype(int) // per_column), n - 1)
+    grid = np.zeros((int(result.deployment.get("replicas", 1)), n))
+    weight = ts["busy"].to_numpy() * interval
+    values = weight if column == "busy" else ts[column].to_numpy() * weight
+    np.add.at(grid, (ts["replica"].to_numpy().astype(int), col), values)
+    return np.arange(n) * width_ms, grid / width_ms
+
+
+def over_time_chart(results: Mapping[str, Result], column: str, title: str, axis: str, *,
+                    how: str = "mean", percent: bool = False) -> alt.Chart:
+    """A time-series column over simulated time, replicas combined (``how``: ``mean`` or
+    ``sum``), one line per result, on at most ``MAX_TIME_POINTS`` points."""
+    frames = []
+    for name, r in results.items():
+        t_ms, grid = _binned(r, column, MAX_TIME_POINTS)
+        value = grid.mean(axis=0) if how == "mean" else grid.sum(axis=0)
+        frames.append(pd.DataFrame({"time_s": t_ms / 1e3, "value": value, "policy": name}))
+    data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["time_s", "value", "policy"])
+    y = alt.Y("value:Q", title=axis, axis=alt.Axis(format="%") if percent else alt.Axis())
+    chart: alt.Chart = (
+        alt.Chart(data, title=title, width=WIDTH * 2 - 80, height=200)
+        .mark_line(interpolate="step-after", strokeWidth=1.2)
+        .encode(x=alt.X("time_s:Q", title="simulated time (s)"), y=y, color=policy_color(results),
+                tooltip=["policy:N", alt.Tooltip("time_s:Q", format=",.2f"),
+                         alt.Tooltip("value:Q", format=".1%" if percent else ",.2f")])
+    )
+    return chart
+
+
+def busy_frame(result: Result, max_columns: int = MAX_HEAT_COLUMNS) -> pd.DataFrame:
+    """GPU × time busy fractions: one row per GPU and time column (replicas' busy fraction on
+    each of their TP·PP GPUs; at most ``max_columns`` columns, averaged)."""
+    dep = result.deployment
+    per_replica = int(dep.get("tp", 1)) * int(dep.get("pp", 1))
+    t_ms, grid = _binned(result, "busy", max_columns)
+    width_ms = float(t_ms[1] - t_ms[0]) if len(t_ms) > 1 else float(result.timeseries_interval_ms)
+    rows = []
+    for r in range(grid.shape[0]):
+        for g in range(per_replica):
+            gpu = r * per_replica + g
+            rows.append(pd.DataFrame({
+                "gpu": f"GPU {gpu} (r{r})", "gpu_index": gpu, "replica": r,
+                "t0_s": t_ms / 1e3, "t1_s": (t_ms + width_ms) / 1e3,
+                "busy": np.clip(grid[r], 0.0, 1.0),
+            }))
+    return pd.concat(rows, ignore_index=True)
+
+
+def heatmap_chart(result: Result, title: str = "GPU × time utilisation") -> alt.Chart:
+    """GPU × time heatmap of the busy fraction (a replica's TP GPUs run its steps together)."""
+    data = busy_frame(result)
+    gpus = data.drop_duplicates("gpu").sort_values("gpu_index")["gpu"].tolist()
+    chart: alt.Chart = (
+        alt.Chart(data, title=title, width=WIDTH * 2 - 80, height=max(60, 24 * len(gpus)))
+        .mark_rect()
+        .encode(
+            x=alt.X("t0_s:Q", title="simulated time (s)"), x2="t1_s:Q",
+            y=alt.Y("gpu:N", sort=gpus, title=None),
+            color=alt.Color("busy:Q", title="busy", scale=alt.Scale(domain=[0, 1], scheme="viridis"),
+                            legend=alt.Legend(format="%")),
+            tooltip=["gpu:N", alt.Tooltip("t0_s:Q", format=",.2f", title="from s"),
+                     alt.Tooltip("busy:Q", format=".0%")],
+        )
+    )
+    return chart
+
+
+def deployment_chart(deployment: Mapping[str, Any]) -> alt.LayerChart:
+    """The deployment as a grid: one row per replica, one cell per GPU (TP rank × PP stage)."""
+    tp, pp = int(deployment.get("tp", 1)), int(deployment.get("pp", 1))
+    replicas = int(deployment.get("replicas", 1))
+    gpu_name = str(deployment.get("gpu", {}).get("name", "gpu"))
+    cells = []
+    for r in range(replicas):
+        for s in range(pp):
+            for t in range(tp):
+                idx = s * tp + t
+                cells.append({"replica": f"replica {r}", "slot": idx, "gpu": r * tp * pp + idx,
+                              "label": f"GPU {r * tp * pp + idx}" + (f" · s{s}" if pp > 1 else "") + f" · tp{t}",
+                              "device": gpu_name})
+    data = pd.DataFrame(cells)
+    base = alt.Chart(data, title=f"{replicas} replica(s) × TP {tp} × PP {pp} on {gpu_name}",
+                     width=max(160, 95 * tp * pp), height=max(48, 52 * replicas))
+    x = alt.X("slot:O", title="GPU in replica (PP stage × TP rank)", axis=alt.Axis(labels=False, ticks=False))
+    y = alt.Y("replica:N", title=None)
+    rect = base.mark_rect(stroke="white", strokeWidth=3, cornerRadius=4).encode(
+        x=x, y=y, color=alt.Color("replica:N", legend=None), tooltip=["replica:N", "gpu:Q", "device:N"])
+    text = base.mark_text(color="white", fontSize=11).encode(x=x, y=y, text="label:N")
+    layered: alt.LayerChart = rect + text
+    return layered
+
+
+def sweep_chart(sweep: pd.DataFrame, metric: str = "ttft_p99_ms", axis: str = "TTFT p99 (ms)") -> alt.Chart:
+    """A metric against offered load (``sweep``: columns ``rate``, ``policy`` and the metric)."""
+    chart: alt.Chart = (
+        alt.Chart(sweep, title=f"{axis} vs offered load", width=WIDTH, height=220)
+        .mark_line(point=True)
+        .encode(x=alt.X("rate:Q", title="offered load (req/s)"), y=alt.Y(f"{metric}:Q", title=axis),
+                color=policy_color(sweep["policy"], legend_bottom=True),
+                tooltip=["policy:N", alt.Tooltip("rate:Q", format=",.2f"), alt.Tooltip(f"{metric}:Q", format=",.1f")])
+    )
+    return chart
+
+
+def _get(summary: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = summary
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or node.get(key) is None:
+            return np.nan
+        node = node[key]
+    return node
+
+
+#: Comparison-table columns: (header, summary path, scale).
+SUMMARY_COLUMNS: tuple[tuple[str, str, float], ...] = (
+    ("TTFT p50 ms", "ttft_ms.p50", 1.0),
+    ("TTFT p99 ms", "ttft_ms.p99", 1.0),
+    ("TPOT p50 ms", "tpot_ms.p50", 1.0),
+    ("TPOT p99 ms", "tpot_ms.p99", 1.0),
+    ("E2E p99 s", "e2e_ms.p99", 1e-3),
+    ("req/s", "throughput_rps", 1.0),
+    ("tok/s", "output_tokens_per_s", 1.0),
+    ("goodput req/s", "goodput_rps", 1.0),
+    ("KV mean %", "kv_utilization_mean", 100.0),
+    ("KV peak %", "kv_utilization_peak", 100.0),
+    ("frag %", "fragmentation_mean", 100.0),
+    ("preemptions", "preemptions", 1.0),
+    ("rejected", "rejected", 1.0),
+)
+
+
+def summary_frame(summaries: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per run (``{label: Result.summary}``), the comparison columns of ``o1sim compare``."""
+    rows = {name: {h: float(_get(s, path)) * scale for h, path, scale in SUMMARY_COLUMNS} for name, s in summaries.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[h for h, _, _ in SUMMARY_COLUMNS])
+    frame.index.name = "policy"
+    return frame
+
+
+def sweep_rates(base_rate: float, points: int, low: float = 0.25, high: float = 1.5) -> list[float]:
+    """Offered loads for a sweep: ``points`` rates from ``low``× to ``high``× the scenario's rate."""
+    if points <= 1:
+        return [base_rate]
+    return [round(base_rate * f, 6) for f in np.linspace(low, high, points)]
+
+
+def sweep_row(policy: str, rate: float, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """One point of a load sweep (``sweep_chart``'s input)."""
+    return {"policy": policy, "rate": rate,
+            "ttft_p99_ms": _get(summary, "ttft_ms.p99"), "tpot_p99_ms": _get(summary, "tpot_ms.p99"),
+            "e2e_p99_s": float(_get(summary, "e2e_ms.p99")) / 1e3, "goodput_rps": _get(summary, "goodput_rps"),
+            "throughput_rps": _get(summary, "throughput_rps")}
+
+
+def charts_for(results: Mapping[str, Result], primary: Optional[str] = None) -> list[tuple[str, Any]]:
+    """The standard set of (heading, chart) for a comparison (the report's figures)."""
+    first = primary if primary is not None and primary in results else next(iter(results))
+    out: list[tuple[str, Any]] = [
+        ("Latency distributions", alt.hconcat(*(latency_cdf_chart(results, m) for m, _ in LATENCIES))),
+        ("KV-cache utilisation over time", over_time_chart(results, "kv_usage", "KV-cache use (mean over replicas)",
+                                                           "KV used", how="mean", percent=True)),
+        ("Queue length over time", over_time_chart(results, "waiting", "Waiting requests (all replicas)", "waiting",
+                                                   how="sum")),
+    ]
+    out += [(f"GPU × time utilisation: {name}", heatmap_chart(r, title=f"GPU × time utilisation · {name}"))
+            for name, r in results.items()]
+    out.append(("Deployment", deployment_chart(results[first].deployment)))
+    return out
+

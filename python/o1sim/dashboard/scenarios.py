@@ -1,0 +1,173 @@
+"""The dashboard's scenario side, without Streamlit: presets, the override fields shown as
+widgets, and request traces (CSV) turned into explicit workloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..api import Scenario
+from ..errors import config_error
+
+__all__ = ["FIELDS", "PRESETS", "Field", "base_value", "preset_scenario", "trace_requests"]
+
+_SMALL = """\
+# Llama-3-8B on one H100 with a KV pool of 400 blocks: small enough that the policies
+# preempt and differ (the golden `policy_*` scenario).
+name = "small: llama-3-8b on 1x h100, tight kv pool"
+seed = 7
+model = "llama-3-8b"
+gpu = "h100"
+[scheduler]
+policy = "vllm"
+num_gpu_blocks = 400
+max_num_seqs = 32
+max_num_batched_tokens = 2048
+chunk_size = 512
+[workload]
+num_requests = 120
+arrival = { kind = "poisson", rate = 20.0 }
+prompt = { kind = "lognormal", mean = 700, sigma = 0.8, max = 4000 }
+output = { kind = "uniform", min = 16, max = 256 }
+[slo]
+ttft_ms = 500
+tpot_ms = 50
+"""
+
+_LONG = """\
+# Long prompts (2k-7k tokens) on two A100 replicas: chunked prefill against whole prompts.
+name = "long prompts: llama-3-8b on 2x a100-80g"
+seed = 3
+model = "llama-3-8b"
+gpu = "a100-80g"
+[deployment]
+replicas = 2
+router = "least_outstanding_tokens"
+[scheduler]
+policy = "vllm"
+[workload]
+num_requests = 600
+arrival = { kind = "poisson", rate = 4.0 }
+prompt = { kind = "uniform", min = 2000, max = 7000 }
+output = { kind = "lognormal", mean = 200, sigma = 0.6, max = 800 }
+[slo]
+ttft_ms = 2000
+tpot_ms = 60
+"""
+
+#: Preset name → TOML text (``None``: the core's embedded default).
+PRESETS: dict[str, Optional[str]] = {
+    "default · 70B, 2 × TP4 on H200": None,
+    "small · 8B on 1 H100, tight KV": _SMALL,
+    "long prompts · 8B on 2 A100": _LONG,
+}
+
+
+def preset_scenario(name: str) -> Scenario:
+    """A preset as a scenario (its TOML text kept, so errors name fields exactly)."""
+    text = PRESETS[name]
+    if text is None:
+        return Scenario.default()
+    return Scenario.from_text(text, "toml", source=f"preset: {name}")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One scenario field offered as a widget in the sidebar."""
+
+    key: str
+    """Widget key (also the session-state key)."""
+    path: str
+    """Dotted scenario path it overrides (errors naming it are shown under the widget)."""
+    label: str
+    kind: str
+    """``select`` (options from the catalog), ``int`` or ``float``."""
+    group: str
+    step: float = 1.0
+    help: str = ""
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("policy", "scheduler.policy", "Scheduling policy", "select", "Policy",
+          help="The policy whose run is detailed; compare others below."),
+    Field("model", "model", "Model", "select", "Deployment"),
+    Field("gpu", "gpu", "GPU", "select", "Deployment"),
+    Field("tp", "deployment.tp", "Tensor parallel (TP)", "int", "Deployment"),
+    Field("pp", "deployment.pp", "Pipeline stages (PP)", "int", "Deployment"),
+    Field("replicas", "deployment.replicas", "Replicas", "int", "Deployment"),
+    Field("router", "deployment.router", "Router", "select", "Deployment"),
+    Field("rate", "workload.arrival.rate", "Arrival rate (req/s)", "float", "Workload", step=1.0),
+    Field("num_requests", "workload.num_requests", "Requests", "int", "Workload", step=100),
+    Field("seed", "seed", "Seed", "int", "Workload"),
+    Field("block_size", "scheduler.block_size", "KV block size (tokens)", "int", "Scheduler",
+          help="A power of two."),
+    Field("max_num_batched_tokens", "scheduler.max_num_batched_tokens", "Token budget per step", "int",
+          "Scheduler", step=512),
+    Field("chunk_size", "scheduler.chunk_size", "Sarathi chunk size", "int", "Scheduler", step=128),
+    Field("max_num_seqs", "scheduler.max_num_seqs", "Max running requests", "int", "Scheduler", step=16),
+    Field("slo_ttft", "slo.ttft_ms", "SLO: TTFT (ms)", "float", "SLO", step=100.0),
+    Field("slo_tpot", "slo.tpot_ms", "SLO: TPOT (ms)", "float", "SLO", step=5.0),
+)
+
+
+def base_value(resolved: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted path of a (resolved) scenario dict, or None."""
+    node: Any = resolved
+    for key in path.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    if isinstance(node, Mapping):  # a model or GPU given as a table: show its preset name
+        return node.get("preset") or node.get("name")
+    return node
+
+
+_ARRIVAL = ("arrival_ms", "arrival_s", "timestamp", "timestamp_s")
+_PROMPT = ("prompt_tokens", "input_tokens", "context_tokens", "num_prefill_tokens")
+_OUTPUT = ("output_tokens", "generated_tokens", "num_decode_tokens")
+
+
+def trace_requests(text: str) -> list[dict[str, Any]]:
+    """A request trace (CSV with a header) → ``workload.requests`` entries.
+
+    Columns (case-insensitive): arrival time as ``arrival_ms``, or ``arrival_s`` /
+    ``timestamp`` in seconds; ``prompt_tokens`` (or ``input_tokens``, ``context_tokens``);
+    ``output_tokens`` (or ``generated_tokens``); optional ``priority``. Arrivals are made
+    relative to the first one. Raises ``ConfigError`` naming the trace row or column.
+    """
+    reader = csv.DictReader(io.StringIO(text))
+    header = {h.strip().lower(): h for h in (reader.fieldnames or [])}
+
+    def pick(names: tuple[str, ...], what: str) -> str:
+        for n in names:
+            if n in header:
+                return header[n]
+        raise config_error("trace", f"no {what} column (expected one of {', '.join(names)}; got {', '.join(header) or 'none'})")
+
+    arrival = pick(_ARRIVAL, "arrival time")
+    scale = 1.0 if header.get("arrival_ms") == arrival else 1000.0
+    prompt, output = pick(_PROMPT, "prompt length"), pick(_OUTPUT, "output length")
+    priority = header.get("priority")
+    rows: list[dict[str, Any]] = []
+    for i, row in enumerate(reader, start=1):
+        try:
+            entry: dict[str, Any] = {
+                "arrival_ms": float(row[arrival]) * scale,
+                "prompt_tokens": int(float(row[prompt])),
+                "output_tokens": int(float(row[output])),
+            }
+            if priority is not None and row.get(priority, "").strip():
+                entry["priority"] = int(float(row[priority]))
+        except (TypeError, ValueError):
+            raise config_error(f"trace[row {i}]", f"not a number in {row!r}") from None
+        rows.append(entry)
+    if not rows:
+        raise config_error("trace", "the trace has no requests")
+    rows.sort(key=lambda r: r["arrival_ms"])
+    t0 = rows[0]["arrival_ms"]
+    for r in rows:
+        r["arrival_ms"] = round(r["arrival_ms"] - t0, 6)
+    return rows

@@ -1,0 +1,364 @@
+"""Observability exports of a :class:`~o1sim.Result`: a Chrome/Perfetto trace and Prometheus text.
+
+Both need to know when each request emitted each token, which the per-request table does
+not hold; the scheduler steps do. A result run without ``record_steps=True`` is run again
+with it (a run is deterministic: the same scenario gives the same steps, byte for byte).
+
+Token emission follows the core's rule (vLLM v1's model): a request emits a token in the
+step after which its computed tokens reach its prompt plus the tokens it has already
+emitted; a preemption resets its computed tokens to zero (recompute), so the step that
+completes the re-prefill emits the next token. The tests check that this reproduces every
+request's ``first_token_ms``, ``finish_ms`` and ``output_tokens`` exactly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+if TYPE_CHECKING:
+    from .api import Result
+
+__all__ = [
+    "TokenTimeline",
+    "chrome_trace",
+    "prometheus_text",
+    "steps_of",
+    "token_timeline",
+    "E2E_BUCKETS_S",
+    "ITL_BUCKETS_S",
+    "TTFT_BUCKETS_S",
+]
+
+# vLLM's histogram buckets (v1 `PrometheusStatLogger`), in seconds.
+TTFT_BUCKETS_S: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)
+ITL_BUCKETS_S: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+)
+E2E_BUCKETS_S: tuple[float, ...] = (
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+    40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+)
+
+#: Trace process id of the router (requests rejected before reaching a replica).
+ROUTER_PID = 0
+
+
+def steps_of(result: Result) -> list[dict[str, Any]]:
+    """The result's scheduler steps, re-running its scenario with ``record_steps=True`` when
+    they were not recorded."""
+    try:
+        return result.steps
+    except ValueError:
+        pass
+    if result.scenario is None:
+        raise ValueError("steps were not recorded and the result has no scenario to re-run")
+    from .api import simulate
+
+    return simulate(result.scenario, record_steps=True).steps
+
+
+@dataclass
+class TokenTimeline:
+    """When each request did what, reconstructed from the steps (times in ms)."""
+
+    first_scheduled_ms: dict[int, float] = field(default_factory=dict)
+    """Start of the first step that scheduled the request (it left the waiting queue)."""
+    token_ms: dict[int, list[float]] = field(default_factory=dict)
+    """End of every step in which the request emitted a token, in order."""
+    decode_entries: list[int] = field(default_factory=list)
+    """Per step: how many scheduled entries were decodes (prefill complete before the step)."""
+
+
+def token_timeline(steps: Sequence[Mapping[str, Any]], prompt_tokens: Mapping[int, int]) -> TokenTimeline:
+    """Replay the steps' token counts to find each request's first schedule and token times."""
+    tl = TokenTimeline()
+    computed: dict[int, int] = {}
+    emitted: dict[int, int] = {}
+    for step in steps:
+        decodes = 0
+        for rid, tokens in step["scheduled"]:
+            tl.first_scheduled_ms.setdefault(rid, step["start_ms"])
+            before = computed.get(rid, 0)
+            done = emitted.get(rid, 0)
+            target = prompt_tokens[rid] + done
+            if before >= target - 1 and done > 0:
+                decodes += 1
+            computed[rid] = before + tokens
+            if before + tokens >= target:
+                emitted[rid] = done + 1
+                tl.token_ms.setdefault(rid, []).append(step["end_ms"])
+        for rid in step["preempted"]:
+            computed[rid] = 0
+        tl.decode_entries.append(decodes)
+    return tl
+
+
+def _prompts(result: Result) -> dict[int, int]:
+    req = result.requests
+    return dict(zip(req["request_id"].tolist(), req["prompt_tokens"].tolist()))
+
+
+# --------------------------------------------------------------------------- Chrome trace
+
+
+def _us(ms: float) -> float:
+    return round(ms * 1000.0, 3)
+
+
+def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]] = None) -> dict[str, Any]:
+    """The run as a Trace Event Format object (``{"traceEvents": [...]}``), for Perfetto or
+    ``chrome://tracing``.
+
+    One process per replica: a "steps" thread with a complete slice per scheduler step
+    (args: tokens, batch size, prefill/decode entries, preemptions, finishes, free KV
+    blocks), nested async slices per request (``request N`` ⊃ queued → prefill → decode),
+    and counters for KV use (from the steps) and the waiting/running queues (from the time
+    series). Requests rejected before reaching a replica sit in the "router" process.
+    Timestamps are µs since the start of the run; events are sorted by time.
+    """
+    steps = steps_of(result) if steps is None else steps
+    deployment = result.deployment
+    req = result.requests
+    tl = token_timeline(steps, _prompts(result))
+    tp = int(deployment.get("tp", 1)) * int(deployment.get("pp", 1))
+    replicas = int(deployment.get("replicas", 1))
+    total_blocks = float(deployment.get("num_gpu_blocks") or 0)
+
+    meta: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": ROUTER_PID, "tid": 0, "ts": 0, "args": {"name": "router"}},
+        {"ph": "M", "name": "process_sort_index", "pid": ROUTER_PID, "tid": 0, "ts": 0, "args": {"sort_index": 0}},
+    ]
+    for r in range(replicas):
+        gpus = f"GPUs {r * tp}–{r * tp + tp - 1}" if tp > 1 else f"GPU {r}"
+        meta += [
+            {"ph": "M", "name": "process_name", "pid": r + 1, "tid": 0, "ts": 0, "args": {"name": f"replica {r} ({gpus})"}},
+            {"ph": "M", "name": "process_sort_index", "pid": r + 1, "tid": 0, "ts": 0, "args": {"sort_index": r + 1}},
+            {"ph": "M", "name": "thread_name", "pid": r + 1, "tid": 1, "ts": 0, "args": {"name": "scheduler steps"}},
+        ]
+
+    events: list[dict[str, Any]] = []
+    for step, decodes in zip(steps, tl.decode_entries):
+        pid = int(step["replica"]) + 1
+        sched = step["scheduled"]
+        tokens = sum(t for _, t in sched)
+        prefills = len(sched) - decodes
+        name = "decode" if prefills == 0 else ("prefill" if decodes == 0 else "mixed")
+        start, end = _us(step["start_ms"]), _us(step["end_ms"])
+        events.append({
+            "ph": "X", "name": name, "cat": "step", "pid": pid, "tid": 1, "ts": start, "dur": round(end - start, 3),
+            "args": {
+                "tokens": tokens, "batch_size": len(sched), "prefill_entries": prefills, "decode_entries": decodes,
+                "preempted": list(step["preempted"]), "finished": list(step["finished"]),
+                "free_blocks_after": step["free_blocks_after"],
+            },
+        })
+        if total_blocks > 0:
+            used = 1.0 - float(step["free_blocks_after"]) / total_blocks
+            events.append({"ph": "C", "name": "KV cache used (%)", "pid": pid, "tid": 0, "ts": end,
+                           "args": {"used": round(100.0 * used, 4)}})
+
+    ts = result.timeseries
+    for r, rows in ts.groupby("replica", sort=True):
+        for t, waiting, running in zip(rows["time_ms"], rows["waiting"], rows["running"]):
+            events.append({"ph": "C", "name": "requests", "pid": int(r) + 1, "tid": 0, "ts": _us(float(t)),
+                           "args": {"waiting": round(float(waiting), 3), "running": round(float(running), 3)}})
+
+    for row in req.itertuples(index=False):
+        rid = int(row.request_id)
+        rep = int(row.replica)
+        pid = rep + 1 if rep >= 0 else ROUTER_PID
+        arrival = float(row.arrival_ms)
+        finish = float(row.finish_ms)
+
+        def slice_(name: str, t0: float, t1: float, args: Optional[dict[str, Any]] = None) -> None:
+            common = {"cat": "request", "id": rid, "pid": pid, "tid": 0, "name": name}
+            events.append({**common, "ph": "b", "ts": _us(t0), "args": args or {}})
+            events.append({**common, "ph": "e", "ts": _us(t1)})
+
+        outer = {"cat": "request", "id": rid, "pid": pid, "tid": 0, "name": f"request {rid}"}
+        events.append({**outer, "ph": "b", "ts": _us(arrival), "args": {
+            "prompt_tokens": int(row.prompt_tokens), "output_tokens": int(row.output_tokens),
+            "preemptions": int(row.preemptions), "status": str(row.status), "reason": str(row.reason)}})
+        if str(row.status) == "finished":
+            first_sched = tl.first_scheduled_ms.get(rid, arrival)
+            first_tok = float(row.first_token_ms)
+            slice_("queued", arrival, first_sched)
+            slice_("prefill", first_sched, first_tok)
+            slice_("decode", first_tok, finish)
+        else:
+            slice_(f"rejected: {row.reason}", arrival, finish)
+        events.append({**outer, "ph": "e", "ts": _us(finish)})
+
+    # A stable sort by time keeps each track's own order (a request's nested begin/end pairs
+    # are generated in order), so timestamps are monotone on every track.
+    events.sort(key=lambda e: e["ts"])
+    return {
+        "traceEvents": meta + events,
+        "displayTimeUnit": "ms",
+        "otherData": {"generator": "o1sim", "scenario": result.scenario.source if result.scenario is not None else None},
+    }
+
+
+def write_chrome_trace(result: Result, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+    """The trace as compact JSON text, also written to ``path`` when given."""
+    text = json.dumps(chrome_trace(result), separators=(",", ":"))
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
+
+
+# --------------------------------------------------------------------------- Prometheus
+
+
+def _fmt(v: float) -> str:
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    if float(v).is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(float(v))
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    if not labels:
+        return ""
+    esc = (str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"') for v in labels.values())
+    return "{" + ",".join(f'{k}="{v}"' for k, v in zip(labels, esc)) + "}"
+
+
+class _Exposition:
+    """A tiny writer for the Prometheus text format (0.0.4): HELP/TYPE once per family."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help_: str) -> None:
+        self.lines.append(f"# HELP {name} {help_}")
+        self.lines.append(f"# TYPE {name} {kind}")
+
+    def sample(self, name: str, labels: Mapping[str, str], value: float) -> None:
+        self.lines.append(f"{name}{_labels(labels)} {_fmt(value)}")
+
+    def histogram(self, name: str, labels: Mapping[str, str], values_s: Iterable[float], buckets: Sequence[float]) -> None:
+        vals = sorted(values_s)
+        for le in buckets:
+            self.sample(f"{name}_bucket", {**labels, "le": repr(float(le))}, bisect.bisect_right(vals, le))
+        self.sample(f"{name}_bucket", {**labels, "le": "+Inf"}, len(vals))
+        self.sample(f"{name}_count", labels, len(vals))
+        self.sample(f"{name}_sum", labels, math.fsum(vals))
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def prometheus_text(result: Result, *, model_name: Optional[str] = None,
+                    steps: Optional[Sequence[Mapping[str, Any]]] = None) -> str:
+    """The run as Prometheus text exposition with vLLM's (v1) metric names and types.
+
+    Every series carries ``model_name`` and ``engine`` (the replica index, as vLLM labels
+    each engine core). Histograms use vLLM's buckets: ``vllm:time_to_first_token_seconds``,
+    ``vllm:inter_token_latency_seconds`` (every gap between two tokens of a request),
+    ``vllm:request_time_per_output_token_seconds`` (per request, as the summary's TPOT),
+    ``vllm:e2e_request_latency_seconds`` and ``vllm:request_queue_time_seconds``. Counters:
+    ``vllm:request_success_total{finished_reason="length"}`` (a simulated request stops at
+    its output length), ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``
+    (of finished requests), ``vllm:num_preemptions_total``, and o1sim's own
+    ``o1sim:requests_rejected_total{reason}``. Gauges (``vllm:num_requests_running``,
+    ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``) hold each replica's
+    *time-weighted mean over the run* (a scrape after a finished run would read zero; the
+    peaks are in ``Result.summary``).
+    """
+    steps = steps_of(result) if steps is None else steps
+    req = result.requests
+    model = model_name or str(result.deployment.get("model", {}).get("name", "model"))
+    replicas = int(result.deployment.get("replicas", 1))
+    tl = token_timeline(steps, _prompts(result))
+
+    finished = req[req["status"] == "finished"]
+    per_engine: dict[int, dict[str, list[float]]] = {
+        r: {"ttft": [], "itl": [], "tpot": [], "e2e": [], "queue": []} for r in range(replicas)}
+    for row in finished.itertuples(index=False):
+        rid, rep = int(row.request_id), int(row.replica)
+        h = per_engine[rep]
+        h["ttft"].append(float(row.ttft_ms) / 1e3)
+        h["e2e"].append(float(row.e2e_ms) / 1e3)
+        h["queue"].append((tl.first_scheduled_ms.get(rid, float(row.arrival_ms)) - float(row.arrival_ms)) / 1e3)
+        toks = tl.token_ms.get(rid, [])
+        h["itl"].extend((b - a) / 1e3 for a, b in zip(toks, toks[1:]))
+        if int(row.output_tokens) > 1:
+            h["tpot"].append((float(row.finish_ms) - float(row.first_token_ms)) / 1e3 / (int(row.output_tokens) - 1))
+
+    def lab(r: int) -> dict[str, str]:
+        return {"model_name": model, "engine": str(r)}
+
+    out = _Exposition()
+    hists = [
+        ("vllm:time_to_first_token_seconds", "ttft", TTFT_BUCKETS_S, "Histogram of time to first token in seconds."),
+        ("vllm:inter_token_latency_seconds", "itl", ITL_BUCKETS_S, "Histogram of inter-token latency in seconds."),
+        ("vllm:request_time_per_output_token_seconds", "tpot", ITL_BUCKETS_S,
+         "Histogram of time_per_output_token_seconds per request."),
+        ("vllm:e2e_request_latency_seconds", "e2e", E2E_BUCKETS_S, "Histogram of e2e request latency in seconds."),
+        ("vllm:request_queue_time_seconds", "queue", E2E_BUCKETS_S,
+         "Histogram of time spent in WAITING phase for request."),
+    ]
+    for name, key, buckets, help_ in hists:
+        out.family(name, "histogram", help_)
+        for r in range(replicas):
+            out.histogram(name, lab(r), per_engine[r][key], buckets)
+
+    by_rep = finished.groupby("replica", observed=True)
+    prompt = by_rep["prompt_tokens"].sum()
+    gen = by_rep["output_tokens"].sum()
+    count = by_rep.size()
+    pre = req.groupby("replica", observed=True)["preemptions"].sum()
+    counters = [
+        ("vllm:request_success_total", "Count of successfully processed requests.", count, {"finished_reason": "length"}),
+        ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt, {}),
+        ("vllm:generation_tokens_total", "Number of generation tokens processed.", gen, {}),
+        ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", pre, {}),
+    ]
+    for name, help_, series, extra in counters:
+        out.family(name, "counter", help_)
+        for r in range(replicas):
+            out.sample(name, {**lab(r), **extra}, float(series.get(r, 0)))
+
+    out.family("o1sim:requests_rejected_total", "counter", "Requests rejected, by reason (engine -1: by the router).")
+    rejected = req[req["status"] == "rejected"]
+    for (rep, reason), n in sorted(rejected.groupby(["replica", "reason"], observed=True).size().items()):
+        if n:
+            out.sample("o1sim:requests_rejected_total", {**lab(int(rep)), "reason": str(reason)}, float(n))
+
+    ts = result.timeseries
+    interval = float(result.timeseries_interval_ms)
+    span_ms = float(req["finish_ms"].max()) if len(req) else 0.0
+
+    def time_mean(rows: Any, col: str) -> float:
+        # A bucket's mean holds over its busy time; idle time counts as zero.
+        if span_ms <= 0 or len(rows) == 0:
+            return 0.0
+        return float((rows[col] * rows["busy"]).sum() * interval / span_ms)
+
+    gauges = [
+        ("vllm:num_requests_running", "running", 1.0,
+         "Number of requests in model execution batches (time-weighted mean over the run)."),
+        ("vllm:num_requests_waiting", "waiting", 1.0, "Number of requests waiting to be processed (time-weighted mean over the run)."),
+        ("vllm:kv_cache_usage_perc", "kv_usage", 1.0, "KV-cache usage. 1 means 100 percent usage (time-weighted mean over the run)."),
+    ]
+    groups = dict(tuple(ts.groupby("replica", sort=True)))
+    for name, col, scale, help_ in gauges:
+        out.family(name, "gauge", help_)
+        for r in range(replicas):
+            rows = groups.get(r)
+            out.sample(name, lab(r), 0.0 if rows is None else scale * time_mean(rows, col))
+
+    return out.text()

@@ -1,0 +1,242 @@
+"""The dashboard through Streamlit's AppTest (the script run headless, widgets driven from
+Python), its helpers, the `o1sim dashboard` and `o1sim report` commands, and the report's
+HTML (self-contained: no script or stylesheet from the network)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import o1sim
+from o1sim.cli import main
+from o1sim.dashboard import APP_PATH, charts
+from o1sim.dashboard.scenarios import FIELDS, PRESETS, preset_scenario, trace_requests
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+TIMEOUT = 120
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    at.run()
+    return at
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.fixture(scope="module")
+def app() -> AppTest:
+    return _app()
+
+
+def test_default_runs_and_shows_the_summary(app: AppTest) -> None:
+    _no_exception(app)
+    assert not app.error
+    metrics = _metrics(app)
+    expected = o1sim.simulate(o1sim.Scenario.default()).summary
+    assert metrics["TTFT p99 (ms)"] == f"{expected['ttft_ms']['p99']:,.0f}"
+    assert metrics["Rejected"] == "0"
+    assert app.selectbox(key="policy").value == "vllm"
+    # All four policies are compared: one row each in the comparison table.
+    table = app.dataframe[0].value
+    assert sorted(table.index) == sorted(o1sim.presets()["policies"])
+
+
+def test_switching_policy_changes_the_summary() -> None:
+    at = _app()
+    before = _metrics(at)
+    at.selectbox(key="policy").set_value("sarathi").run()
+    _no_exception(at)
+    after = _metrics(at)
+    assert after != before
+    sarathi = o1sim.simulate(o1sim.Scenario.default().with_overrides({"scheduler.policy": "sarathi"})).summary
+    assert after["TPOT p99 (ms)"] == f"{sarathi['tpot_ms']['p99']:,.1f}"
+    assert any("Policy: sarathi" in h.value for h in at.subheader)
+
+
+def test_overrides_reach_the_run() -> None:
+    at = _app()
+    at.number_input(key="rate").set_value(5.0).run()
+    _no_exception(at)
+    five = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload.arrival.rate": 5.0})).summary
+    assert _metrics(at)["TTFT p99 (ms)"] == f"{five['ttft_ms']['p99']:,.0f}"
+
+
+def test_bad_override_shows_an_error_under_its_input_not_a_traceback() -> None:
+    at = _app()
+    at.number_input(key="tp").set_value(3).run()
+    _no_exception(at)
+    sidebar_errors = [e.value for e in at.sidebar.error]
+    assert any("deployment.tp" in e and "must divide" in e for e in sidebar_errors), sidebar_errors
+    assert at.error  # and a pointer in the main area
+    assert not at.metric  # nothing was run
+    # Fixing the input recovers.
+    at.number_input(key="tp").set_value(4).run()
+    _no_exception(at)
+    assert not at.error and at.metric
+
+
+def test_bad_scenario_text_shows_an_error() -> None:
+    at = _app()
+    at.text_area(key="scenario_text").input("model = 'llama-3-8b'\ngpu = 'h100'\n[scheduler]\nblock_size = 24\n").run()
+    _no_exception(at)
+    errors = [e.value for e in at.sidebar.error]
+    assert any("scheduler.block_size" in e for e in errors), errors
+    # The widgets show the text's values, and correcting one in its widget runs the scenario.
+    assert at.number_input(key="block_size").value == 24
+    at.number_input(key="block_size").set_value(16).run()
+    _no_exception(at)
+    assert not at.error and _metrics(at)["Rejected"] == "0"
+    assert at.selectbox(key="model").value == "llama-3-8b"
+    at.text_area(key="scenario_text").input("this is = = not toml").run()
+    _no_exception(at)
+    assert at.sidebar.error
+
+
+def test_infeasible_deployment_is_reported() -> None:
+    at = _app()
+    at.selectbox(key="gpu").set_value("l40s")
+    at.number_input(key="tp").set_value(1).run()
+    _no_exception(at)
+    assert any("InfeasibleError" in e.value for e in at.sidebar.error)
+
+
+def test_presets_switch_and_sweep_runs() -> None:
+    at = _app()
+    at.selectbox(key="preset").set_value(list(PRESETS)[1]).run()
+    _no_exception(at)
+    assert at.number_input(key="num_requests").value == 120
+    assert int(_metrics(at)["Preemptions"]) > 0
+    at.slider(key="sweep_points").set_value(3)
+    at.button(key="sweep_run").click().run()
+    _no_exception(at)
+    sweep = at.session_state["sweep"]
+    assert len(sweep["rows"]) == 3 * 4 and not sweep["failed"]
+    rates = sorted({r["rate"] for r in sweep["rows"]})
+    assert rates == pytest.approx([5.0, 17.5, 30.0])
+
+
+def test_trace_download_is_prepared_on_request() -> None:
+    at = _app()
+    at.toggle(key="want_trace").set_value(True).run()
+    _no_exception(at)
+    assert any("Perfetto" in c.value for c in at.caption)
+
+
+def test_a_rerun_does_not_simulate_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _app()
+    calls: list[Any] = []
+    real = o1sim.simulate
+
+    def counting(*args: Any, **kwargs: Any) -> o1sim.Result:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(o1sim, "simulate", counting)
+    at.run()  # a re-render with the same scenario
+    _no_exception(at)
+    assert calls == []
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_every_preset_is_valid_and_every_field_exists() -> None:
+    for name in PRESETS:
+        resolved = preset_scenario(name).validate()["scenario"]
+        for f in FIELDS:
+            if f.path.startswith(("workload.", "slo.")):
+                continue
+            node: Any = resolved
+            for key in f.path.split("."):
+                node = node[key]
+
+
+def test_trace_csv_becomes_explicit_requests() -> None:
+    text = "timestamp,input_tokens,output_tokens\n10.5,100,20\n10.0,300,5\n"
+    reqs = trace_requests(text)
+    assert reqs == [{"arrival_ms": 0.0, "prompt_tokens": 300, "output_tokens": 5},
+                    {"arrival_ms": 500.0, "prompt_tokens": 100, "output_tokens": 20}]
+    r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": {"requests": reqs}}))
+    assert r.summary["finished"] == 2
+    with pytest.raises(o1sim.ConfigError) as e:
+        trace_requests("when,prompt_tokens,output_tokens\n1,2,3\n")
+    assert e.value.field == "trace"
+    with pytest.raises(o1sim.ConfigError) as e:
+        trace_requests("arrival_ms,prompt_tokens,output_tokens\n1,x,3\n")
+    assert e.value.field == "trace[row 1]"
+
+
+def test_busy_frame_integrates_the_busy_time() -> None:
+    r = o1sim.simulate(o1sim.Scenario.default())
+    frame = charts.busy_frame(r)
+    dep = r.deployment
+    assert frame["gpu"].nunique() == dep["gpus"]
+    assert frame["busy"].between(0, 1).all()
+    # Busy seconds per replica: the frame's integral equals the time series'.
+    ts = r.timeseries
+    width = float(frame["t1_s"].iloc[0] - frame["t0_s"].iloc[0])
+    for rep in range(dep["replicas"]):
+        gpu0 = frame[(frame.replica == rep) & (frame.gpu_index == rep * dep["tp"])]
+        expected = float((ts[ts.replica == rep]["busy"]).sum()) * r.timeseries_interval_ms / 1e3
+        assert float(gpu0["busy"].sum()) * width == pytest.approx(expected, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def test_dashboard_command_starts_streamlit(runner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    seen: list[list[str]] = []
+
+    def fake_call(cmd: list[str]) -> int:
+        seen.append(cmd)
+        return 0
+
+    monkeypatch.setattr(subprocess, "call", fake_call)
+    res = runner.invoke(main, ["dashboard", "--port", "8599", "--no-browser"])
+    assert res.exit_code == 0, res.output
+    cmd = seen[0]
+    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == str(APP_PATH)
+    assert "8599" in cmd and "127.0.0.1" in cmd
+
+
+def test_report_is_one_self_contained_html(runner: Any, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    scenario = Path(__file__).parent / "golden" / "policy_vllm.toml"
+    res = runner.invoke(main, ["report", str(scenario), "-o", str(out), "--policies", "vllm,sarathi"])
+    assert res.exit_code == 0, res.output + res.stderr
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    # Nothing is loaded from elsewhere: every script is inline, and the markup outside the
+    # scripts has no src/href at all (no stylesheet, image or frame to fetch).
+    scripts = re.findall(r"<script([^>]*)>", page, re.I)
+    assert scripts and all("src" not in attrs.lower() for attrs in scripts)
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", page, flags=re.I | re.S)
+    assert not re.search(r"""\b(src|href)\s*=""", markup, re.I)
+    assert not re.search(r"""@import""", markup, re.I)
+    assert "vegaEmbed" in page and page.count('class="figure"') >= 5
+    # The comparison table holds each policy's numbers.
+    for policy in ("vllm", "sarathi"):
+        s = o1sim.simulate(o1sim.Scenario.from_file(scenario).with_overrides({"scheduler.policy": policy})).summary
+        assert f"<td>{policy}</td>" in page
+        assert f"{s['ttft_ms']['p99']:,.0f}" in page
+
+
+def test_report_bad_scenario_is_a_red_line(runner: Any, tmp_path: Path) -> None:
+    res = runner.invoke(main, ["report", "--set", "scheduler.block_size=24", "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 2
+    assert "scheduler.block_size" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "r.html").exists()
