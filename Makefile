@@ -7,7 +7,12 @@ VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.o1sim-deps-stamp
 PYTEST_ARGS ?= -q
 
-.PHONY: all venv build run test test-rust test-py bench golden clean check-cargo
+.PHONY: all venv build run test test-rust test-py test-web test-node test-browser web bench golden clean check-cargo
+
+NPM    ?= npm
+PORT   ?= 8000
+WEB_DEPS := web/node_modules/.o1sim-stamp
+PW_STAMP := $(VENV)/.o1sim-playwright-stamp
 
 all: build
 
@@ -34,21 +39,49 @@ build: check-cargo $(STAMP)
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
 	  $(VENV)/bin/maturin develop --release --quiet
 
-run: build
+# The page's chart library comes from npm (web/package-lock.json), never committed.
+$(WEB_DEPS): web/package.json web/package-lock.json
+	cd web && $(NPM) ci --no-audit --no-fund --silent
+	@touch $@
+
+# The WASM module and the page's vendored files, into git-ignored web/pkg/.
+web: check-cargo $(WEB_DEPS)
+	crates/sim-wasm/build-wasm.sh
+	cp web/node_modules/uplot/dist/uPlot.esm.js web/node_modules/uplot/dist/uPlot.min.css web/pkg/
+
+run: build web
 	$(VENV)/bin/o1sim compare
+	@echo "The in-browser lab: http://127.0.0.1:$(PORT)/  (o1sim web --port $(PORT); Ctrl-C stops it)"
+	$(VENV)/bin/o1sim web --port $(PORT)
 
 test-rust: check-cargo
 	cargo test --workspace --exclude sim-py
 
 # pytest exits 5 when it collected nothing: that must fail, not pass quietly.
 test-py: build
-	@rc=0; $(VPY) -m pytest $(PYTEST_ARGS) tests || rc=$$?; \
+	@rc=0; $(VPY) -m pytest $(PYTEST_ARGS) tests --ignore=tests/web || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
-test: test-rust test-py
+# Playwright drives Debian's Chromium (/usr/bin/chromium): no browser download.
+$(PW_STAMP): $(STAMP)
+	$(VPY) -m pip install --quiet "playwright>=1.40,<2"
+	@touch $@
 
-bench: build
+# Golden parity and garbage inputs through the WASM module under Node.
+test-node: web
+	node --test tests/web/
+
+# Headless Chromium: the page, errors next to fields, URL restore, a screenshot
+# (tests/web/out/), the Worker keeping the page responsive. Fails without a browser.
+test-browser: build web $(PW_STAMP)
+	O1SIM_REQUIRE_BROWSER=1 $(VPY) -m pytest $(PYTEST_ARGS) tests/web
+
+test-web: test-node test-browser
+
+test: test-rust test-py test-web
+
+bench: build web $(PW_STAMP)
 	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(VPY) $$f; done
 
 # Regenerate tests/golden/*.json from the Rust runner; review the diff before committing.
@@ -56,4 +89,4 @@ golden: check-cargo
 	UPDATE_GOLDEN=1 cargo test -p sim-core --test golden
 
 clean:
-	rm -rf $(VENV) target python/o1sim/*.so python/o1sim/__pycache__ .pytest_cache .mypy_cache
+	rm -rf $(VENV) target web/pkg web/node_modules tests/web/out python/o1sim/*.so python/o1sim/__pycache__ .pytest_cache .mypy_cache

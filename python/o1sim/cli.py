@@ -592,5 +592,61 @@ def report(scenario: Optional[str], output: str, policies: str, seed: Optional[i
         sys.exit(2)
 
 
+# --------------------------------------------------------------------------- web page
+
+
+def _web_dir() -> Path:
+    """The page's folder: ``web/`` of the source tree (editable install) or $O1SIM_WEB_DIR."""
+    import os
+
+    env = os.environ.get("O1SIM_WEB_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "web"
+
+
+@main.command(name="web")
+@click.option("--port", default=8000, show_default=True, help="Port to listen on (0 picks a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="Folder to serve (default: web/ of the source tree).")
+def web_cmd(port: int, host: str, directory: Optional[Path]) -> None:
+    """Serve the in-browser page (a plain static server of web/; build it with `make web`)."""
+    import http.server
+    import mimetypes
+
+    root = (directory or _web_dir()).resolve()
+    if not (root / "index.html").is_file():
+        _fail(click.ClickException(f"no page at {root} (run from a source checkout, or pass --dir)"))
+        sys.exit(2)
+    if not (root / "pkg" / "o1sim.wasm").is_file():
+        _fail(click.ClickException(f"{root / 'pkg' / 'o1sim.wasm'} is missing: run `make web` first"))
+        sys.exit(2)
+    mimetypes.add_type("application/wasm", ".wasm")
+    mimetypes.add_type("text/javascript", ".js")
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                          ".wasm": "application/wasm", ".js": "text/javascript"}
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def end_headers(self) -> None:
+            self.send_header("Cache-Control", "no-cache")
+            super().end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+            pass
+
+    server = http.server.ThreadingHTTPServer((host, port), Handler)
+    shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
+    _out().print(f"o1sim page: http://{shown}:{server.server_address[1]}/  (serving {root}; Ctrl-C to stop)", markup=False, highlight=False, soft_wrap=True)
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

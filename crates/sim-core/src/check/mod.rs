@@ -118,6 +118,31 @@ pub struct CheckProgress {
     pub violations: u64,
 }
 
+/// Wall clock of a check. `std::time::Instant` panics on wasm32-unknown-unknown (no clock
+/// without imports), so there the elapsed time reads 0: `max_seconds` never fires and the
+/// front end bounds a check itself (the page runs it in a Worker it can terminate).
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    started: std::time::Instant,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        Clock {
+            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn elapsed_s(&self) -> f64 {
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        return self.started.elapsed().as_secs_f64();
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        return 0.0;
+    }
+}
+
 /// The cost model of checks and replays: every step takes exactly 1 ms.
 pub(crate) fn linear_1ms() -> Result<CostModelSpec> {
     let v = serde_json::json!({"kind": "linear", "base_ms": 1.0});
@@ -131,7 +156,7 @@ pub struct Checker {
     opts: CheckOptions,
     config: CheckedConfig,
     preempts: bool,
-    started: std::time::Instant,
+    started: Clock,
     stopped: Option<String>,
     ended: bool,
 }
@@ -200,7 +225,7 @@ impl Checker {
             opts,
             config,
             preempts,
-            started: std::time::Instant::now(),
+            started: Clock::start(),
             stopped: None,
             ended: false,
         })
@@ -221,7 +246,7 @@ impl Checker {
                 self.stopped = Some(format!("max_states reached ({max} states)"));
             }
         } else if let Some(s) = self.opts.max_seconds {
-            if self.started.elapsed().as_secs_f64() >= s {
+            if self.started.elapsed_s() >= s {
                 self.ended = true;
                 self.stopped = Some(format!("max_seconds reached ({s} s)"));
             }
@@ -235,7 +260,7 @@ impl Checker {
             transitions: self.x.transitions,
             frontier: self.x.frontier() as u64,
             depth: self.x.max_depth,
-            elapsed_s: self.started.elapsed().as_secs_f64(),
+            elapsed_s: self.started.elapsed_s(),
             violations: self.x.found.len() as u64,
         }
     }
@@ -244,7 +269,7 @@ impl Checker {
     /// their replays, property verdicts, the Petri net.
     pub fn finish(mut self) -> Result<CheckResult> {
         while !self.run(1 << 16)? {}
-        let elapsed_s = self.started.elapsed().as_secs_f64();
+        let elapsed_s = self.started.elapsed_s();
         guard(move || self.result(elapsed_s))
     }
 

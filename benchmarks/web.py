@@ -1,0 +1,189 @@
+"""The WASM core in headless Chromium next to the native core (`make bench`, after `make web`).
+
+Measured in Chromium (Debian's, driven by Playwright), each a median of several runs:
+- cold start: a fresh browser context (empty cache) fetches o1sim.js and the .wasm,
+  compiles, instantiates and runs the first simulation (10,000 scheduler iterations);
+  and the same for a returning visitor (new page, same profile: cached module);
+- 10,000 scheduler iterations (benchmarks/scenarios/iterations_10k.toml), warm;
+- re-run after an edit: the same scenario with one field changed (a topology link once the
+  core has the topology model; until then the GPU), as the page does on every edit;
+- the page itself: navigation to the first 4-policy result of the default scenario.
+Native: the same scenarios through the PyO3 core (`o1sim._core`). Size: the .wasm gzipped.
+Prints a table and writes benchmarks/out/web.json.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import os
+import shutil
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+from o1sim import _core
+
+ROOT = Path(__file__).resolve().parents[1]
+WEB = ROOT / "web"
+SCENARIO = (ROOT / "benchmarks" / "scenarios" / "iterations_10k.toml").read_text()
+EDITED = SCENARIO.replace('gpu = "h100"', 'gpu = "h200"')
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+REPEAT = 7
+
+
+def serve() -> tuple[str, http.server.ThreadingHTTPServer]:
+    class H(http.server.SimpleHTTPRequestHandler):
+        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                          ".wasm": "application/wasm", ".js": "text/javascript"}
+
+        def __init__(self, *a, **k):  # type: ignore[no-untyped-def]
+            super().__init__(*a, directory=str(WEB), **k)
+
+        def log_message(self, *a):  # type: ignore[no-untyped-def]
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{srv.server_address[1]}/", srv
+
+
+COLD = """async (text) => {
+    const t0 = performance.now();
+    const o = await import('/o1sim.js');
+    await o.init();
+    const t1 = performance.now();
+    const r = o.simulate(text, {format: 'toml'});
+    const t2 = performance.now();
+    return {total: t2 - t0, init: t1 - t0, first: t2 - t1, steps: JSON.parse(r).summary.steps};
+}"""
+
+WARM = """async ([text, edited, n]) => {
+    const o = await import('/o1sim.js');
+    await o.init();
+    o.simulate(text, {format: 'toml'});
+    const warm = [], edit = [];
+    for (let i = 0; i < n; i++) {
+        let t = performance.now(); o.simulate(text, {format: 'toml'}); warm.push(performance.now() - t);
+        t = performance.now(); o.simulate(edited, {format: 'toml'}); edit.push(performance.now() - t);
+    }
+    return {warm, edit};
+}"""
+
+
+def native(text: str, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        _core.Simulation(text, "toml").finish()
+        out.append((time.perf_counter() - t) * 1e3)
+    return out
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    wasm = WEB / "pkg" / "o1sim.wasm"
+    if not wasm.is_file():
+        sys.exit("web/pkg/o1sim.wasm is missing: run `make web`")
+    exe = os.environ.get("O1SIM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        sys.exit("no Chromium found (apt-get install chromium)")
+    base, srv = serve()
+    res: dict[str, object] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=ARGS)
+        cold = []
+        for _ in range(REPEAT):
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            page.route(base + "bench.html", lambda r: r.fulfill(body="<!doctype html><title>bench</title>", content_type="text/html"))
+            page.goto(base + "bench.html")
+            cold.append(page.evaluate(COLD, SCENARIO))
+            ctx.close()
+        assert all(c["steps"] >= 10_000 for c in cold), cold
+        # A returning visitor: same profile, so the HTTP cache (and V8's cache of the
+        # compiled module) is warm; a new page each time.
+        ctx = browser.new_context()
+        recold = []
+        for i in range(REPEAT + 1):
+            page = ctx.new_page()
+            page.route(base + "bench.html", lambda r: r.fulfill(body="<!doctype html>", content_type="text/html"))
+            page.goto(base + "bench.html")
+            c = page.evaluate(COLD, SCENARIO)
+            if i:
+                recold.append(c)
+            page.close()
+        ctx.close()
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        page.route(base + "bench.html", lambda r: r.fulfill(body="<!doctype html>", content_type="text/html"))
+        page.goto(base + "bench.html")
+        warm = page.evaluate(WARM, [SCENARIO, EDITED, 20])
+        ctx.close()
+        pages = []
+        for _ in range(3):
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = ctx.new_page()
+            page.goto(base)
+            page.wait_for_function("document.body.dataset.ready === '1'", timeout=60_000)
+            pages.append(page.evaluate("({ready: window.o1simTimings.navToReadyMs, init: window.o1simTimings.initMs, run: window.o1simTimings.runs[0]})"))
+            ctx.close()
+        version = browser.version
+        browser.close()
+    srv.shutdown()
+
+    med = statistics.median
+    nat10k = native(SCENARIO, REPEAT)
+    natedit = native(EDITED, REPEAT)
+    default_toml = _core.default_scenario_toml()
+    nat_default = []
+    for _ in range(3):
+        t = time.perf_counter()
+        for pol in ("orca", "vllm", "sarathi", "o1pro"):
+            _core.Simulation(default_toml.replace('policy = "vllm"', f'policy = "{pol}"'), "toml").finish()
+        nat_default.append((time.perf_counter() - t) * 1e3)
+    raw = wasm.read_bytes()
+    gz = len(gzip.compress(raw, 9))
+    res = {
+        "chromium": version,
+        "cold_start_ms": med(c["total"] for c in cold),
+        "cold_start_min_ms": min(c["total"] for c in cold),
+        "cold_fetch_instantiate_ms": med(c["init"] for c in cold),
+        "cold_start_cached_ms": med(c["total"] for c in recold),
+        "cold_first_simulation_ms": med(c["first"] for c in cold),
+        "iterations_10k_ms": med(warm["warm"]),
+        "iterations_10k_native_ms": med(nat10k),
+        "rerun_after_edit_ms": med(warm["edit"]),
+        "rerun_after_edit_native_ms": med(natedit),
+        "page_ready_ms": med(x["ready"] for x in pages),
+        "page_default_4_policies_core_ms": med(x["run"]["coreMs"] for x in pages),
+        "default_4_policies_native_ms": med(nat_default),
+        "wasm_bytes": len(raw),
+        "wasm_gzip_bytes": gz,
+    }
+    rows = [
+        ("cold start: fetch + instantiate + first 10k-iteration run", f"{res['cold_start_ms']:.1f} ms", "—", "≤ 50 ms"),
+        ("  of which fetch + compile + instantiate", f"{res['cold_fetch_instantiate_ms']:.1f} ms", "—", ""),
+        ("cold start, returning visitor (cached module, new page)", f"{res['cold_start_cached_ms']:.1f} ms", "—", "≤ 50 ms"),
+        ("10,000 scheduler iterations (warm)", f"{res['iterations_10k_ms']:.2f} ms", f"{res['iterations_10k_native_ms']:.2f} ms", "≤ 5 ms (WASM), ≤ 2 ms native"),
+        ("re-run after an edit (gpu h100→h200; topology: issue 4)", f"{res['rerun_after_edit_ms']:.2f} ms", f"{res['rerun_after_edit_native_ms']:.2f} ms", "≤ 5 ms"),
+        ("page: navigation → 4-policy default results", f"{res['page_ready_ms']:.0f} ms", "—", ""),
+        ("default scenario, 4 policies × 2,000 requests (core)", f"{res['page_default_4_policies_core_ms']:.0f} ms", f"{res['default_4_policies_native_ms']:.0f} ms", ""),
+        (".wasm size (gzip -9)", f"{gz / 1024:.0f} KiB ({len(raw) / 1024:.0f} KiB raw)", "—", "≤ 1 MB"),
+    ]
+    w = max(len(r[0]) for r in rows)
+    print(f"{'':{w}}  {'Chromium (WASM)':>22}  {'native':>10}  target   [{version}]")
+    for name, a, b, t in rows:
+        print(f"{name:{w}}  {a:>22}  {b:>10}  {t}")
+    out = ROOT / "benchmarks" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "web.json").write_text(json.dumps(res, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+//! # sim-wasm
+//!
+//! The WASM binding of `sim-core` for `web/o1sim.js` (browser page, Web Worker, Node). It
+//! is glue only, with a tiny hand-written ABI instead of wasm-bindgen: JS copies UTF-8 input
+//! into memory from [`o1_alloc`], calls one `o1_*` function, which returns 0 (ok) or 1
+//! (error), and reads the output text at [`o1_out_ptr`] / [`o1_out_len`]. An error's output
+//! is the envelope `{"error": {"name": "ConfigError", "message": …, "field": …}}`, `name`
+//! being the class name the Python exceptions use; JS rethrows it as an `Error` of that
+//! name. Successful output is the core's own text (`simulate` gives exactly the bytes of
+//! Python's `Result.to_json()`).
+//!
+//! No panic may trap the module: every entry point runs under `catch_unwind` (real
+//! unwinding when built with WASM exception handling, see the Makefile), and a panic hook
+//! leaves an `InternalError` envelope in the output buffer first, so even a build that
+//! aborts lets JS report the message and re-instantiate.
+//!
+//! The safe functions ([`simulate`], [`validate`], …) hold the logic and are what the native
+//! tests exercise; the `extern "C"` exports only move bytes.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use sim_core::{self as core, Format, SimError, SimOptions};
+
+/// Outcome of one call: `Ok(text)` or an error envelope.
+pub type Outcome = Result<String, String>;
+
+/// The JSON error envelope of `e`.
+pub fn envelope(e: &SimError) -> String {
+    serde_json::json!({"error": {
+        "name": e.kind_name(),
+        "message": e.to_string(),
+        "field": e.path(),
+    }})
+    .to_string()
+}
+
+fn internal(message: impl Into<String>) -> SimError {
+    SimError::Internal { message: message.into() }
+}
+
+/// Format code of the ABI: 0 = JSON, 1 = TOML.
+pub fn format_of(code: u32) -> Result<Format, SimError> {
+    match code {
+        0 => Ok(Format::Json),
+        1 => Ok(Format::Toml),
+        other => Err(SimError::config("format", format!("must be 0 (json) or 1 (toml) (got {other})"))),
+    }
+}
+
+fn text_of(bytes: &[u8]) -> Result<&str, SimError> {
+    std::str::from_utf8(bytes).map_err(|e| SimError::config("", format!("input is not UTF-8: {e}")))
+}
+
+/// Run `f` with any panic turned into an `InternalError` envelope.
+fn guarded(f: impl FnOnce() -> Result<String, SimError>) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(text)) => Ok(text),
+        Ok(Err(e)) => Err(envelope(&e)),
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".into());
+            Err(envelope(&internal(format!("panic in the simulation core: {what}"))))
+        }
+    }
+}
+
+/// Simulate a scenario; the result JSON is the core's `SimResult::to_json()`.
+pub fn simulate(input: &[u8], format: u32) -> Outcome {
+    guarded(|| {
+        let text = text_of(input)?;
+        Ok(core::simulate(text, format_of(format)?, SimOptions::default())?.to_json())
+    })
+}
+
+/// Validate a scenario: `{"scenario": resolved, "deployment": plan}`.
+pub fn validate(input: &[u8], format: u32) -> Outcome {
+    guarded(|| core::validate(text_of(input)?, format_of(format)?))
+}
+
+/// The catalog (GPUs, models, policies, routers, bug names) as JSON.
+pub fn presets() -> Outcome {
+    guarded(|| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&core::presets_json()).map_err(|e| internal(e.to_string()))?;
+        v["bugs"] = serde_json::json!(core::config::BUGS);
+        v["status_names"] = serde_json::json!(core::STATUS_NAMES);
+        v["reason_names"] = serde_json::json!(core::REASON_NAMES);
+        Ok(v.to_string())
+    })
+}
+
+/// The embedded default scenario (TOML text).
+pub fn default_scenario() -> Outcome {
+    guarded(|| Ok(core::default_scenario_toml().to_string()))
+}
+
+/// The execution-time model of one step: `request` is JSON `{model, gpu, tp, pp, batch:
+/// [{new_tokens, context_tokens, sampled?}], cuda_graphs?, dtype?, kv_dtype?, fusion?,
+/// block_size?}` (the fields of Python's `o1sim.predict_step`); the output is the core's
+/// `{total_ms, mode, profile, breakdown}`.
+pub fn predict_step(request: &[u8]) -> Outcome {
+    guarded(|| core::predict_step(text_of(request)?))
+}
+
+/// Model-check a (small) scenario; `options` is JSON `{"max_states", "timeliness_steps"}`
+/// (both optional). Wall-time limits are the caller's job on wasm (the Worker can be
+/// terminated); the result is the core's `CheckResult::to_json()`.
+pub fn check(input: &[u8], format: u32, options: &[u8]) -> Outcome {
+    guarded(|| {
+        let text = text_of(input)?;
+        let format = format_of(format)?;
+        let mut opts = core::check::CheckOptions::default();
+        let raw = text_of(options)?.trim();
+        if !raw.is_empty() {
+            let o: serde_json::Value =
+                serde_json::from_str(raw).map_err(|e| SimError::config("options", e.to_string()))?;
+            let Some(map) = o.as_object() else {
+                return Err(SimError::config("options", "must be a JSON object"));
+            };
+            for (k, v) in map {
+                let n = v.as_u64().ok_or_else(|| SimError::config(format!("options.{k}"), "must be a non-negative integer"));
+                match k.as_str() {
+                    "max_states" => opts.max_states = n?.max(1),
+                    "timeliness_steps" => opts.timeliness_steps = u32::try_from(n?).unwrap_or(u32::MAX),
+                    other => {
+                        return Err(core::error::check::unknown_name(
+                            "options",
+                            "option",
+                            other,
+                            &["max_states", "timeliness_steps"],
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(core::check::check(text, format, opts)?.to_json())
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// The raw ABI (wasm32 only does this matter, but it compiles everywhere for tests).
+
+thread_local! {
+    /// Output of the last call (read by JS through `o1_out_ptr`/`o1_out_len`).
+    static OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn publish(outcome: Outcome) -> u32 {
+    let (code, text) = match outcome {
+        Ok(t) => (0, t),
+        Err(t) => (1, t),
+    };
+    OUT.with(|o| {
+        if let Ok(mut o) = o.try_borrow_mut() {
+            *o = text.into_bytes();
+        }
+    });
+    code
+}
+
+/// # Safety
+/// `ptr..ptr+len` must be memory from [`o1_alloc`] that JS filled (or `len == 0`).
+unsafe fn input<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 || ptr.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(ptr, len)
+    }
+}
+
+fn install_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Before unwinding (or aborting, in a build without exception handling) leave an
+        // InternalError envelope where JS reads output, so a trap still has a message.
+        std::panic::set_hook(Box::new(|info| {
+            let what = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".into());
+            let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            let e = internal(format!("panic in the simulation core: {what}{at}"));
+            OUT.with(|o| {
+                if let Ok(mut o) = o.try_borrow_mut() {
+                    *o = envelope(&e).into_bytes();
+                }
+            });
+        }));
+    });
+}
+
+/// Allocate `len` bytes for JS to write input into.
+#[no_mangle]
+pub extern "C" fn o1_alloc(len: usize) -> *mut u8 {
+    install_hook();
+    let mut v = Vec::<u8>::with_capacity(len);
+    let p = v.as_mut_ptr();
+    std::mem::forget(v);
+    p
+}
+
+/// Free memory from [`o1_alloc`].
+///
+/// # Safety
+/// `ptr`/`len` must come from one `o1_alloc(len)` call and be freed once.
+#[no_mangle]
+pub unsafe extern "C" fn o1_free(ptr: *mut u8, len: usize) {
+    if !ptr.is_null() {
+        drop(Vec::from_raw_parts(ptr, 0, len));
+    }
+}
+
+/// Address of the last call's output.
+#[no_mangle]
+pub extern "C" fn o1_out_ptr() -> *const u8 {
+    OUT.with(|o| o.try_borrow().map(|o| o.as_ptr()).unwrap_or(std::ptr::null()))
+}
+
+/// Length in bytes of the last call's output.
+#[no_mangle]
+pub extern "C" fn o1_out_len() -> usize {
+    OUT.with(|o| o.try_borrow().map(|o| o.len()).unwrap_or(0))
+}
+
+/// Release the last output (a large result can be tens of MB).
+#[no_mangle]
+pub extern "C" fn o1_out_clear() {
+    OUT.with(|o| {
+        if let Ok(mut o) = o.try_borrow_mut() {
+            *o = Vec::new();
+        }
+    });
+}
+
+/// ABI version: JS refuses a module with another one.
+#[no_mangle]
+pub extern "C" fn o1_abi_version() -> u32 {
+    1
+}
+
+/// See [`simulate`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_simulate(ptr: *const u8, len: usize, format: u32) -> u32 {
+    install_hook();
+    publish(simulate(input(ptr, len), format))
+}
+
+/// See [`validate`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_validate(ptr: *const u8, len: usize, format: u32) -> u32 {
+    install_hook();
+    publish(validate(input(ptr, len), format))
+}
+
+/// See [`check`].
+///
+/// # Safety
+/// See [`input`], for both buffers.
+#[no_mangle]
+pub unsafe extern "C" fn o1_check(ptr: *const u8, len: usize, format: u32, opt_ptr: *const u8, opt_len: usize) -> u32 {
+    install_hook();
+    publish(check(input(ptr, len), format, input(opt_ptr, opt_len)))
+}
+
+/// See [`predict_step`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_predict_step(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(predict_step(input(ptr, len)))
+}
+
+/// See [`presets`].
+#[no_mangle]
+pub extern "C" fn o1_presets() -> u32 {
+    install_hook();
+    publish(presets())
+}
+
+/// See [`default_scenario`].
+#[no_mangle]
+pub extern "C" fn o1_default_scenario() -> u32 {
+    install_hook();
+    publish(default_scenario())
+}
+
+/// Trigger a panic inside a guarded call (tests prove no trap reaches JS).
+#[no_mangle]
+pub extern "C" fn o1_test_panic() -> u32 {
+    install_hook();
+    publish(guarded(|| panic!("o1_test_panic")))
+}

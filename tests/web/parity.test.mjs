@@ -1,0 +1,117 @@
+// The WASM module under Node (`make test-node`): every golden scenario gives, byte for byte,
+// the JSON the Rust runner and the Python API give (tests/golden/*.json); garbage never
+// traps the module; errors carry the Python class names and the field path.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import * as o1sim from "../../web/o1sim.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const golden = `${root}tests/golden/`;
+const cases = readdirSync(golden).filter((f) => f.endsWith(".toml")).sort();
+
+await o1sim.init(readFileSync(`${root}web/pkg/o1sim.wasm`));
+
+test("there are golden cases", () => assert.ok(cases.length >= 4));
+
+for (const name of cases) {
+  test(`golden ${name}: WASM gives the same bytes as Python and the Rust runner`, () => {
+    const toml = readFileSync(golden + name, "utf8");
+    const expected = readFileSync(golden + name.replace(/\.toml$/, ".json"), "utf8");
+    const got = o1sim.simulate(toml, { format: "toml" });
+    assert.equal(got.length, expected.length);
+    assert.ok(got === expected, `${name}: first difference at ${[...got].findIndex((c, i) => c !== expected[i])}`);
+  });
+}
+
+test("the same scenario as a JS object (JSON) gives the same bytes as TOML", () => {
+  const toml = readFileSync(golden + "vllm_hand.toml", "utf8");
+  const resolved = o1sim.validate(toml, { format: "toml" }).scenario;
+  assert.equal(o1sim.simulate(resolved), readFileSync(golden + "vllm_hand.json", "utf8"));
+});
+
+test("init is idempotent and accepts a file: URL", async () => {
+  await o1sim.init(new URL("../../web/pkg/o1sim.wasm", import.meta.url));
+  assert.ok(o1sim.presets().policies.includes("vllm"));
+});
+
+test("errors carry the Python class name and the field path", () => {
+  const base = o1sim.validate(o1sim.defaultScenario(), { format: "toml" }).scenario;
+  const cases = [
+    [{ ...base, deployment: { ...base.deployment, tp: 3 } }, "ConfigError", "deployment.tp"],
+    [{ ...base, scheduler: { ...base.scheduler, block_size: 0 } }, "ConfigError", "scheduler.block_size"],
+    [{ ...base, gpu: "h2000" }, "ConfigError", "gpu"],
+    [{ ...base, model: "llama-3.1-405b", deployment: { ...base.deployment, tp: 1 } }, "InfeasibleError", null],
+  ];
+  for (const [scenario, name, field] of cases) {
+    assert.throws(() => o1sim.simulate(scenario), (e) => {
+      assert.equal(e.name, name, e.message);
+      assert.ok(e instanceof o1sim.SimError);
+      assert.equal(e.field, field);
+      return true;
+    });
+  }
+  assert.throws(() => o1sim.simulate("x = ", { format: "toml" }), (e) => e.name === "ConfigError" && e.field === "");
+});
+
+test("a panic inside the core is an InternalError, not a trap, and the module keeps working", () => {
+  assert.throws(() => o1sim._testPanic(), (e) => e.name === "InternalError" && /o1_test_panic/.test(e.message));
+  const toml = readFileSync(golden + "vllm_hand.toml", "utf8");
+  assert.equal(o1sim.simulate(toml, { format: "toml" }), readFileSync(golden + "vllm_hand.json", "utf8"));
+});
+
+test("garbage never traps the module", () => {
+  let seed = 0x2545f491;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const base = readFileSync(golden + "vllm_hand.toml", "utf8");
+  const inputs = ["", "{", "[]", "null", "\u0000\uffff", "{\"model\": {\"preset\": 3}}"];
+  for (let i = 0; i < 300; i++) {
+    const chars = [...base];
+    for (let k = 0; k < 1 + Math.floor(rnd() * 3); k++) {
+      const at = Math.floor(rnd() * chars.length);
+      const op = Math.floor(rnd() * 3);
+      if (op === 0) chars.splice(at, 1);
+      else if (op === 1) chars[at] = "0123456789-.e\"[]{}=,x "[Math.floor(rnd() * 22)];
+      else chars.length = at;
+    }
+    inputs.push(chars.join(""));
+  }
+  let errors = 0;
+  for (const text of inputs) {
+    for (const format of ["toml", "json"]) {
+      try {
+        o1sim.validate(text, { format });
+      } catch (e) {
+        assert.ok(e instanceof o1sim.SimError, `not a SimError: ${e}`);
+        assert.notEqual(e.name, "InternalError", `${e.message} for ${JSON.stringify(text)}`);
+        errors++;
+      }
+    }
+  }
+  assert.ok(errors > 300);
+});
+
+test("the model checker runs in WASM (no clock needed)", () => {
+  const scenario = readFileSync(`${root}benchmarks/check/vllm_6req.toml`, "utf8");
+  const r = o1sim.check(scenario, { format: "toml", maxStates: 200000 });
+  assert.equal(typeof r.ok, "boolean");
+  assert.ok(r.states > 0);
+  assert.equal(r.elapsed_s, 0);
+});
+
+test("optional entry points say what this build has", () => {
+  const f = o1sim.features();
+  assert.equal(f.check, true);
+  if (!f.routes) assert.throws(() => o1sim.routes({}), /not available/);
+  assert.equal(f.predictStep, true);
+});
+
+test("predictStep gives the core's prediction; bad input names the field", () => {
+  const p = o1sim.predictStep({ model: "llama-3-8b", gpu: "h200", batch: [{ new_tokens: 2048, context_tokens: 0 }] });
+  assert.ok(p.total_ms > 0 && Array.isArray(p.breakdown), JSON.stringify(p));
+  assert.throws(
+    () => o1sim.predictStep({ model: "llama-3-8b", gpu: "h200", batch: [{ new_tokens: 1, context_tokens: 0, bogus: 1 }] }),
+    (e) => e.name === "ConfigError" && e.field.startsWith("batch"),
+  );
+});

@@ -1,0 +1,318 @@
+// The page: a form that is the experiment (mirrored in the URL hash), a Worker that runs the
+// WASM core, and the results (summary table, CDFs, time series, GPU × time heatmap).
+import { Charts } from "./charts.js";
+import { TopologyPanel } from "./topology.js";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
+const form = $("#form");
+const statusEl = $("#status");
+const timings = (window.o1simTimings = { navToReadyMs: null, initMs: null, firstRunMs: null, runs: [] });
+
+// ---------------------------------------------------------------------------------------
+// Worker with request ids; a Stop (or a newer run) terminates and restarts it.
+let worker = null;
+let nextId = 1;
+const pending = new Map();
+let compiledModule = null;
+
+function startWorker() {
+  worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  worker.onmessage = (ev) => {
+    const p = pending.get(ev.data.id);
+    if (!p) return;
+    pending.delete(ev.data.id);
+    ev.data.ok ? p.resolve(ev.data) : p.reject(Object.assign(new Error(ev.data.error.message), ev.data.error));
+  };
+  worker.onerror = (ev) => {
+    for (const p of pending.values()) p.reject(new Error(`worker failed: ${ev.message}`));
+    pending.clear();
+  };
+}
+
+function ask(op, ...args) {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ id, op, args });
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Experiment presets: the core's default scenario plus a few variations of it.
+let catalog = null;
+let defaults = null; // the core's default scenario (resolved), flattened
+const PRESETS = {
+  "default (llama-3-70b tp4×2, 8×H200, azure-conv)": {},
+  "azure-code-like (long prompts, short outputs)": {
+    "workload.arrival.rate": 12, "workload.prompt.mean": 2048, "workload.prompt.sigma": 0.7,
+    "workload.prompt.max": 7500, "workload.output.mean": 28, "workload.output.sigma": 0.9, "workload.output.max": 500,
+  },
+  "bursty small (llama-3-8b on one H100, gamma cv 3)": {
+    model: "llama-3-8b", gpu: "h100", "deployment.tp": 1, "deployment.replicas": 1, "workload.num_requests": 500,
+    "workload.arrival.kind": "gamma", "workload.arrival.rate": 30, "workload.arrival.cv": 3,
+    "workload.prompt.mean": 700, "workload.prompt.sigma": 0.8, "workload.prompt.max": 4000,
+    "workload.output.mean": 128, "workload.output.sigma": 0.8, "workload.output.max": 512,
+    "slo.ttft_ms": 500, "slo.tpot_ms": 30,
+  },
+  "long context (llama-3.1-405b tp8, 8×H200)": {
+    model: "llama-3.1-405b", "deployment.tp": 8, "deployment.replicas": 1, "workload.num_requests": 100,
+    "workload.arrival.rate": 0.3, "workload.prompt.mean": 20000, "workload.prompt.sigma": 0.5,
+    "workload.prompt.max": 100000, "workload.output.mean": 300, "workload.output.sigma": 0.5, "workload.output.max": 1000,
+    "slo.ttft_ms": 10000, "slo.tpot_ms": 100,
+  },
+};
+const DEFAULT_PRESET = Object.keys(PRESETS)[0];
+const DEFAULT_POLICIES = ["orca", "vllm", "sarathi", "o1pro"];
+
+function flatten(obj, prefix = "", out = {}) {
+  for (const [k, v] of Object.entries(obj)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, key, out);
+    else out[key] = v;
+  }
+  return out;
+}
+
+function setDeep(obj, dotted, value) {
+  const parts = dotted.split(".");
+  let o = obj;
+  for (const p of parts.slice(0, -1)) o = o[p] ??= {};
+  o[parts.at(-1)] = value;
+}
+
+const fields = () => $$("[name]", form).filter((el) => !el.name.startsWith("ui."));
+
+/** The form as flat `{dotted name: value}` plus the chosen policies. */
+function readForm() {
+  const flat = {};
+  for (const el of fields()) flat[el.name] = el.value;
+  const policies = $$("#policies input:checked").map((el) => el.value);
+  return { preset: $("#preset").value, flat, policies };
+}
+
+function writeForm(flat, policies, preset) {
+  for (const el of fields()) el.value = flat[el.name] ?? "";
+  $$("#policies input").forEach((el) => (el.checked = policies.includes(el.value)));
+  if (preset !== undefined) $("#preset").value = preset;
+  form.classList.toggle("gamma", flat["workload.arrival.kind"] === "gamma");
+}
+
+function applyPreset(name) {
+  const flat = { ...defaults, ...(PRESETS[name] || {}) };
+  writeForm(flat, readForm().policies.length ? readForm().policies : DEFAULT_POLICIES, name);
+}
+
+/** One scenario object per chosen policy (the form's numbers as numbers, blanks left out). */
+function scenarios(state) {
+  const base = {};
+  for (const el of fields()) {
+    const raw = state.flat[el.name];
+    if (raw === "" || raw === undefined) continue;
+    if (el.name === "workload.arrival.cv" && state.flat["workload.arrival.kind"] !== "gamma") continue;
+    const isNum = el.type === "number";
+    setDeep(base, el.name, isNum ? Number(raw) : raw);
+  }
+  base.workload.prompt = { kind: "lognormal", ...base.workload.prompt };
+  base.workload.output = { kind: "lognormal", ...base.workload.output };
+  base.name = `web: ${state.preset}`;
+  if (topology.enabled) {
+    const t = topology.value();
+    if (t !== undefined) base.topology = t;
+  }
+  return state.policies.map((policy) => {
+    const s = structuredClone(base);
+    s.scheduler = { ...(s.scheduler || {}), policy };
+    return { label: policy, scenario: s };
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// URL hash: the whole experiment, readable (`#model=llama-3-8b&deployment.tp=2&…`).
+function toHash(state) {
+  const p = new URLSearchParams();
+  p.set("preset", state.preset);
+  p.set("policies", state.policies.join(","));
+  for (const [k, v] of Object.entries(state.flat)) if (String(v) !== String(defaults[k] ?? "")) p.set(k, v);
+  if (topology.enabled && topology.dirty()) p.set("topology", JSON.stringify(topology.value()));
+  return "#" + p.toString();
+}
+
+function fromHash(hash) {
+  const p = new URLSearchParams(hash.replace(/^#/, ""));
+  const preset = PRESETS[p.get("preset")] ? p.get("preset") : DEFAULT_PRESET;
+  const flat = { ...defaults };
+  for (const [k, v] of p) if (k !== "preset" && k !== "policies" && k !== "topology") flat[k] = v;
+  const policies = p.has("policies") ? p.get("policies").split(",").filter(Boolean) : DEFAULT_POLICIES;
+  writeForm(flat, policies, preset);
+  if (topology.enabled && p.has("topology")) {
+    try { topology.load(JSON.parse(p.get("topology"))); } catch { /* ignore a broken link */ }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors next to the field they name: the longest `data-for` that is a prefix of the path.
+function clearErrors() {
+  $$(".field-error").forEach((el) => (el.textContent = ""));
+  $$(".invalid").forEach((el) => el.classList.remove("invalid"));
+}
+
+function showError(err) {
+  const field = err.field ?? "";
+  const slots = $$(".field-error").filter((el) => {
+    const f = el.dataset.for;
+    return f !== "" && (field === f || field.startsWith(f + ".") || field.startsWith(f + "["));
+  });
+  slots.sort((a, b) => b.dataset.for.length - a.dataset.for.length);
+  let slot = slots[0] || $("#general-error");
+  if (field.startsWith("topology") && topology.enabled) slot = topology.errorSlot(field) || slot;
+  const line = `${err.name}: ${err.message}`;
+  if (!slot.textContent.includes(line)) slot.textContent += (slot.textContent ? "\n" : "") + line;
+  const input = $$("[name]", form).find((el) => el.name === field) || (slot !== $("#general-error") && $(`[name="${slot.dataset.for}"]`));
+  if (input) input.classList.add("invalid");
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs: the latest request wins; a run in flight when a newer one starts is abandoned.
+let runSeq = 0;
+let running = false;
+let queued = false;
+const charts = new Charts({
+  ttft: $("#cdf-ttft"), tpot: $("#cdf-tpot"), kv: $("#ts-kv"), queue: $("#ts-queue"),
+  heatmap: $("#heatmap"), policySelect: $("#ts-policy"),
+});
+
+async function run() {
+  if (running) { queued = true; return; }
+  running = true;
+  const seq = ++runSeq;
+  const state = readForm();
+  history.replaceState(null, "", toHash(state));
+  clearErrors();
+  const list = state.policies.length ? scenarios(state) : [];
+  $("#scenario-json").textContent = list.length ? JSON.stringify(list[0].scenario, null, 2) : "";
+  if (!list.length) {
+    showError({ name: "ConfigError", message: "choose at least one policy", field: "scheduler.policy" });
+    running = false;
+    return;
+  }
+  statusEl.textContent = "running…";
+  const t0 = performance.now();
+  try {
+    const reply = await ask("runAll", list);
+    const wall = performance.now() - t0;
+    const results = reply.result;
+    const coreMs = results.reduce((a, r) => a + (r.ms || 0), 0);
+    timings.runs.push({ wallMs: wall, coreMs });
+    if (timings.firstRunMs === null) timings.firstRunMs = wall;
+    for (const r of results) if (!r.ok) showError(r.error);
+    const n = results.filter((r) => r.ok).length;
+    // Nothing ran: keep the last results on screen, dimmed, next to the errors.
+    $("#results").classList.toggle("stale", n === 0);
+    if (n > 0) {
+      renderSummary(results);
+      charts.render(results.filter((r) => r.ok));
+    }
+    statusEl.textContent = `${n}/${results.length} policies simulated in ${coreMs.toFixed(1)} ms (core, WASM) · ${wall.toFixed(1)} ms end to end`;
+    $("#run-info").textContent = `seed ${state.flat.seed}, ${state.flat["workload.num_requests"]} requests`;
+    document.body.dataset.runs = String(seq);
+  } catch (e) {
+    showError(e);
+    statusEl.textContent = "failed";
+  } finally {
+    running = false;
+    if (queued) { queued = false; run(); }
+  }
+}
+
+const fmt = (v, d = 1) => (v === null || v === undefined || Number.isNaN(v) ? "—" : Number(v).toFixed(d));
+const pct = (v) => (v === null || v === undefined ? "—" : `${(100 * v).toFixed(1)}%`);
+
+function renderSummary(results) {
+  const body = $("#summary tbody");
+  body.textContent = "";
+  for (const r of results) {
+    const tr = document.createElement("tr");
+    tr.dataset.policy = r.label;
+    if (!r.ok) {
+      tr.innerHTML = `<td>${r.label}</td><td class="error" colspan="11"></td>`;
+      tr.lastChild.textContent = `${r.error.name}: ${r.error.message}`;
+      body.append(tr);
+      continue;
+    }
+    const s = r.summary;
+    const cells = [
+      ["ttft_p50", s.ttft_ms?.p50, fmt], ["ttft_p99", s.ttft_ms?.p99, fmt],
+      ["tpot_p50", s.tpot_ms?.p50, (v) => fmt(v, 2)], ["tpot_p99", s.tpot_ms?.p99, (v) => fmt(v, 2)],
+      ["e2e_p99", s.e2e_ms?.p99, fmt], ["throughput_rps", s.throughput_rps, (v) => fmt(v, 2)],
+      ["goodput_rps", s.goodput_rps, (v) => fmt(v, 2)], ["slo_attainment", s.slo_attainment, pct],
+      ["kv_utilization_mean", s.kv_utilization_mean, pct], ["preemptions", s.preemptions, (v) => fmt(v, 0)],
+      ["rejected", s.rejected, (v) => fmt(v, 0)],
+    ];
+    const name = document.createElement("td");
+    name.textContent = r.label;
+    tr.append(name);
+    for (const [key, value, f] of cells) {
+      const td = document.createElement("td");
+      td.dataset.key = key;
+      if (value !== undefined && value !== null) td.dataset.value = String(value);
+      td.textContent = f(value);
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+const topology = new TopologyPanel($("#topology-body"), () => schedule());
+
+let debounce = null;
+function schedule() {
+  if (!$("#live").checked) return;
+  clearTimeout(debounce);
+  debounce = setTimeout(run, 120);
+}
+
+async function main() {
+  startWorker();
+  const t0 = performance.now();
+  const wasmUrl = new URL("./pkg/o1sim.wasm", import.meta.url).href;
+  const { result } = await ask("init", wasmUrl);
+  timings.initMs = performance.now() - t0;
+  catalog = result.presets;
+  defaults = flatten(result.defaultScenario);
+  delete defaults.name;
+  delete defaults["scheduler.policy"];
+
+  const opts = (sel, names) => { sel.innerHTML = names.map((n) => `<option>${n}</option>`).join(""); };
+  opts($("[name=model]"), catalog.models.map((m) => m.name));
+  opts($("[name=gpu]"), catalog.gpus.map((g) => g.name));
+  opts($("[name='deployment.router']"), catalog.routers);
+  opts($("#preset"), Object.keys(PRESETS));
+  $("#policies").innerHTML = catalog.policies
+    .map((p) => `<label><input type="checkbox" value="${p}"> ${p}</label>`).join("");
+  topology.init(catalog, result.features);
+
+  if (location.hash.length > 1) fromHash(location.hash);
+  else applyPreset(DEFAULT_PRESET);
+
+  $("#preset").addEventListener("change", (e) => { applyPreset(e.target.value); schedule(); });
+  form.addEventListener("input", (e) => {
+    if (e.target.id === "preset" || e.target.id === "live") return;
+    form.classList.toggle("gamma", $("[name='workload.arrival.kind']").value === "gamma");
+    schedule();
+  });
+  form.addEventListener("submit", (e) => { e.preventDefault(); run(); });
+  $("#share").addEventListener("click", () => navigator.clipboard?.writeText(location.href));
+  window.addEventListener("hashchange", () => { fromHash(location.hash); run(); });
+  $("#run").disabled = false;
+  statusEl.textContent = `core loaded in ${timings.initMs.toFixed(1)} ms`;
+  await run();
+  timings.navToReadyMs = performance.now();
+  document.body.dataset.ready = "1";
+}
+
+main().catch((e) => {
+  statusEl.textContent = `failed to start: ${e.message}`;
+  $("#general-error").textContent = `${e.name || "Error"}: ${e.message}`;
+});

@@ -1,0 +1,78 @@
+// The page's simulation worker: owns the WASM instance so runs never block the UI thread.
+// Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
+//               | predictStep | routes
+// Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}}
+import * as o1sim from "./o1sim.js";
+
+let ready = null;
+
+// What the page needs from one result (the full text stays here unless asked for).
+function digest(text) {
+  const r = JSON.parse(text);
+  const q = r.requests;
+  const ttft = [];
+  const tpot = [];
+  const e2e = [];
+  for (let i = 0; i < q.request_id.length; i++) {
+    if (q.status[i] !== 0) continue;
+    const a = q.arrival_ms[i];
+    const f = q.first_token_ms[i];
+    const d = q.finish_ms[i];
+    ttft.push(f - a);
+    e2e.push(d - a);
+    if (q.output_tokens[i] > 1) tpot.push((d - f) / (q.output_tokens[i] - 1));
+  }
+  const num = (a, b) => a - b;
+  return {
+    summary: r.summary,
+    deployment: r.deployment,
+    timeseries: r.timeseries,
+    cdf: { ttft: ttft.sort(num), tpot: tpot.sort(num), e2e: e2e.sort(num) },
+    bytes: text.length,
+  };
+}
+
+const ops = {
+  async init(src) {
+    const t0 = performance.now();
+    await o1sim.init(src);
+    return {
+      initMs: performance.now() - t0,
+      features: o1sim.features(),
+      presets: o1sim.presets(),
+      defaultScenario: o1sim.validate(o1sim.defaultScenario(), { format: "toml" }).scenario,
+    };
+  },
+  simulate: (scenario, opts) => o1sim.simulate(scenario, opts),
+  // Run one scenario per label; each entry is a digest or an error, so one bad policy does
+  // not hide the others.
+  runAll(list) {
+    return list.map(({ label, scenario }) => {
+      const t0 = performance.now();
+      try {
+        const d = digest(o1sim.simulate(scenario));
+        return { label, ok: true, ms: performance.now() - t0, ...d };
+      } catch (e) {
+        return { label, ok: false, error: { name: e.name, message: e.message, field: e.field ?? null } };
+      }
+    });
+  },
+  validate: (scenario, opts) => o1sim.validate(scenario, opts),
+  check: (scenario, opts) => o1sim.check(scenario, opts),
+  predictStep: (request) => o1sim.predictStep(request),
+  routes: (scenario) => o1sim.routes(scenario),
+};
+
+self.onmessage = async (ev) => {
+  const { id, op, args = [] } = ev.data;
+  const t0 = performance.now();
+  try {
+    if (op === "init") ready = ops.init(...args);
+    else if (!ready) throw new Error("worker: init first");
+    await ready;
+    const result = op === "init" ? await ready : await ops[op](...args);
+    self.postMessage({ id, ok: true, result, ms: performance.now() - t0 });
+  } catch (e) {
+    self.postMessage({ id, ok: false, error: { name: e.name, message: e.message, field: e.field ?? null } });
+  }
+};
