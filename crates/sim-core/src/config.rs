@@ -226,6 +226,12 @@ impl Scenario {
             return Err(check::unknown_name("deployment.router", "router", &d.router, ROUTERS));
         }
         check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
+        if d.dispatch_timeout_ms > 1e12 {
+            return Err(SimError::config(
+                "deployment.dispatch_timeout_ms",
+                format!("must be at most 1e12 ms, about 31.7 years (got {})", d.dispatch_timeout_ms),
+            ));
+        }
 
         let s = &self.scheduler;
         if !POLICIES.contains(&s.policy.as_str()) {

@@ -20,6 +20,11 @@ use crate::request::{Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
 use crate::workload::RequestSpec;
 
+/// Longest simulated time a run may reach: 10⁹ s (about 31.7 years). Beyond it a rate,
+/// latency or cost in the scenario is out of any realistic range, and the run stops with an
+/// error instead of letting nanosecond sums approach `u64::MAX`.
+pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000_000;
+
 /// One model replica.
 pub struct Replica {
     pub sched: SchedState,
@@ -173,6 +178,16 @@ impl Engine {
                 (None, Some(s)) => s,
                 (Some(a), Some(s)) => a.min(s),
             };
+            if t > MAX_TIME_NS {
+                return Err(SimError::Stalled {
+                    message: format!(
+                        "simulated time passed 10^9 s ({:.3e} s) with {} request(s) unfinished: a rate, latency \
+                         or cost in the scenario is outside any realistic range",
+                        t as f64 / 1e9,
+                        self.reqs.len() as u64 - self.done_requests
+                    ),
+                });
+            }
             self.now_ns = t;
             while let Some(Reverse((ts, _, rep))) = self.heap.peek().copied() {
                 if ts != t {
@@ -204,7 +219,7 @@ impl Engine {
         if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() {
             // Nothing more can happen: whatever is still in the router queue times out.
             while let Some(id) = self.dispatch.pop_front() {
-                let deadline = self.reqs[id as usize].arrival_ns + self.dispatch_timeout_ns;
+                let deadline = self.reqs[id as usize].arrival_ns.saturating_add(self.dispatch_timeout_ns);
                 self.reject(id, Reason::DispatchQueueFull, deadline);
             }
             if !self.is_done() {
@@ -277,7 +292,7 @@ impl Engine {
     /// step boundaries, where this runs, so the lazy check is exact.
     pub(crate) fn drain_dispatch(&mut self) {
         while let Some(&id) = self.dispatch.front() {
-            let deadline = self.reqs[id as usize].arrival_ns + self.dispatch_timeout_ns;
+            let deadline = self.reqs[id as usize].arrival_ns.saturating_add(self.dispatch_timeout_ns);
             if self.now_ns > deadline {
                 self.dispatch.pop_front();
                 self.reject(id, Reason::DispatchQueueFull, deadline);
@@ -372,7 +387,9 @@ impl Engine {
             context_sum_after: sh.ctx_after,
             sampled: sh.sampled,
         };
-        let dur = self.perf.step_ns(&shape).max(1);
+        // Clamped so that nanosecond sums stay far from u64::MAX; a step this long ends the
+        // run at the time horizon anyway.
+        let dur = self.perf.step_ns(&shape).clamp(1, MAX_TIME_NS);
         replica.busy = true;
         replica.step_start_ns = now;
         // Metrics of the step (KV state as allocated for it).
@@ -381,7 +398,7 @@ impl Engine {
         let kv_usage = used_units as f64 / total;
         let s = &mut replica.stats;
         s.steps += 1;
-        s.busy_ns += dur;
+        s.busy_ns = s.busy_ns.saturating_add(dur);
         s.kv_usage_ns += kv_usage * dur as f64;
         s.kv_peak = s.kv_peak.max(kv_usage);
         s.prefill_tokens += sh.prefill_tokens;

@@ -111,3 +111,22 @@ fn orca_never_preempts() {
     assert_eq!(res.summary["preemptions"], 0);
     assert_eq!(res.summary["finished"], 3);
 }
+
+#[test]
+fn absurd_costs_and_rates_stop_with_an_error_not_an_overflow() {
+    // A step cost of 1e300 ms, and an arrival rate of 1e-300 req/s: both push simulated time
+    // past any u64 nanosecond count. The run must end with a clear error (debug builds panic
+    // on overflow, so this also proves no sum overflows).
+    let mut v: serde_json::Value = serde_json::from_str(&scenario("vllm", 8, 8, &[(0, 5, 3, 0)], 1)).unwrap();
+    v["cost_model"]["base_ms"] = json!(1e300);
+    let e = sim_core::simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_err();
+    assert_eq!(e.kind_name(), "StallError", "{e}");
+    assert!(e.to_string().contains("10^9 s"), "{e}");
+    let slow = json!({"model": "llama-3-8b", "gpu": "h200", "workload": {"num_requests": 3,
+        "arrival": {"kind": "poisson", "rate": 1e-300}, "prompt": {"kind": "fixed", "value": 8},
+        "output": {"kind": "fixed", "value": 2}}});
+    match sim_core::simulate(&slow.to_string(), Format::Json, SimOptions::default()) {
+        Err(e) => assert!(matches!(e.kind_name(), "StallError" | "ConfigError"), "{e}"),
+        Ok(r) => panic!("a request arriving after 1e300 s cannot finish: {}", r.summary),
+    }
+}

@@ -111,11 +111,9 @@ fn every_field_set_to_every_nasty_value_gives_an_error_or_a_result() {
                 assert_clean(&what, &v);
                 tried += 1;
                 // Simulate only what validates and stays small (a nasty value may legally
-                // ask for a million requests). Not 1e308 either: a cost-model constant that
-                // large (or a rate of 1e-300) makes a time outlast u64 nanoseconds; the sums
-                // overflow (a panic with debug assertions, wrapping in release and wasm
-                // builds); bounding those fields belongs to the core's validation.
-                let huge = ["18446744073709551615", "4294967297", "e+308", "e308", "e-300"];
+                // ask for billions of requests). Absurd rates and costs (1e308, 1e-300) are
+                // simulated: the core stops them at its 10^9 s time horizon with an error.
+                let huge = ["18446744073709551615", "4294967297"];
                 if v.is_ok() && !huge.iter().any(|h| input.contains(h)) {
                     assert_clean(&what, &sim_wasm::simulate(input.as_bytes(), 0));
                     simulated += 1;
