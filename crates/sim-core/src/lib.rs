@@ -18,6 +18,7 @@ pub mod perf;
 pub mod request;
 pub mod rng;
 pub mod sched;
+pub mod topo;
 pub mod workload;
 
 mod api;
