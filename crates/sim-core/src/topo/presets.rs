@@ -7,7 +7,8 @@
 //!   (NVLink: A100 300, H100/H200 450 GB/s per direction, 1 µs).
 //! * `2x-hgx-h200-ib`, `4x-hgx-h200-ib`: per node `nK.gpu0…7` on `nK.nvswitch0` as above,
 //!   each GPU on its own NIC `nK.nicJ` over PCIe Gen5 (64 GB/s, 1 µs), NIC J of every node on
-//!   rail switch `ibJ` (400 Gb/s = 50 GB/s, 1 µs): 8 rails.
+//!   rail switch `ibJ` (400 Gb/s = 50 GB/s, 1 µs): 8 rails. Any `Nx-hgx-h200-ib` with
+//!   N in 1..=256 is accepted (`64x-hgx-h200-ib`: 512 GPUs).
 //! * `pcie-4x-l40s`: `gpu0`…`gpu3` on a host PCIe root `host0` (Gen4 x16: 32 GB/s, 1.5 µs).
 
 use super::{LinkKind, LinkSpec, NodeKind, NodeSpec, RoutingSpec, TopologyTable};
@@ -79,7 +80,14 @@ pub fn preset(name: &str) -> Option<TopologyTable> {
                 t.links.push(link(&format!("gpu{i}"), "host0", LinkKind::Pcie, 32.0, 1.5));
             }
         }
-        _ => return None,
+        other => {
+            // `Nx-hgx-h200-ib` for any N in 1..=256 (64x-hgx-h200-ib: 512 GPUs).
+            let n: usize = other.strip_suffix("x-hgx-h200-ib")?.parse().ok()?;
+            if !(1..=256).contains(&n) {
+                return None;
+            }
+            t = multi_node(n, 8);
+        }
     }
     Some(t)
 }
