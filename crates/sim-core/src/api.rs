@@ -104,6 +104,8 @@ impl SimResult {
     pub fn to_json(&self) -> String { serde_json::to_string(self).unwrap_or_default() }
     pub fn summary_json(&self) -> String { serde_json::to_string(&self.summary).unwrap_or_default() }
     pub fn steps_json(&self) -> String { serde_json::to_string(&self.steps).unwrap_or_default() }
+    /// The per-link table as JSON columns (`None` without a topology).
+    pub fn links_json(&self) -> Option<String> { self.links.as_ref().map(|l| serde_json::to_string(l).unwrap_or_default()) }
 }
 
 
