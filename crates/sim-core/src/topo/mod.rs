@@ -22,7 +22,6 @@ pub mod route;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use petgraph::graph::{NodeIndex, UnGraph};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
@@ -172,10 +171,10 @@ pub struct Topology {
     pub index: BTreeMap<String, u32>,
     /// Unordered node pair → link index.
     pub pair: BTreeMap<(u32, u32), u32>,
-    /// Node weights are node indices, edge weights link indices (same numbering).
-    pub graph: UnGraph<u32, u32>,
     /// B_min of RTMPv2: the smallest nominal link bandwidth, GB/s.
     pub b_min: f64,
+    /// Per node: (neighbour, link), in link order (for the routing's Dijkstra).
+    pub adj: Vec<Vec<(u32, u32)>>,
 }
 
 fn key(a: u32, b: u32) -> (u32, u32) {
@@ -256,8 +255,8 @@ impl Topology {
             routing,
             index,
             pair: BTreeMap::new(),
-            graph: UnGraph::default(),
             b_min: f64::INFINITY,
+            adj: Vec::new(),
         };
         for l in base_links {
             let (a, b) = (t.index[&l.src], t.index[&l.dst]);
@@ -292,11 +291,10 @@ impl Topology {
                 }
             }
         }
-        for i in 0..t.nodes.len() {
-            t.graph.add_node(i as u32);
-        }
+        t.adj = vec![Vec::new(); t.nodes.len()];
         for (i, l) in t.links.iter().enumerate() {
-            t.graph.add_edge(NodeIndex::new(l.src as usize), NodeIndex::new(l.dst as usize), i as u32);
+            t.adj[l.src as usize].push((l.dst, i as u32));
+            t.adj[l.dst as usize].push((l.src, i as u32));
         }
         t.b_min = t.links.iter().map(|l| l.nominal_gbps).fold(f64::INFINITY, f64::min);
         Ok(t)

@@ -78,7 +78,7 @@ fn ring_allreduce_on_4_and_8_gpus_by_hand() {
     assert!(close(tree.a, 12e-6) && close(tree.b, 2.0 / 225e9), "{tree:?}");
     assert!(tree.at(1e3) < eight.at(1e3) && eight.at(1e9) < tree.at(1e9));
     // The same numbers as the execution-time model's own ring (2(p−1)/p·n/bw + 2(p−1)·hop).
-    let c = Comm::build(&t, &mut r, &[g.clone()], 80.0).unwrap();
+    let c = Comm::build(&t, &mut r, std::slice::from_ref(&g), 80.0).unwrap();
     assert!(close(c.step_s(1.0, 8192.0), 160.0 * tree.at(16384.0).min(eight.at(16384.0))));
 }
 
