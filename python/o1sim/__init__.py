@@ -19,6 +19,7 @@ from .api import (
     check,
     Result,
     Scenario,
+    Simulation,
     StepPrediction,
     calibration_fidelity,
     default_scenario,
@@ -28,6 +29,7 @@ from .api import (
     simulate,
     status_names,
 )
+from .topology import Topology, routes, topology_presets
 from .errors import ConfigError, InfeasibleError, InternalError, SimError, StallError
 
 __all__ = [
@@ -43,6 +45,10 @@ __all__ = [
     "OpTime",
     "calibration_fidelity",
     "Scenario",
+    "Simulation",
+    "Topology",
+    "routes",
+    "topology_presets",
     "Result",
     "Progress",
     "presets",

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _core
 from .errors import config_error
+from .topology import Topology, resolve_topology
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,6 +42,7 @@ __all__ = [
     "Result",
     "Scenario",
     "ScenarioLike",
+    "Simulation",
     "default_scenario",
     "presets",
     "reason_names",
@@ -187,7 +189,15 @@ class Scenario:
         suffix = p.suffix.lower()
         if suffix not in (".toml", ".json"):
             raise config_error("", f"{p}: unknown scenario file type '{suffix}' (expected .toml or .json)")
-        return cls.from_text(p.read_text(encoding="utf-8"), suffix[1:], source=str(p))
+        sc = cls.from_text(p.read_text(encoding="utf-8"), suffix[1:], source=str(p))
+        # A `topology` file path is read here, relative to the scenario file (the core
+        # reads no files); the scenario then travels as a dict.
+        data = sc.to_dict()
+        if resolve_topology(data, p.parent):
+            resolved = cls(data)
+            resolved.source = sc.source
+            return resolved
+        return sc
 
     @classmethod
     def default(cls) -> Scenario:
@@ -223,7 +233,11 @@ class Scenario:
         if self._text is not None:
             return self._text, self._format
         assert self._data is not None
-        return _encode(self._data), "json"
+        data = self._data
+        if "topology" in data and (isinstance(data["topology"], (Topology, os.PathLike)) or isinstance(data["topology"], str)):
+            data = dict(data)
+            resolve_topology(data, Path.cwd())
+        return _encode(data), "json"
 
     def validate(self) -> dict[str, Any]:
         """Validate with the core. Returns ``{"scenario": …, "deployment": …}``: the scenario
@@ -307,6 +321,18 @@ class Result:
         return self._raw.timeseries_interval_ms
 
     @cached_property
+    def links(self) -> Optional[pd.DataFrame]:
+        """Per-link table (with a topology; else None): ``src, dst, kind, bandwidth_gbps``
+        (at the end), ``nominal_gbps, latency_us, up, bytes`` (carried, both directions) and
+        ``utilization`` (bytes / (nominal bandwidth × 2 directions × run time))."""
+        import pandas as pd
+
+        text = self._raw.links_json()
+        if text is None:
+            return None
+        return pd.DataFrame(json.loads(text))
+
+    @cached_property
     def steps(self) -> list[dict[str, Any]]:
         """Every scheduler step, as dicts (needs ``simulate(..., record_steps=True)``)."""
         if not self._record_steps:
@@ -377,6 +403,51 @@ def simulate(
             progress(Progress(*sim.progress()))
         progress(Progress(*sim.progress()))
     return Result(sim.finish(), record_steps=record_steps, scenario=sc)
+
+
+class Simulation:
+    """A simulation advanced step by step, whose topology can change while it runs.
+
+    >>> sim = Simulation(scenario)               # with a ``topology`` section
+    >>> sim.run_events(10_000)                  # part way
+    >>> sim.inject_topology(events=[{"at_s": 0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"}])
+    >>> result = sim.finish()
+    """
+
+    def __init__(self, scenario: ScenarioLike, *, record_steps: bool = False) -> None:
+        self.scenario = _as_scenario(scenario)
+        text, fmt = self.scenario.payload()
+        self._record_steps = record_steps
+        self._sim = _core.Simulation(text, fmt, record_steps, False)
+
+    def run_events(self, max_events: int) -> bool:
+        """Process at most ``max_events`` events; True when the run is complete."""
+        return self._sim.run_events(max_events)
+
+    @property
+    def progress(self) -> Progress:
+        return Progress(*self._sim.progress())
+
+    def inject_topology(
+        self, topology: Any = None, *, events: Optional[Sequence[Mapping[str, Any]]] = None
+    ) -> None:
+        """Change the fabric now: apply ``events`` (as in a scenario's ``events``; times
+        in the past apply now, later ones when due) and/or swap in a whole new ``topology``
+        (preset name, dict, :class:`o1sim.Topology` or file path; the placement's GPU ids
+        must exist in it). Routes are re-evaluated, in-flight KV transfers re-costed,
+        replicas that lost a peer stopped and their requests moved to the others."""
+        if topology is None and events is None:
+            raise TypeError("inject_topology() needs a topology and/or events")
+        if topology is not None:
+            holder: dict[str, Any] = {"topology": topology}
+            resolve_topology(holder, Path.cwd())
+            self._sim.inject_topology(json.dumps(_jsonable(holder["topology"], "topology"), allow_nan=False))
+        if events is not None:
+            self._sim.inject_topology(json.dumps(_jsonable(list(events), "events"), allow_nan=False))
+
+    def finish(self) -> Result:
+        """Run to the end and return the :class:`Result` (once)."""
+        return Result(self._sim.finish(), record_steps=self._record_steps, scenario=self.scenario)
 
 
 def presets() -> dict[str, Any]:

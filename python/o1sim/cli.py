@@ -222,6 +222,18 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
         lat.add_row(name, *(_num(_get(s, f"{key}.{q}"), 2) for q in ("mean", "p50", "p90", "p99")))
     out.print(lat)
 
+    topo = _get(s, "topology")
+    if isinstance(topo, Mapping):
+        t = Table(title="topology", show_header=False, title_justify="left")
+        t.add_column("metric", style="bold")
+        t.add_column("value", justify="right")
+        for label, key in (("events applied", "events_applied"), ("route changes", "route_changes"),
+                           ("replicas stopped", "stopped_replicas"), ("requests moved", "moved_requests"),
+                           ("KV transfers", "kv_transfers")):
+            t.add_row(label, _num(topo.get(key)))
+        t.add_row("KV transfer ms mean / p99", f"{_num(_get(topo, 'kv_transfer_ms.mean'), 3)} / {_num(_get(topo, 'kv_transfer_ms.p99'), 3)}")
+        out.print(t)
+
     rej = _get(s, "rejections")
     if isinstance(rej, Mapping) and any(rej.values()):
         t = Table(title="rejections by reason", title_justify="left")
@@ -646,6 +658,31 @@ def web_cmd(port: int, host: str, directory: Optional[Path]) -> None:
         pass
     finally:
         server.server_close()
+
+
+@main.command(name="routes")
+@click.argument("topology")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
+@_handle_errors
+def routes_cmd(topology: str, src: str, dst: str, as_json: bool) -> None:
+    """RTMPv2 candidate routes from SRC to DST on TOPOLOGY (a preset name, a .toml/.json
+    file, or an inline TOML table), with bandwidth, latency, score, the chosen route and
+    the Pareto frontier."""
+    from .topology import routes
+
+    cands = routes(_preset_or_table(topology), src, dst)
+    if as_json:
+        click.echo(json.dumps(cands, indent=2))
+        return
+    table = Table(title=f"routes {src} → {dst}", title_justify="left")
+    for col, just in (("", "left"), ("path", "left"), ("GB/s", "right"), ("µs", "right"), ("score", "right"), ("frontier", "left")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for c in cands:
+        table.add_row("✓" if c["chosen"] else "", " → ".join(c["path"]), f"{c['bandwidth_gbps']:,.4g}", f"{c['latency_us']:,.4g}",
+                      f"{c['score']:.4f}", "yes" if c["frontier"] else "")
+    _out().print(table)
 
 
 if __name__ == "__main__":  # pragma: no cover

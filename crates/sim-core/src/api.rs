@@ -93,6 +93,9 @@ pub struct SimResult {
     pub summary: serde_json::Value,
     pub requests: RequestColumns,
     pub timeseries: TimeSeries,
+    /// Per-link table (only with a topology): bytes carried and utilisation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links: Option<crate::fabric::LinkTable>,
     #[serde(skip)]
     pub steps: Vec<StepRecord>,
 }
@@ -101,6 +104,8 @@ impl SimResult {
     pub fn to_json(&self) -> String { serde_json::to_string(self).unwrap_or_default() }
     pub fn summary_json(&self) -> String { serde_json::to_string(&self.summary).unwrap_or_default() }
     pub fn steps_json(&self) -> String { serde_json::to_string(&self.steps).unwrap_or_default() }
+    /// The per-link table as JSON columns (`None` without a topology).
+    pub fn links_json(&self) -> Option<String> { self.links.as_ref().map(|l| serde_json::to_string(l).unwrap_or_default()) }
 }
 
 
@@ -156,9 +161,17 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let specs = scenario.workload.generate(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
-    let perf = StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
-        .map_err(|e| e.under("cost_model"))?
-        .with_block_size(s.block_size);
+    let perf = if scenario.topology.is_some() {
+        StepCostModel::new_external_comm(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
+    } else {
+        StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
+    }
+    .map_err(|e| e.under("cost_model"))?
+    .with_block_size(s.block_size);
+    let fabric = match &scenario.topology {
+        None => None,
+        Some(input) => Some(build_fabric(&scenario, input, &model, plan.kv_bytes_per_token)?),
+    };
     let deployment = serde_json::json!({
         "model": model,
         "gpu": gpu,
@@ -173,8 +186,35 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
         "max_model_len": max_model_len,
         "memory": plan,
     });
-    let engine = Engine::new(&scenario, perf, blocks, max_model_len, specs, options);
+    let mut deployment = deployment;
+    let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, specs, options);
+    if let Some(f) = fabric {
+        let ids = |stages: &Vec<Vec<u32>>| -> Vec<String> {
+            stages.iter().flatten().map(|&g| f.topo.nodes[g as usize].id.clone()).collect()
+        };
+        deployment["placement"] = serde_json::json!(f.placement.iter().map(ids).collect::<Vec<_>>());
+        engine.attach_fabric(f);
+    }
     Ok(Built { scenario, deployment, engine })
+}
+
+/// The topology side of a scenario: resolve, place, price, resolve the events.
+fn build_fabric(
+    scenario: &Scenario,
+    input: &crate::topo::TopologyInput,
+    model: &crate::catalog::Model,
+    kv_bytes_per_token_gpu: f64,
+) -> Result<crate::fabric::Fabric> {
+    use crate::topo::{events, placement, Topology};
+    let topo = Topology::from_input(input).map_err(|e| e.under("topology"))?;
+    let d = &scenario.deployment;
+    let placement = match &d.placement {
+        Some(lists) => placement::explicit(&topo, lists, d.tp, d.pp, d.replicas)?,
+        None => placement::auto(&topo, d.tp, d.pp, d.replicas)?,
+    };
+    let evs = events::resolve(&topo, &scenario.events)?;
+    let prefill = if scenario.scheduler.policy == "disagg" { d.prefill_replicas.unwrap_or(1) as usize } else { 0 };
+    crate::fabric::Fabric::new(topo, evs, placement, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill)
 }
 
 /// Run `f`, turning a panic into `SimError::Internal` so none crosses into a front end.
@@ -236,6 +276,39 @@ impl Simulation {
         Ok(())
     }
 
+    /// Change the topology of a running simulation at its current time: `json` is either a
+    /// list of events (as in the scenario's `events`; times before now apply now) or a whole
+    /// topology entry (preset name or table) that replaces the current one (the placement's
+    /// GPU ids must exist in it). Routes are re-evaluated, in-flight transfers re-costed,
+    /// replicas that lost a peer stopped and their requests moved.
+    pub fn inject_topology(&mut self, json: &str) -> Result<()> {
+        guard(|| {
+            let engine = &mut self.built.engine;
+            let now = engine.now_ns;
+            let Some(f) = engine.fabric.as_mut() else {
+                return Err(SimError::config("topology", "this simulation has no topology to change (add a `topology` section)"));
+            };
+            let value: serde_json::Value =
+                serde_json::from_str(json).map_err(|e| SimError::config("", format!("invalid JSON: {e}")))?;
+            let stopped = if value.is_array() {
+                let specs: Vec<crate::topo::events::EventSpec> = serde_path_to_error::deserialize(value).map_err(|e| {
+                    SimError::config(format!("events{}", e.path().to_string().trim_start_matches('.')), e.into_inner())
+                })?;
+                let evs = crate::topo::events::resolve(&f.topo, &specs)?;
+                f.inject(evs, now);
+                f.apply_due(now)
+            } else {
+                let t = crate::topo::Topology::from_json(json).map_err(|e| e.under("topology"))?;
+                f.swap(now, t)?
+            };
+            engine.apply_stopped(stopped);
+            engine.drain_dispatch();
+            engine.kick_idle()?;
+            self.done = false;
+            Ok(())
+        })
+    }
+
     /// The engine (for invariant checks in tests and the model checker).
     pub fn engine(&self) -> &Engine {
         &self.built.engine
@@ -249,7 +322,9 @@ impl Simulation {
 }
 
 fn collect(built: Built) -> SimResult {
-    let Built { scenario, deployment, engine } = built;
+    let Built { scenario, deployment, mut engine } = built;
+    let end_ns = engine.reqs.iter().map(|r| r.finish_ns).filter(|&t| t != crate::request::NO_TIME).max().unwrap_or(0);
+    let fabric = engine.fabric.take();
     let reqs = &engine.reqs;
     let ms = |ns: u64| if ns == crate::request::NO_TIME { f64::NAN } else { ns as f64 / 1e6 };
     let mut cols = RequestColumns::default();
@@ -279,7 +354,11 @@ fn collect(built: Built) -> SimResult {
         s.emit(i as u32, &mut ts);
     }
     let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
-    let summary = summarize(reqs, &stats, &kv, REASON_NAMES, slo);
+    let mut summary = summarize(reqs, &stats, &kv, REASON_NAMES, slo);
+    let links = fabric.map(|mut f| {
+        summary["topology"] = topology_summary(&f);
+        f.link_table(end_ns)
+    });
     SimResult {
         version: env!("CARGO_PKG_VERSION"),
         scenario_name: scenario.name.clone(),
@@ -287,8 +366,20 @@ fn collect(built: Built) -> SimResult {
         summary,
         requests: cols,
         timeseries: ts,
+        links,
         steps: engine.steps_log,
     }
+}
+
+fn topology_summary(f: &crate::fabric::Fabric) -> serde_json::Value {
+    let mut v = serde_json::to_value(&f.stats).unwrap_or_default();
+    let mut ms = f.stats.kv_transfer_ms.clone();
+    ms.sort_by(f64::total_cmp);
+    let pick = |q: f64| if ms.is_empty() { f64::NAN } else { ms[((ms.len() - 1) as f64 * q).round() as usize] };
+    let mean = if ms.is_empty() { f64::NAN } else { ms.iter().sum::<f64>() / ms.len() as f64 };
+    v["kv_transfer_ms"] = serde_json::json!({"mean": mean, "p50": pick(0.5), "p99": pick(0.99)});
+    v["alive_replicas"] = serde_json::json!(f.alive.iter().filter(|&&a| a).count());
+    v
 }
 
 /// Parse, build and run a scenario to the end.
@@ -336,9 +427,40 @@ pub fn presets_json() -> String {
         "gpus": crate::catalog::gpu_presets(),
         "models": crate::catalog::model_presets(),
         "policies": crate::config::POLICIES,
+        "topology_policies": ["disagg"],
         "routers": crate::config::ROUTERS,
+        "topologies": crate::topo::presets::PRESET_NAMES,
     })
     .to_string()
+}
+
+/// RTMPv2 candidates between two nodes of a topology (JSON: a preset name string or a
+/// table) → JSON list of `{path, bandwidth_gbps, latency_us, score, chosen, frontier}`,
+/// shortest latency first.
+pub fn routes_json(topology_json: &str, src: &str, dst: &str) -> Result<String> {
+    guard(|| {
+        let t = crate::topo::Topology::from_json(topology_json)?;
+        let (a, b) = (t.node("src", src)?, t.node("dst", dst)?);
+        if a == b {
+            return Err(SimError::config("dst", "must differ from src"));
+        }
+        let v = crate::topo::route::candidates_view(&t, a, b);
+        serde_json::to_string(&v).map_err(|e| SimError::Internal { message: e.to_string() })
+    })
+}
+
+/// Resolve and validate a topology (JSON: preset name or table) → its full table as JSON
+/// (`{nodes, links, routing}`; presets expanded), for editors and drawings.
+pub fn topology_json(topology_json: &str) -> Result<String> {
+    guard(|| {
+        let t = crate::topo::Topology::from_json(topology_json)?;
+        serde_json::to_string(&t.to_table()).map_err(|e| SimError::Internal { message: e.to_string() })
+    })
+}
+
+/// The topology preset names.
+pub fn topology_presets() -> Vec<&'static str> {
+    crate::topo::presets::PRESET_NAMES.to_vec()
 }
 
 /// The embedded default scenario (TOML): Llama-3-70B, TP 4, two replicas on 8×H200,

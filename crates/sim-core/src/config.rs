@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{GpuInput, ModelInput};
 use crate::error::{check, Result, SimError};
 use crate::perf::CostModelSpec;
+use crate::topo::events::EventSpec;
+use crate::topo::TopologyInput;
 use crate::workload::WorkloadSpec;
 
 /// A whole scenario. Sections mirror the documentation: `seed, model, gpu, deployment,
@@ -36,6 +38,13 @@ pub struct Scenario {
     /// Optional latency objectives; goodput counts requests meeting all given ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<Slo>,
+    /// The GPU fabric: a preset name or a table `{preset?, nodes, links, routing?}` (see
+    /// [`crate::topo`]). Absent: communication is priced from the GPU's `nvlink_gbps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyInput>,
+    /// Topology events during the run (needs `topology`), in any order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventSpec>,
 }
 
 /// How model replicas are laid out and how arrivals reach them.
@@ -48,32 +57,53 @@ pub struct Deployment {
     pub pp: u32,
     /// Number of identical replicas.
     pub replicas: u32,
-    /// `round_robin` or `least_outstanding_tokens`.
+    /// `round_robin`, `least_outstanding_tokens` or `topology_aware` (with `disagg`: the
+    /// decode replica with the best route score from the prefill replica; otherwise as
+    /// `least_outstanding_tokens`).
     pub router: String,
     /// How long an arrival may wait in the router's dispatch queue for room in some
     /// replica's waiting queue before it is rejected ("dispatch queue full"). Seed: 500 ms.
     pub dispatch_timeout_ms: f64,
+    /// `disagg` only: the first this many replicas prefill, the others decode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_replicas: Option<u32>,
+    /// With a topology: the GPU ids of each replica (`tp·pp` per replica, stage-major).
+    /// Absent: automatic (TP inside a node, PP across nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Vec<Vec<String>>>,
 }
 
 impl Default for Deployment {
     fn default() -> Self {
-        Deployment { tp: 1, pp: 1, replicas: 1, router: "round_robin".into(), dispatch_timeout_ms: 500.0 }
+        Deployment {
+            tp: 1,
+            pp: 1,
+            replicas: 1,
+            router: "round_robin".into(),
+            dispatch_timeout_ms: 500.0,
+            prefill_replicas: None,
+            placement: None,
+        }
     }
 }
 
-/// The scheduling policies.
+/// The co-located scheduling policies (each replica prefills and decodes).
 pub const POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro"];
+/// Every policy name `scheduler.policy` accepts: [`POLICIES`] plus `disagg` (needs a
+/// topology).
+pub const ALL_POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro", "disagg"];
 /// The bug classes `scheduler.inject_bug` can switch on (model checking only).
 pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"];
 /// The router policies.
-pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens"];
+pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens", "topology_aware"];
 
 /// Scheduler and KV-cache settings of one replica. Policy-specific fields are ignored by
 /// the policies that do not use them (documented per field).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerConfig {
-    /// `orca`, `vllm`, `sarathi` or `o1pro`.
+    /// `orca`, `vllm`, `sarathi`, `o1pro` or `disagg` (vLLM scheduling on separate prefill
+    /// and decode replicas; the KV cache moves over the topology between them).
     pub policy: String,
     /// Tokens per KV block (paged managers; the base unit of the others). Power of two.
     pub block_size: u32,
@@ -234,8 +264,8 @@ impl Scenario {
         }
 
         let s = &self.scheduler;
-        if !POLICIES.contains(&s.policy.as_str()) {
-            return Err(check::unknown_name("scheduler.policy", "policy", &s.policy, POLICIES));
+        if !ALL_POLICIES.contains(&s.policy.as_str()) {
+            return Err(check::unknown_name("scheduler.policy", "policy", &s.policy, ALL_POLICIES));
         }
         if !(1..=1024).contains(&s.block_size) || !s.block_size.is_power_of_two() {
             return Err(SimError::config(
@@ -276,6 +306,30 @@ impl Scenario {
             }
         }
         self.cost_model.validate().map_err(|e| e.under("cost_model"))?;
+        if self.topology.is_none() {
+            if !self.events.is_empty() {
+                return Err(SimError::config("events", "topology events need a `topology` section"));
+            }
+            if d.placement.is_some() {
+                return Err(SimError::config("deployment.placement", "needs a `topology` section"));
+            }
+            if s.policy == "disagg" {
+                return Err(SimError::config("scheduler.policy", "disagg moves KV over the topology: add a `topology` section"));
+            }
+        }
+        match (s.policy == "disagg", d.prefill_replicas) {
+            (true, Some(p)) => check::in_range("deployment.prefill_replicas", p, 1, d.replicas.saturating_sub(1).max(1))?,
+            (true, None) => {
+                return Err(SimError::config("deployment.prefill_replicas", "disagg needs prefill_replicas (the rest decode)"))
+            }
+            (false, Some(_)) => {
+                return Err(SimError::config("deployment.prefill_replicas", "only applies to scheduler.policy = \"disagg\""))
+            }
+            (false, None) => {}
+        }
+        if s.policy == "disagg" && d.replicas < 2 {
+            return Err(SimError::config("deployment.replicas", "disagg needs at least 2 replicas (prefill and decode)"));
+        }
         Ok(())
     }
 }

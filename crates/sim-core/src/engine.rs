@@ -41,6 +41,9 @@ pub struct Replica {
 pub enum Router {
     RoundRobin,
     LeastOutstandingTokens,
+    /// With `disagg`: decode replica by best route score from the prefill replica; arrivals
+    /// as [`Router::LeastOutstandingTokens`].
+    TopologyAware,
 }
 
 /// The state of a running simulation.
@@ -52,7 +55,7 @@ pub struct Engine {
     pub replicas: Vec<Replica>,
     pub(crate) params: Params,
     perf: StepCostModel,
-    router: Router,
+    pub(crate) router: Router,
     pub(crate) rr_next: usize,
     pub(crate) max_waiting: Option<u32>,
     dispatch_timeout_ns: u64,
@@ -72,6 +75,11 @@ pub struct Engine {
     /// and that must be offered a new step; `kick_flag` dedups.
     kick: Vec<u32>,
     kick_flag: Vec<bool>,
+    /// The topology side (only with a `topology` section): routes, collectives, events,
+    /// KV transfers ([`crate::fabric`]).
+    pub(crate) fabric: Option<Box<crate::fabric::Fabric>>,
+    /// Round-robin cursor over decode replicas (`disagg`).
+    pub(crate) rr_decode: usize,
 }
 
 impl Engine {
@@ -136,10 +144,10 @@ impl Engine {
             replicas,
             params,
             perf,
-            router: if scenario.deployment.router == "least_outstanding_tokens" {
-                Router::LeastOutstandingTokens
-            } else {
-                Router::RoundRobin
+            router: match scenario.deployment.router.as_str() {
+                "least_outstanding_tokens" => Router::LeastOutstandingTokens,
+                "topology_aware" => Router::TopologyAware,
+                _ => Router::RoundRobin,
             },
             rr_next: 0,
             max_waiting: scenario.effective_max_waiting(),
@@ -157,6 +165,8 @@ impl Engine {
             finished_buf: Vec::new(),
             kick: Vec::new(),
             kick_flag: vec![false; scenario.deployment.replicas as usize],
+            fabric: None,
+            rr_decode: 0,
         }
     }
 
@@ -172,12 +182,17 @@ impl Engine {
         while budget > 0 {
             let t_arr = self.arrival_order.get(self.next_arrival).map(|&id| self.reqs[id as usize].arrival_ns);
             let t_step = self.heap.peek().map(|Reverse((t, _, _))| *t);
+            let t_fab = self.fabric.as_ref().and_then(|f| f.next_time());
             let t = match (t_arr, t_step) {
-                (None, None) => break,
+                (None, None) => match t_fab {
+                    None => break,
+                    Some(f) => f,
+                },
                 (Some(a), None) => a,
                 (None, Some(s)) => s,
                 (Some(a), Some(s)) => a.min(s),
             };
+            let t = t_fab.map_or(t, |f| t.min(f));
             if t > MAX_TIME_NS {
                 return Err(SimError::Stalled {
                     message: format!(
@@ -194,10 +209,16 @@ impl Engine {
                     break;
                 }
                 self.heap.pop();
-                self.finish_step(rep as usize);
-                self.mark(rep as usize);
                 self.events += 1;
                 budget = budget.saturating_sub(1);
+                if self.fabric.as_ref().is_some_and(|f| !f.alive[rep as usize]) {
+                    continue; // the replica stopped mid-step; its requests moved on
+                }
+                self.finish_step(rep as usize);
+                self.mark(rep as usize);
+            }
+            if self.fabric.is_some() {
+                self.fabric_instant();
             }
             while let Some(&id) = self.arrival_order.get(self.next_arrival) {
                 if self.reqs[id as usize].arrival_ns != t {
@@ -216,7 +237,8 @@ impl Engine {
                 })?;
             }
         }
-        if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() {
+        let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
+        if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() && !transfers {
             // Nothing more can happen: whatever is still in the router queue times out.
             while let Some(id) = self.dispatch.pop_front() {
                 let deadline = self.reqs[id as usize].arrival_ns.saturating_add(self.dispatch_timeout_ns);
@@ -265,11 +287,20 @@ impl Engine {
 
     fn has_room(&self, rep: usize) -> bool {
         self.max_waiting.is_none_or(|m| (self.replicas[rep].sched.waiting.len() as u32) < m)
+            && self.fabric.as_ref().is_none_or(|f| f.alive[rep])
+    }
+
+    /// Replicas arrivals go to: all, or the prefill replicas under `disagg`.
+    fn arrival_replicas(&self) -> usize {
+        match &self.fabric {
+            Some(f) if f.prefill_replicas > 0 => f.prefill_replicas,
+            _ => self.replicas.len(),
+        }
     }
 
     /// The replica the router picks for the next request, among those with queue room.
     fn pick_replica(&mut self) -> Option<usize> {
-        let n = self.replicas.len();
+        let n = self.arrival_replicas();
         match self.router {
             Router::RoundRobin => {
                 for k in 0..n {
@@ -281,7 +312,7 @@ impl Engine {
                 }
                 None
             }
-            Router::LeastOutstandingTokens => (0..n)
+            Router::LeastOutstandingTokens | Router::TopologyAware => (0..n)
                 .filter(|&i| self.has_room(i))
                 .min_by_key(|&i| (self.replicas[i].outstanding_tokens, i)),
         }
@@ -389,7 +420,11 @@ impl Engine {
         };
         // Clamped so that nanosecond sums stay far from u64::MAX; a step this long ends the
         // run at the time horizon anyway.
-        let dur = self.perf.step_ns(&shape).clamp(1, MAX_TIME_NS);
+        let dur = match &mut self.fabric {
+            None => self.perf.step_ns(&shape),
+            Some(f) => self.perf.step_ns_plus(&shape, f.step_comm_s(rep, sh.tokens)),
+        }
+        .clamp(1, MAX_TIME_NS);
         replica.busy = true;
         replica.step_start_ns = now;
         // Metrics of the step (KV state as allocated for it).
@@ -464,6 +499,11 @@ impl Engine {
             let reqs = &self.reqs;
             st.running.retain(|&id| reqs[id as usize].status == Status::Running);
         }
+        if self.fabric.as_ref().is_some_and(|f| rep < f.prefill_replicas) {
+            self.handoff(rep);
+        }
+        let replica = &mut self.replicas[rep];
+        let st = &mut replica.sched;
         if self.options.record_steps {
             self.steps_log.push(StepRecord {
                 replica: rep as u32,

@@ -9,8 +9,10 @@ pub mod calib;
 pub mod catalog;
 pub mod check;
 pub mod config;
+mod disagg;
 pub mod engine;
 pub mod error;
+pub mod fabric;
 pub mod kv;
 pub mod memory;
 pub mod metrics;
@@ -18,6 +20,7 @@ pub mod perf;
 pub mod request;
 pub mod rng;
 pub mod sched;
+pub mod topo;
 pub mod workload;
 
 mod api;

@@ -14,6 +14,9 @@ pub enum Status {
     Running,
     Finished,
     Rejected,
+    /// `disagg`: prefilled, its KV cache on the way to a decode replica. (Last, so the
+    /// model checker's status codes 0–5 stay as they were; the checker never sees it.)
+    Transferring,
 }
 
 /// Why a request was rejected (index into `REASON_NAMES`).

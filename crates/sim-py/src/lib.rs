@@ -139,6 +139,17 @@ impl Simulation {
         Ok(RunResult { inner: result })
     }
 
+    /// Change the topology now: `json` is a list of events (as in the scenario's `events`)
+    /// or a whole topology entry (preset name or table) replacing the current one.
+    fn inject_topology(&mut self, py: Python<'_>, json: String) -> PyResult<()> {
+        let sim = self.inner_mut()?;
+        let outcome = guarded(py, || sim.inject_topology(&json));
+        if let Err(PySimError(core::SimError::Internal { .. })) = &outcome {
+            self.inner = None;
+        }
+        Ok(outcome?)
+    }
+
     /// True once `finish()` was called (or a run failed with an internal error).
     #[getter]
     fn finished(&self) -> bool {
@@ -206,6 +217,11 @@ impl RunResult {
         d.set_item("running", t.running.clone().into_pyarray(py))?;
         d.set_item("busy", t.busy.clone().into_pyarray(py))?;
         Ok(d)
+    }
+
+    /// The per-link table as JSON columns, or None without a topology.
+    fn links_json(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(guarded_infallible(py, || self.inner.links_json())?)
     }
 
     /// Bucket width of the time series, in milliseconds.
@@ -315,6 +331,24 @@ fn calibration_fidelity_json(py: Python<'_>, gpu: String) -> PyResult<Option<Str
     Ok(guarded_infallible(py, move || core::calibration_fidelity(&gpu))?)
 }
 
+/// RTMPv2 candidates between two nodes (topology JSON: preset name or table) as JSON.
+#[pyfunction]
+fn routes_json(py: Python<'_>, topology: String, src: String, dst: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::routes_json(&topology, &src, &dst))?)
+}
+
+/// A topology (JSON: preset name or table) validated and expanded to its full table (JSON).
+#[pyfunction]
+fn topology_json(py: Python<'_>, topology: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::topology_json(&topology))?)
+}
+
+/// Names of the topology presets.
+#[pyfunction]
+fn topology_presets() -> Vec<&'static str> {
+    core::topology_presets()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -338,5 +372,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_scenario_toml, m)?)?;
     m.add_function(wrap_pyfunction!(predict_step_json, m)?)?;
     m.add_function(wrap_pyfunction!(calibration_fidelity_json, m)?)?;
+    m.add_function(wrap_pyfunction!(routes_json, m)?)?;
+    m.add_function(wrap_pyfunction!(topology_json, m)?)?;
+    m.add_function(wrap_pyfunction!(topology_presets, m)?)?;
     Ok(())
 }

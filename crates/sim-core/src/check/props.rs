@@ -111,7 +111,7 @@ pub fn check_with(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
         let id = r.id as usize;
         let (w, run, d, pl) = (s.in_wait[id], s.in_run[id], s.in_disp[id], s.in_plan[id]);
         let ok = match r.status {
-            Status::Pending | Status::Finished | Status::Rejected => w + run + d + pl == 0,
+            Status::Pending | Status::Finished | Status::Rejected | Status::Transferring => w + run + d + pl == 0,
             Status::Dispatching => d == 1 && w + run + pl == 0,
             Status::Waiting => w == 1 && run + d + pl == 0,
             Status::Running => run == 1 && w + d == 0,
@@ -193,6 +193,7 @@ pub fn status_name(s: Status) -> &'static str {
         Status::Dispatching => "dispatching",
         Status::Waiting => "waiting",
         Status::Running => "running",
+        Status::Transferring => "transferring",
         Status::Finished => "finished",
         Status::Rejected => "rejected",
     }

@@ -30,6 +30,7 @@ fn status_code(s: Status) -> u8 {
         Status::Running => 3,
         Status::Finished => 4,
         Status::Rejected => 5,
+        Status::Transferring => 6,
     }
 }
 
@@ -40,6 +41,7 @@ fn status_of(c: u8) -> Status {
         2 => Status::Waiting,
         3 => Status::Running,
         4 => Status::Finished,
+        6 => Status::Transferring,
         _ => Status::Rejected,
     }
 }

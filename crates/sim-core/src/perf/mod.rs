@@ -442,6 +442,16 @@ impl StepCostModel {
     /// `deployment.tp` / `deployment.pp`, FP8 on a GPU without FP8 tensor cores
     /// (`cost_model.dtype`).
     pub fn new(spec: &CostModelSpec, model: &Model, gpu: &Gpu, tp: u32, pp: u32) -> Result<Self> {
+        Self::build(spec, model, gpu, tp, pp, false)
+    }
+
+    /// As [`StepCostModel::new`], but TP AllReduce and PP transfer times are left to the
+    /// caller ([`StepCostModel::step_ns_plus`] with a topology's collective costs).
+    pub fn new_external_comm(spec: &CostModelSpec, model: &Model, gpu: &Gpu, tp: u32, pp: u32) -> Result<Self> {
+        Self::build(spec, model, gpu, tp, pp, true)
+    }
+
+    fn build(spec: &CostModelSpec, model: &Model, gpu: &Gpu, tp: u32, pp: u32, external_comm: bool) -> Result<Self> {
         spec.validate().map_err(|e| e.under("cost_model"))?;
         model.validate().map_err(|e| e.under("model"))?;
         gpu.validate().map_err(|e| e.under("gpu"))?;
@@ -463,7 +473,7 @@ impl StepCostModel {
                     ));
                 }
                 let tables = matches!(spec, CostModelSpec::Calibrated(_));
-                Inner::Step(Box::new(step::StepModel::new(s, tables, model, gpu, tp, pp)))
+                Inner::Step(Box::new(step::StepModel::new(s, tables, model, gpu, tp, pp, external_comm)))
             }
         };
         Ok(StepCostModel { inner })
@@ -492,6 +502,19 @@ impl StepCostModel {
         let ns = (seconds * 1e9).round();
         // `as` saturates (and maps NaN to 0), so this never panics.
         (ns as u64).max(1)
+    }
+
+    /// [`StepCostModel::step_ns`] plus `extra_s` seconds (communication priced on a
+    /// topology), rounded once.
+    pub fn step_ns_plus(&self, b: &BatchShape, extra_s: f64) -> u64 {
+        if b.is_empty() {
+            return 0;
+        }
+        let seconds = match &self.inner {
+            Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
+            Inner::Step(s) => s.step_s(b),
+        } + extra_s;
+        ((seconds * 1e9).round() as u64).max(1)
     }
 
     /// The step's duration broken down by operator (summed over layers), with each line's

@@ -116,10 +116,15 @@ pub struct StepModel {
     /// Launch cost of the decode attention kernel and its lookup, cached at build.
     decode_cpu: f64,
     prefill_cpu: f64,
+    /// A topology prices the TP AllReduces and PP transfers ([`crate::topo::collective`]):
+    /// the model keeps only the collectives' kernel floor and launches.
+    external_comm: bool,
 }
 
 impl StepModel {
-    pub fn new(spec: &StepSpec, use_tables: bool, model: &Model, gpu: &crate::catalog::Gpu, tp: u32, pp: u32) -> StepModel {
+    /// `external_comm`: leave the TP AllReduce and PP transfer times to the caller (a
+    /// topology); their kernel floors and launches stay.
+    pub fn new(spec: &StepSpec, use_tables: bool, model: &Model, gpu: &crate::catalog::Gpu, tp: u32, pp: u32, external_comm: bool) -> StepModel {
         let r = Rates::new(gpu, spec, use_tables);
         let t = tp.max(1);
         let hd = model.head_dim;
@@ -159,6 +164,7 @@ impl StepModel {
             epi: Vec::new(),
             decode_cpu: 0.0,
             prefill_cpu: 0.0,
+            external_comm,
             r,
         };
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
@@ -209,7 +215,13 @@ impl StepModel {
         pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, ROPE_KERNELS, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 1.0, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
         let mut post = self.fuse(m, vec![el("attn_out_transpose", hq * hd, 1.0, 4.0 * hq * hd)], &[]);
         post.push(g("o", r.gemm(m, self.o.0, self.o.1)));
-        let ar = (self.tp > 1.0).then(|| r.allreduce(self.tp, m * h * 2.0));
+        let ar = (self.tp > 1.0).then(|| {
+            if self.external_comm {
+                OpT { gpu_s: r.floor, cpu_s: r.launch, src: Source::Model }
+            } else {
+                r.allreduce(self.tp, m * h * 2.0)
+            }
+        });
         if let Some(a) = ar {
             post.push(g("tp_allreduce", a));
         }
@@ -234,7 +246,7 @@ impl StepModel {
         let mut pro = vec![g("embedding", embed)];
         let (name, t) = rms();
         pro.push(Named { name, t });
-        let pp = (self.pp - 1.0) * (m * h * 2.0 / r.link_bw + r.hop);
+        let pp = if self.external_comm { 0.0 } else { (self.pp - 1.0) * (m * h * 2.0 / r.link_bw + r.hop) };
         (pre, post, pro, pp)
     }
 

@@ -1,0 +1,104 @@
+"""Topology benchmarks: re-routing after a link change on a 512-GPU fabric, and 10,000
+scheduler iterations that include a topology change.
+
+Targets (DESIGN "Performance targets"): topology swap ≤ 1 ms at 512 GPUs; 10k scheduler
+cycles ≤ 2 ms native, including one topology swap (the seed's claim: 5 ms in WASM).
+Times are the best of several runs (the machines are noisy), medians alongside.
+
+    .venv/bin/python benchmarks/topology.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+from o1sim import _core
+
+HERE = Path(__file__).resolve().parent
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def fabric_512() -> dict[str, Any]:
+    """64 HGX-H200 nodes on 8 IB rails; 64 replicas of Llama-3-8B at TP 8, one per node."""
+    return {
+        "seed": 1, "model": "llama-3-8b", "gpu": "h200", "topology": "64x-hgx-h200-ib",
+        "deployment": {"tp": 8, "replicas": 64},
+        "workload": {"num_requests": 640, "arrival": {"kind": "poisson", "rate": 640.0},
+                     "prompt": {"kind": "fixed", "value": 512}, "output": {"kind": "fixed", "value": 64}},
+    }
+
+
+def reroute() -> None:
+    sc = fabric_512()
+    text = json.dumps(sc)
+    build = min(timed(lambda: _core.Simulation(text, "json")) for _ in range(3))
+    print("## Re-route after a link change: 64 × 8 = 512 GPUs (64x-hgx-h200-ib), 64 replicas at TP 8")
+    print(f"build (parse, place, route every TP pair, price 64 replicas): {build * 1e3:.1f} ms")
+    sim = _core.Simulation(text, "json")
+    sim.run_events(2000)  # part way into the run
+    cases = [
+        ("NVSwitch link bandwidth (rescore routes using it, re-price replicas)",
+         lambda i: [{"at_s": 0, "kind": "set_link", "src": "n17.gpu3", "dst": "n17.nvswitch0",
+                     "bandwidth_gbps": 45.0 if i % 2 == 0 else 450.0}]),
+        ("NVSwitch link latency (new candidate paths for the pairs using it)",
+         lambda i: [{"at_s": 0, "kind": "set_link", "src": "n17.gpu3", "dst": "n17.nvswitch0",
+                     "latency_us": 1.5 if i % 2 == 0 else 1.6}]),
+        ("IB link down then up (pairs that used it, then those it left)",
+         lambda i: [{"at_s": 0, "kind": "link_down" if i % 2 == 0 else "link_up", "src": "n5.nic2", "dst": "ib2"}]),
+    ]
+    print(f"{'change':<72} {'best ms':>8} {'median ms':>10} {'target':>7}")
+    for name, make in cases:
+        times = []
+        for i in range(20):
+            payload = json.dumps(make(i))
+            times.append(timed(lambda: sim.inject_topology(payload)))
+        print(f"{name:<72} {min(times) * 1e3:>8.3f} {statistics.median(times) * 1e3:>10.3f} {'≤ 1 ms':>7}")
+    r = json.loads(sim.finish().summary_json())
+    print(f"run finished: {r['finished']} of {r['num_requests']} requests, "
+          f"{r['topology']['events_applied']} events applied, {r['topology']['route_changes']} route changes")
+
+
+def iterations() -> None:
+    with open(HERE / "scenarios" / "iterations_10k.toml", "rb") as f:
+        sc = tomllib.load(f)
+    print("\n## 10,000 scheduler iterations with a topology (hgx-h100, batch 32, roofline cost)")
+    print(f"{'variant':<58} {'steps':>6} {'ms / 10k steps':>15} {'target':>7}")
+    plain = json.dumps(sc)
+    sc["topology"] = "hgx-h100"
+    with_topo = json.dumps(sc)
+    sc["events"] = [{"at_s": 30.0, "kind": "set_link", "src": "gpu0", "dst": "nvswitch0", "bandwidth_gbps": 45.0}]
+    with_event = json.dumps(sc)
+
+    def swap_midway() -> None:
+        sim = _core.Simulation(with_topo, "json")
+        sim.run_events(5000)
+        sim.inject_topology(json.dumps({"preset": "hgx-h100", "links": [
+            {"src": "gpu0", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 45.0, "latency_us": 1.0}]}))
+        sim.finish()
+
+    for name, fn, text in [
+        ("no topology (reference)", lambda: _core.Simulation(plain, "json").finish(), plain),
+        ("topology, no change", lambda: _core.Simulation(with_topo, "json").finish(), with_topo),
+        ("topology + one set_link event at 30 s", lambda: _core.Simulation(with_event, "json").finish(), with_event),
+        ("topology + a whole-topology swap mid-run (inject_topology)", swap_midway, with_topo),
+    ]:
+        best = min(timed(fn) for _ in range(15))
+        steps = json.loads(_core.Simulation(text, "json").finish().summary_json())["steps"]
+        print(f"{name:<58} {steps:>6} {best / steps * 10_000 * 1e3:>15.3f} {'≤ 2 ms':>7}")
+
+
+if __name__ == "__main__":
+    print(f"o1sim {_core.__version__} topology benchmarks (python {sys.version.split()[0]})\n")
+    reroute()
+    iterations()

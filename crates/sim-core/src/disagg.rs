@@ -1,0 +1,196 @@
+//! The engine's topology-driven behaviour: disaggregated prefill/decode hand-offs, KV cache
+//! arrivals, topology events and replicas that stop when they lose a peer.
+//!
+//! `disagg`: a request is routed to a prefill replica; the step that completes its prompt
+//! produces the first token there, and then, instead of decoding, the request releases its
+//! KV blocks and its KV cache (prompt tokens × KV bytes per token, per GPU pair) moves to a
+//! decode replica chosen by the router. When the last byte lands, the first token is
+//! delivered (TTFT includes the transfer) and the request waits at the decode replica with
+//! its KV present (admission allocates blocks for it and schedules a 1-token step).
+//!
+//! A replica that loses a TP/PP peer (GPU removed, no route left) stops: its in-flight step
+//! is dropped, and its waiting and running requests are moved to the live replicas of the
+//! same role (least outstanding tokens; queue bounds do not apply) to recompute from their
+//! prompt plus generated tokens. No request is lost; `summary.topology.moved_requests`
+//! counts them. Stopped replicas stay stopped.
+
+use crate::engine::{Engine, Router};
+use crate::fabric::Fabric;
+use crate::request::Status;
+
+impl Engine {
+    /// Attach the topology side (from [`crate::api::build`]).
+    pub(crate) fn attach_fabric(&mut self, f: Fabric) {
+        self.fabric = Some(Box::new(f));
+    }
+
+    /// Everything the fabric has due at this instant: KV arrivals, then topology events.
+    pub(crate) fn fabric_instant(&mut self) {
+        let now = self.now_ns;
+        let Some(f) = self.fabric.as_mut() else { return };
+        let landed = f.take_done(now);
+        let stopped = if f.event_due(now) { f.apply_due(now) } else { Vec::new() };
+        for (id, to) in landed {
+            self.land_kv(id, to);
+        }
+        for rep in stopped {
+            self.stop_replica(rep);
+        }
+    }
+
+    /// Apply topology events now (runtime injection); replicas that lost a peer stop.
+    pub(crate) fn apply_stopped(&mut self, stopped: Vec<usize>) {
+        for rep in stopped {
+            self.stop_replica(rep);
+        }
+    }
+
+    /// Decode replicas `(first, end)` under `disagg`.
+    fn decode_range(&self) -> (usize, usize) {
+        let p = self.fabric.as_ref().map_or(0, |f| f.prefill_replicas);
+        (p, self.replicas.len())
+    }
+
+    fn alive(&self, rep: usize) -> bool {
+        self.fabric.as_ref().is_none_or(|f| f.alive[rep])
+    }
+
+    /// The decode replica for a request prefilled on `from`, by the router.
+    fn pick_decode(&mut self, from: usize) -> Option<usize> {
+        let (lo, hi) = self.decode_range();
+        let live: Vec<usize> = (lo..hi).filter(|&i| self.alive(i)).collect();
+        if live.is_empty() {
+            return None;
+        }
+        match self.router {
+            Router::RoundRobin => {
+                let n = hi - lo;
+                let pick = (0..n).map(|k| lo + (self.rr_decode + k) % n).find(|&i| self.alive(i))?;
+                self.rr_decode = (pick - lo + 1) % n;
+                Some(pick)
+            }
+            Router::LeastOutstandingTokens => live.into_iter().min_by_key(|&i| (self.replicas[i].outstanding_tokens, i)),
+            Router::TopologyAware => {
+                let f = self.fabric.as_mut()?;
+                let scored: Vec<(f64, usize)> = live.iter().map(|&i| (f.route_score(from, i), i)).collect();
+                scored
+                    .into_iter()
+                    .max_by(|a, b| {
+                        a.0.total_cmp(&b.0)
+                            .then(self.replicas[b.1].outstanding_tokens.cmp(&self.replicas[a.1].outstanding_tokens))
+                            .then(b.1.cmp(&a.1))
+                    })
+                    .map(|x| x.1)
+            }
+        }
+    }
+
+    /// After a prefill replica's step: requests that just produced their first token leave
+    /// for a decode replica (their KV moves over the topology).
+    pub(crate) fn handoff(&mut self, rep: usize) {
+        let now = self.now_ns;
+        let plan = std::mem::take(&mut self.replicas[rep].sched.plan);
+        for &(id, _) in &plan {
+            let r = &self.reqs[id as usize];
+            if r.status != Status::Running || r.generated != 1 {
+                continue;
+            }
+            let Some(to) = self.pick_decode(rep) else { continue }; // no decode replica: decode here
+            let replica = &mut self.replicas[rep];
+            let r = &mut self.reqs[id as usize];
+            replica.sched.kv.release(&mut r.blocks);
+            r.blocks = Vec::new();
+            replica.sched.used_slots -= r.computed as u64;
+            replica.outstanding_tokens -= (r.prompt + r.output - 1) as u64;
+            r.status = Status::Transferring;
+            let prompt = r.prompt;
+            if let Some(pos) = replica.sched.running.iter().position(|&x| x == id) {
+                replica.sched.running.remove(pos);
+            }
+            if let Some(f) = self.fabric.as_mut() {
+                f.start_transfer(now, id, prompt, rep, to);
+            }
+        }
+        self.replicas[rep].sched.plan = plan;
+    }
+
+    /// A request's KV cache landed at decode replica `to`: the first token is delivered now
+    /// and the request waits there with its KV present.
+    fn land_kv(&mut self, id: u32, to: usize) {
+        let to = if self.alive(to) { Some(to) } else { self.least_loaded(self.decode_range()) };
+        let r = &mut self.reqs[id as usize];
+        r.first_token_ns = self.now_ns;
+        match to {
+            Some(to) => {
+                r.computed = r.prompt;
+                self.replicas[to].sched.used_slots += r.computed as u64;
+                self.place(id, to);
+            }
+            None => {
+                // No decode replica left: recompute wherever arrivals can go.
+                r.computed = 0;
+                self.requeue(id, false);
+            }
+        }
+    }
+
+    /// Least-outstanding live replica in `lo..hi`.
+    fn least_loaded(&self, (lo, hi): (usize, usize)) -> Option<usize> {
+        (lo..hi).filter(|&i| self.alive(i)).min_by_key(|&i| (self.replicas[i].outstanding_tokens, i))
+    }
+
+    /// Queue request `id` at replica `to` (no queue bound: it was already admitted once).
+    fn place(&mut self, id: u32, to: usize) {
+        self.order_counter += 1;
+        let order = self.order_counter;
+        let replica = &mut self.replicas[to];
+        let r = &mut self.reqs[id as usize];
+        r.replica = to as i32;
+        replica.outstanding_tokens += (r.prompt + r.output - r.generated) as u64;
+        replica.sched.enqueue(&self.params, r, order);
+        self.mark(to);
+    }
+
+    /// Move a request with no KV to a live replica of its role (decode when it already has
+    /// tokens under `disagg`), else back to the router's queue.
+    fn requeue(&mut self, id: u32, decode_role: bool) {
+        let range = match (&self.fabric, decode_role) {
+            (Some(f), true) if f.prefill_replicas > 0 => self.decode_range(),
+            (Some(f), false) if f.prefill_replicas > 0 => (0, f.prefill_replicas),
+            _ => (0, self.replicas.len()),
+        };
+        match self.least_loaded(range) {
+            Some(to) => self.place(id, to),
+            None => {
+                self.reqs[id as usize].status = Status::Dispatching;
+                self.dispatch.push_back(id);
+            }
+        }
+    }
+
+    /// Stop replica `rep` and move its requests to the others.
+    fn stop_replica(&mut self, rep: usize) {
+        let replica = &mut self.replicas[rep];
+        let mut ids: Vec<u32> = std::mem::take(&mut replica.sched.running);
+        ids.extend(replica.sched.waiting.iter());
+        replica.sched.waiting.clear();
+        replica.sched.plan.clear();
+        replica.sched.used_slots = 0;
+        replica.outstanding_tokens = 0;
+        replica.busy = false;
+        for &id in &ids {
+            let r = &mut self.reqs[id as usize];
+            replica.sched.kv.release(&mut r.blocks);
+            r.blocks = Vec::new();
+            r.computed = 0;
+            r.status = Status::Waiting;
+        }
+        if let Some(f) = self.fabric.as_mut() {
+            f.stats.moved_requests += ids.len() as u64;
+        }
+        let decode_role = self.fabric.as_ref().is_some_and(|f| f.prefill_replicas > 0 && rep >= f.prefill_replicas);
+        for id in ids {
+            self.requeue(id, decode_role);
+        }
+    }
+}

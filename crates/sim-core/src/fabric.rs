@@ -1,0 +1,460 @@
+//! The engine's side of a topology: placement, per-replica communication costs cached
+//! between topology changes, topology events, KV transfers that share links, per-link
+//! accounting. Only built when the scenario has a `topology`; without one the engine never
+//! touches this module (and its results are unchanged).
+//!
+//! KV transfers are a fluid model: each transfer is one flow per GPU pair (prefill rank →
+//! decode rank of the same stage), each flow crossing its chosen route; flows on the same
+//! link and direction share its bandwidth equally, so a flow's rate is
+//! `min over its links of bw / flows there`. Rates are recomputed whenever a flow starts or
+//! ends or the topology changes (in-flight transfers are re-costed, and re-routed when
+//! their route changed). A flow ends when its bytes are through, plus its route latency.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::error::{Result, SimError};
+use crate::topo::collective::{flow, Comm, Flow};
+use crate::topo::events::{self, Action, TopoEvent};
+use crate::topo::placement::{self, Placement};
+use crate::topo::route::RouteTable;
+use crate::topo::Topology;
+
+/// One KV flow in flight.
+#[derive(Debug, Clone)]
+struct KvFlow {
+    req: u32,
+    src: u32,
+    dst: u32,
+    flow: Flow,
+    /// Bytes still to send (data phase).
+    remaining: f64,
+    /// Bytes per ns under the current sharing.
+    rate: f64,
+    /// Set once the data is through: the time the last byte lands.
+    done_at: Option<u64>,
+}
+
+/// Counters reported in `summary.topology`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FabricStats {
+    /// Requests moved off a replica that stopped (re-queued, none lost).
+    pub moved_requests: u64,
+    /// Replicas stopped because they lost a TP/PP peer.
+    pub stopped_replicas: u64,
+    pub events_applied: u64,
+    /// Chosen routes that changed over the run.
+    pub route_changes: u64,
+    pub kv_transfers: u64,
+    pub kv_bytes: f64,
+    /// Durations of completed KV transfers, ms (for percentiles).
+    #[serde(skip)]
+    pub kv_transfer_ms: Vec<f64>,
+}
+
+/// Per-link table of a result (the dashboard draws it; one entry per link).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LinkTable {
+    pub src: Vec<String>,
+    pub dst: Vec<String>,
+    pub kind: Vec<String>,
+    /// At the end of the run, GB/s per direction.
+    pub bandwidth_gbps: Vec<f64>,
+    pub nominal_gbps: Vec<f64>,
+    pub latency_us: Vec<f64>,
+    pub up: Vec<bool>,
+    /// Bytes carried (both directions): collectives, PP activations, KV transfers.
+    pub bytes: Vec<f64>,
+    /// bytes / (nominal bandwidth · 2 directions · run time), 0–1.
+    pub utilization: Vec<f64>,
+}
+
+/// Topology state of a running engine.
+#[derive(Debug, Clone)]
+pub struct Fabric {
+    pub topo: Topology,
+    pub routes: RouteTable,
+    pub placement: Placement,
+    comm: Vec<Comm>,
+    pub alive: Vec<bool>,
+    events: Vec<TopoEvent>,
+    next_event: usize,
+    hidden: f64,
+    layers: f64,
+    /// Replicas `0..prefill_replicas` prefill, the rest decode; 0 when co-located.
+    pub prefill_replicas: usize,
+    /// KV bytes per token on one GPU (its layers and KV heads).
+    kv_bytes_per_token_gpu: f64,
+    flows: Vec<KvFlow>,
+    flows_t: u64,
+    /// Request → (flows left, destination replica, start time).
+    pending: BTreeMap<u32, (u32, u32, u64)>,
+    pub stats: FabricStats,
+    link_bytes: Vec<f64>,
+    /// Tokens each replica processed since its communication was last rebuilt.
+    rep_tokens: Vec<f64>,
+    /// Per replica: (link, bytes per token) of its collectives and PP transfers.
+    rep_bpt: Vec<Vec<(u32, f64)>>,
+}
+
+impl Fabric {
+    /// Place the deployment on the topology and price each replica's communication.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        topo: Topology,
+        events: Vec<TopoEvent>,
+        placement: Placement,
+        hidden: u32,
+        layers: u32,
+        kv_bytes_per_token_gpu: f64,
+        prefill_replicas: usize,
+    ) -> Result<Fabric> {
+        placement::check_connected(&topo, &placement, "deployment.placement")?;
+        let n = placement.len();
+        let links = topo.links.len();
+        let mut f = Fabric {
+            topo,
+            routes: RouteTable::default(),
+            placement,
+            comm: vec![Comm::default(); n],
+            alive: vec![true; n],
+            events,
+            next_event: 0,
+            hidden: f64::from(hidden),
+            layers: f64::from(layers),
+            prefill_replicas,
+            kv_bytes_per_token_gpu,
+            flows: Vec::new(),
+            flows_t: 0,
+            pending: BTreeMap::new(),
+            stats: FabricStats::default(),
+            link_bytes: vec![0.0; links],
+            rep_tokens: vec![0.0; n],
+            rep_bpt: vec![Vec::new(); n],
+        };
+        for rep in 0..n {
+            if !f.rebuild(rep) {
+                return Err(SimError::config("topology", format!("replica {rep}: its GPUs have no route between them")));
+            }
+        }
+        Ok(f)
+    }
+
+    /// Re-price replica `rep`'s communication; `false` when a peer is unreachable.
+    fn rebuild(&mut self, rep: usize) -> bool {
+        let t = self.rep_tokens[rep];
+        for &(l, b) in &self.rep_bpt[rep] {
+            self.link_bytes[l as usize] += t * b;
+        }
+        self.rep_tokens[rep] = 0.0;
+        let stages = &self.placement[rep];
+        let Some(c) = Comm::build(&self.topo, &mut self.routes, stages, self.layers) else { return false };
+        // Bytes per token on each link: ring AllReduces (2 per layer, each flow 2(p−1)/p of
+        // the activations) and the PP sends (1/tp of the activations per rank pair).
+        let act = self.hidden * 2.0;
+        let mut bpt: BTreeMap<u32, f64> = BTreeMap::new();
+        for (s, g) in stages.iter().enumerate() {
+            let p = g.len() as f64;
+            if g.len() > 1 {
+                let per = 2.0 * c.stages[s].2 * 2.0 * (p - 1.0) / p * act;
+                for i in 0..g.len() {
+                    if let Some(fl) = flow(&self.topo, &mut self.routes, g[i], g[(i + 1) % g.len()]) {
+                        for (l, _) in fl.hops {
+                            *bpt.entry(l).or_insert(0.0) += per;
+                        }
+                    }
+                }
+            }
+            if let Some(next) = stages.get(s + 1) {
+                for (&a, &b) in g.iter().zip(next) {
+                    if let Some(fl) = flow(&self.topo, &mut self.routes, a, b) {
+                        for (l, _) in fl.hops {
+                            *bpt.entry(l).or_insert(0.0) += act / p;
+                        }
+                    }
+                }
+            }
+        }
+        self.rep_bpt[rep] = bpt.into_iter().collect();
+        self.comm[rep] = c;
+        true
+    }
+
+    /// Communication seconds of a step of `tokens` tokens on `rep` (hot path: a few flops).
+    #[inline]
+    pub fn step_comm_s(&mut self, rep: usize, tokens: u64) -> f64 {
+        self.rep_tokens[rep] += tokens as f64;
+        self.comm[rep].step_s(tokens as f64, self.hidden)
+    }
+
+    /// Next instant something happens here: a topology event or a KV flow milestone.
+    pub fn next_time(&self) -> Option<u64> {
+        let ev = self.events.get(self.next_event).map(|e| e.at_ns);
+        let fl = self.next_flow_time();
+        match (ev, fl) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Are KV transfers in flight?
+    pub fn transfers_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    fn next_flow_time(&self) -> Option<u64> {
+        self.flows
+            .iter()
+            .map(|f| match f.done_at {
+                Some(t) => t,
+                None if f.rate > 0.0 => self.flows_t + libm::ceil(f.remaining / f.rate) as u64,
+                None => u64::MAX,
+            })
+            .min()
+            .filter(|&t| t != u64::MAX)
+    }
+
+    /// Advance flows to `now`: data phases that end by then enter their latency tail.
+    fn advance(&mut self, now: u64) {
+        let dt = now.saturating_sub(self.flows_t) as f64;
+        let t0 = self.flows_t;
+        for f in self.flows.iter_mut().filter(|f| f.done_at.is_none() && f.rate > 0.0) {
+            let end = t0 + libm::ceil(f.remaining / f.rate) as u64;
+            if end <= now {
+                f.remaining = 0.0;
+                f.done_at = Some(end + (f.flow.latency_s * 1e9).round() as u64);
+            } else {
+                f.remaining -= f.rate * dt;
+            }
+        }
+        self.flows_t = now;
+    }
+
+    /// Equal shares of each (link, direction) among flows in their data phase.
+    fn reshare(&mut self) {
+        let mut count: BTreeMap<(u32, bool), u32> = BTreeMap::new();
+        for f in self.flows.iter().filter(|f| f.done_at.is_none()) {
+            for &h in &f.flow.hops {
+                *count.entry(h).or_insert(0) += 1;
+            }
+        }
+        for f in self.flows.iter_mut().filter(|f| f.done_at.is_none()) {
+            f.rate = f
+                .flow
+                .hops
+                .iter()
+                .map(|h| self.topo.links[h.0 as usize].bandwidth_gbps / f64::from(count[h]))
+                .fold(f64::INFINITY, f64::min);
+            if !f.rate.is_finite() {
+                f.rate = f64::INFINITY; // same GPU: instantaneous
+            }
+        }
+    }
+
+    /// Start moving request `req`'s KV (`prompt` tokens) from replica `from` to `to`.
+    pub fn start_transfer(&mut self, now: u64, req: u32, prompt: u32, from: usize, to: usize) {
+        self.advance(now);
+        let bytes = f64::from(prompt) * self.kv_bytes_per_token_gpu;
+        let mut parts = 0;
+        let pairs: Vec<(u32, u32)> = self.placement[from]
+            .iter()
+            .flatten()
+            .zip(self.placement[to].iter().flatten())
+            .map(|(&a, &b)| (a, b))
+            .collect();
+        for (a, b) in pairs {
+            let fl = flow(&self.topo, &mut self.routes, a, b).unwrap_or(Flow { hops: Vec::new(), latency_s: 0.0 });
+            for &(l, _) in &fl.hops {
+                self.link_bytes[l as usize] += bytes;
+            }
+            self.stats.kv_bytes += bytes;
+            self.flows.push(KvFlow { req, src: a, dst: b, flow: fl, remaining: bytes, rate: 0.0, done_at: None });
+            parts += 1;
+        }
+        self.pending.insert(req, (parts, to as u32, now));
+        self.stats.kv_transfers += 1;
+        self.reshare();
+        // Empty routes (same GPU) finish at once.
+        for f in self.flows.iter_mut().filter(|f| f.rate.is_infinite()) {
+            f.remaining = 0.0;
+            f.done_at = Some(now);
+        }
+    }
+
+    /// Transfers complete at `now`: (request, destination replica).
+    pub fn take_done(&mut self, now: u64) -> Vec<(u32, usize)> {
+        self.advance(now);
+        let mut out = Vec::new();
+        let mut i = 0;
+        let mut changed = false;
+        while i < self.flows.len() {
+            if self.flows[i].done_at.is_some_and(|t| t <= now) {
+                let f = self.flows.remove(i);
+                changed = true;
+                if let Some(p) = self.pending.get_mut(&f.req) {
+                    p.0 -= 1;
+                    if p.0 == 0 {
+                        let (_, to, start) = self.pending.remove(&f.req).unwrap_or((0, 0, now));
+                        self.stats.kv_transfer_ms.push((now - start) as f64 / 1e6);
+                        out.push((f.req, to as usize));
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+        if changed {
+            self.reshare();
+        }
+        out
+    }
+
+    /// Is a topology event due at `now`?
+    pub fn event_due(&self, now: u64) -> bool {
+        self.events.get(self.next_event).is_some_and(|e| e.at_ns <= now)
+    }
+
+    /// Add events (runtime injection); those in the past apply at the next instant.
+    pub fn inject(&mut self, mut evs: Vec<TopoEvent>, now: u64) {
+        for e in &mut evs {
+            e.at_ns = e.at_ns.max(now);
+        }
+        let mut rest = self.events.split_off(self.next_event);
+        rest.extend(evs);
+        rest.sort_by_key(|e| e.at_ns);
+        self.events.extend(rest);
+    }
+
+    /// Apply every event due at `now`. Returns the replicas that must stop.
+    pub fn apply_due(&mut self, now: u64) -> Vec<usize> {
+        let mut actions = Vec::new();
+        while let Some(e) = self.events.get(self.next_event).filter(|e| e.at_ns <= now) {
+            actions.push(e.action);
+            self.next_event += 1;
+        }
+        self.apply_actions(now, &actions)
+    }
+
+    /// Apply actions now: update links, re-route (with hysteresis), re-price replicas,
+    /// re-route and re-share KV flows. Returns the replicas that lost a peer.
+    pub fn apply_actions(&mut self, now: u64, actions: &[Action]) -> Vec<usize> {
+        self.advance(now);
+        for a in actions {
+            let (touched, structural, may_add) = events::apply(&mut self.topo, a);
+            self.stats.events_applied += 1;
+            if touched.len() > 1 {
+                self.stats.route_changes += u64::from(self.routes.recompute_all(&self.topo));
+            } else if let Some(&l) = touched.first() {
+                self.stats.route_changes += u64::from(self.routes.on_link_change(&self.topo, l, structural, may_add));
+            }
+        }
+        self.refresh(now)
+    }
+
+    /// Replace the whole topology (runtime swap). The placement's GPU ids must exist.
+    pub fn swap(&mut self, now: u64, topo: Topology) -> Result<Vec<usize>> {
+        self.advance(now);
+        let mut placement = self.placement.clone();
+        for g in placement.iter_mut().flatten().flatten() {
+            let id = &self.topo.nodes[*g as usize].id;
+            *g = topo.node("topology", id)?;
+        }
+        for (r, t) in self.rep_tokens.iter_mut().enumerate() {
+            for &(l, b) in &self.rep_bpt[r] {
+                self.link_bytes[l as usize] += *t * b;
+            }
+            *t = 0.0;
+            self.rep_bpt[r].clear();
+        }
+        // Per-link bytes are kept by link id string across the swap.
+        let mut old: BTreeMap<(String, String), f64> = BTreeMap::new();
+        for (l, b) in self.topo.links.iter().zip(&self.link_bytes) {
+            let (a, c) = (&self.topo.nodes[l.src as usize].id, &self.topo.nodes[l.dst as usize].id);
+            old.insert((a.clone().min(c.clone()), a.clone().max(c.clone())), *b);
+        }
+        self.link_bytes = topo
+            .links
+            .iter()
+            .map(|l| {
+                let (a, c) = (&topo.nodes[l.src as usize].id, &topo.nodes[l.dst as usize].id);
+                old.get(&(a.clone().min(c.clone()), a.clone().max(c.clone()))).copied().unwrap_or(0.0)
+            })
+            .collect();
+        for f in &mut self.flows {
+            f.src = topo.index.get(&self.topo.nodes[f.src as usize].id).copied().unwrap_or(u32::MAX);
+            f.dst = topo.index.get(&self.topo.nodes[f.dst as usize].id).copied().unwrap_or(u32::MAX);
+        }
+        self.topo = topo;
+        self.placement = placement;
+        self.routes = RouteTable::default();
+        self.stats.events_applied += 1;
+        Ok(self.refresh(now))
+    }
+
+    /// After a change: stop replicas that lost a peer, re-price the others, re-route flows.
+    fn refresh(&mut self, now: u64) -> Vec<usize> {
+        let comp = placement::components(&self.topo);
+        let mut stopped = Vec::new();
+        for rep in 0..self.placement.len() {
+            if !self.alive[rep] {
+                continue;
+            }
+            let lost = placement::disconnected(&comp, &self.placement[rep]).is_some() || !self.rebuild(rep);
+            if lost {
+                self.alive[rep] = false;
+                self.stats.stopped_replicas += 1;
+                stopped.push(rep);
+            }
+        }
+        // Re-route flows in their data phase; a flow with no route left finishes now (the
+        // engine then recomputes that request's KV at the destination).
+        let mut flows = std::mem::take(&mut self.flows);
+        for f in flows.iter_mut().filter(|f| f.done_at.is_none()) {
+            let ok = f.src != u32::MAX && f.dst != u32::MAX;
+            match ok.then(|| flow(&self.topo, &mut self.routes, f.src, f.dst)).flatten() {
+                Some(fl) => f.flow = fl,
+                None => {
+                    f.remaining = 0.0;
+                    f.done_at = Some(now);
+                }
+            }
+        }
+        self.flows = flows;
+        self.reshare();
+        stopped
+    }
+
+    /// Is `to` reachable from `from` for a KV move (both alive)?
+    pub fn route_score(&mut self, from: usize, to: usize) -> f64 {
+        let (a, b) = (self.placement[from][0][0], self.placement[to][0][0]);
+        if a == b {
+            return f64::INFINITY;
+        }
+        self.routes.get(&self.topo, a, b).route().map_or(f64::NEG_INFINITY, |c| c.score)
+    }
+
+    /// The per-link table over a run of `duration_ns`.
+    pub fn link_table(&mut self, duration_ns: u64) -> LinkTable {
+        for rep in 0..self.rep_tokens.len() {
+            let t = std::mem::take(&mut self.rep_tokens[rep]);
+            for &(l, b) in &self.rep_bpt[rep] {
+                self.link_bytes[l as usize] += t * b;
+            }
+        }
+        let secs = (duration_ns as f64 / 1e9).max(1e-9);
+        let mut out = LinkTable::default();
+        for (l, &b) in self.topo.links.iter().zip(&self.link_bytes) {
+            out.src.push(self.topo.nodes[l.src as usize].id.clone());
+            out.dst.push(self.topo.nodes[l.dst as usize].id.clone());
+            out.kind.push(serde_json::to_value(l.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
+            out.bandwidth_gbps.push(l.bandwidth_gbps);
+            out.nominal_gbps.push(l.nominal_gbps);
+            out.latency_us.push(l.latency_us);
+            out.up.push(l.up);
+            out.bytes.push(b);
+            out.utilization.push(b / (l.nominal_gbps * 1e9 * 2.0 * secs));
+        }
+        out
+    }
+}

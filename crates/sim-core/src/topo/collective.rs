@@ -1,0 +1,181 @@
+//! Collectives priced with α–β costs on the chosen routes.
+//!
+//! A collective is a set of concurrent point-to-point *flows*, each following the chosen
+//! route of its GPU pair. Flows that cross the same link in the same direction share its
+//! bandwidth equally, so a flow's bandwidth is `min over its links of bw / flows on it`;
+//! a collective's α is the largest route latency among its flows and its β the smallest
+//! flow bandwidth (the slowest flow paces every step). With p GPUs and n bytes:
+//! * ring AllReduce: `2(p−1)·α + 2(p−1)/p · n / B` (reduce-scatter then all-gather);
+//! * tree AllReduce: `2⌈log2 p⌉·α + 2·n / B` (pipelined reduce up a binary tree, broadcast
+//!   down); cheaper for small n, the ring for large n — [`Comm::allreduce_s`] takes the min;
+//! * ring all-gather (n = gathered bytes): `(p−1)·α + (p−1)/p · n / B`;
+//! * send/recv: `α + n / B`.
+
+use std::collections::BTreeMap;
+
+use super::route::RouteTable;
+use super::Topology;
+
+/// `a + b · bytes`, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Affine {
+    /// Fixed part, s.
+    pub a: f64,
+    /// Seconds per byte.
+    pub b: f64,
+}
+
+impl Affine {
+    #[inline]
+    pub fn at(&self, bytes: f64) -> f64 {
+        self.a + self.b * bytes
+    }
+}
+
+/// A point-to-point flow along a chosen route: `(link, forward)` hops and its latency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub hops: Vec<(u32, bool)>,
+    pub latency_s: f64,
+}
+
+/// The flow `u → v` on the chosen route, `None` when the pair has no path. `u == v` is an
+/// empty flow (no cost).
+pub fn flow(t: &Topology, routes: &mut RouteTable, u: u32, v: u32) -> Option<Flow> {
+    if u == v {
+        return Some(Flow { hops: Vec::new(), latency_s: 0.0 });
+    }
+    let r = routes.get(t, u, v).route()?;
+    let p = &r.path;
+    let forward_path = p.nodes[0] == u;
+    let n = p.links.len();
+    let mut hops = Vec::with_capacity(n);
+    for i in 0..n {
+        let (j, from) = if forward_path { (i, p.nodes[i]) } else { (n - 1 - i, p.nodes[n - i]) };
+        let li = p.links[j];
+        hops.push((li, t.links[li as usize].src == from));
+    }
+    Some(Flow { hops, latency_s: r.latency_us * 1e-6 })
+}
+
+/// (α = largest latency, B = smallest shared bandwidth in bytes/s) of concurrent flows.
+pub fn shared(t: &Topology, flows: &[Flow]) -> (f64, f64) {
+    let mut count: BTreeMap<(u32, bool), u32> = BTreeMap::new();
+    for f in flows {
+        for &h in &f.hops {
+            *count.entry(h).or_insert(0) += 1;
+        }
+    }
+    let mut alpha: f64 = 0.0;
+    let mut b = f64::INFINITY;
+    for f in flows {
+        alpha = alpha.max(f.latency_s);
+        for h in &f.hops {
+            let bw = t.links[h.0 as usize].bandwidth_gbps * 1e9 / f64::from(count[h]);
+            b = b.min(bw);
+        }
+    }
+    (alpha, b)
+}
+
+fn ceil_log2(p: usize) -> f64 {
+    (usize::BITS - (p.max(1) - 1).leading_zeros()) as f64
+}
+
+/// Ring AllReduce over `gpus` (ring order), as an affine function of the bytes reduced.
+pub fn ring_allreduce(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Option<Affine> {
+    let p = gpus.len();
+    if p < 2 {
+        return Some(Affine::default());
+    }
+    let flows: Option<Vec<Flow>> = (0..p).map(|i| flow(t, routes, gpus[i], gpus[(i + 1) % p])).collect();
+    let (alpha, b) = shared(t, &flows?);
+    let pf = p as f64;
+    Some(Affine { a: 2.0 * (pf - 1.0) * alpha, b: 2.0 * (pf - 1.0) / pf / b })
+}
+
+/// Binary-tree AllReduce over `gpus` (`gpus[0]` the root, parent of i is (i−1)/2).
+pub fn tree_allreduce(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Option<Affine> {
+    let p = gpus.len();
+    if p < 2 {
+        return Some(Affine::default());
+    }
+    let flows: Option<Vec<Flow>> = (1..p).map(|i| flow(t, routes, gpus[i], gpus[(i - 1) / 2])).collect();
+    let (alpha, b) = shared(t, &flows?);
+    Some(Affine { a: 2.0 * ceil_log2(p) * alpha, b: 2.0 / b })
+}
+
+/// Ring all-gather over `gpus`: affine in the gathered (output) bytes.
+pub fn ring_allgather(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Option<Affine> {
+    let ar = ring_allreduce(t, routes, gpus)?;
+    Some(Affine { a: ar.a / 2.0, b: ar.b / 2.0 })
+}
+
+/// Concurrent send/recv `src[i] → dst[i]`, each carrying `1/len` of the bytes.
+pub fn send_recv(t: &Topology, routes: &mut RouteTable, src: &[u32], dst: &[u32]) -> Option<Affine> {
+    let flows: Option<Vec<Flow>> = src.iter().zip(dst).map(|(&a, &b)| flow(t, routes, a, b)).collect();
+    let flows = flows?;
+    if flows.iter().all(|f| f.hops.is_empty()) {
+        return Some(Affine::default());
+    }
+    let (alpha, b) = shared(t, &flows);
+    Some(Affine { a: alpha, b: 1.0 / (b * src.len().max(1) as f64) })
+}
+
+/// The communication of one replica, cached between topology changes: per stage the ring
+/// and tree AllReduce of its TP group, and the stage-to-stage activation transfers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Comm {
+    /// Per stage: (ring, tree, layers in the stage).
+    pub stages: Vec<(Affine, Affine, f64)>,
+    /// Σ over stage boundaries of the send/recv cost (affine in the activation bytes).
+    pub pp: Affine,
+}
+
+impl Comm {
+    /// The cheaper AllReduce of stage `s` for `bytes`.
+    #[inline]
+    pub fn allreduce_s(&self, s: usize, bytes: f64) -> f64 {
+        let (ring, tree, _) = &self.stages[s];
+        ring.at(bytes).min(tree.at(bytes))
+    }
+
+    /// Communication time of one step of `tokens` tokens with hidden size `hidden`
+    /// (bf16 activations): 2 AllReduces per layer in every stage, plus the PP transfers.
+    #[inline]
+    pub fn step_s(&self, tokens: f64, hidden: f64) -> f64 {
+        let bytes = tokens * hidden * 2.0;
+        let mut s = if self.stages.len() > 1 { self.pp.at(bytes) } else { 0.0 };
+        for (i, st) in self.stages.iter().enumerate() {
+            if st.2 > 0.0 && (st.0.b > 0.0 || st.0.a > 0.0) {
+                s += 2.0 * st.2 * self.allreduce_s(i, bytes);
+            }
+        }
+        s
+    }
+
+    /// Build from a placement: `stages[s]` the GPUs of stage s (TP rank order).
+    pub fn build(t: &Topology, routes: &mut RouteTable, stages: &[Vec<u32>], layers: f64) -> Option<Comm> {
+        let per_stage = layers / stages.len().max(1) as f64;
+        let mut c = Comm::default();
+        for g in stages {
+            c.stages.push((ring_allreduce(t, routes, g)?, tree_allreduce(t, routes, g)?, per_stage));
+        }
+        for w in stages.windows(2) {
+            let x = send_recv(t, routes, &w[0], &w[1])?;
+            c.pp.a += x.a;
+            c.pp.b += x.b;
+        }
+        Some(c)
+    }
+}
+
+/// Makespan of a pipeline of stages with compute `stage_s[i]` per micro-batch and transfer
+/// `xfer_s[i]` after stage i (one fewer than stages), for `micro_batches` micro-batches: the
+/// first micro-batch crosses every stage and transfer, each further one leaves one period
+/// later, the period being the slowest stage or transfer (it bounds throughput).
+pub fn pipeline_makespan(stage_s: &[f64], xfer_s: &[f64], micro_batches: u32) -> f64 {
+    let first: f64 = stage_s.iter().sum::<f64>() + xfer_s.iter().sum::<f64>();
+    let period = stage_s.iter().chain(xfer_s).fold(0.0f64, |m, &x| m.max(x));
+    first + f64::from(micro_batches.max(1) - 1) * period
+}

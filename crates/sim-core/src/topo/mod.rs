@@ -1,0 +1,357 @@
+//! Topology as data: the GPU fabric a deployment runs on.
+//!
+//! A topology is a graph of nodes (GPUs, NVSwitches, hosts, NICs, network switches) and
+//! full-duplex links `{src, dst, kind, bandwidth_gbps, latency_us}`. `bandwidth_gbps` is GB/s
+//! *per direction* (an H200's 900 GB/s NVLink is 450 each way); `latency_us` is one traversal
+//! of the link. It comes from a scenario's `topology` entry — a preset name
+//! (`"hgx-h200"`) or a table `{preset?, nodes, links, routing?}` whose nodes and links extend
+//! the preset (a link between the same two nodes as a preset link replaces that link) — or
+//! from the Python builder `o1sim.Topology`, which produces the same table.
+//!
+//! Submodules: [`presets`] (the shipped fabrics), [`route`] (RTMPv2 routing over k shortest
+//! paths, Pareto frontier), [`collective`] (α–β costs of AllReduce, all-gather, send/recv),
+//! [`placement`] (TP groups, PP stages and replicas onto GPUs), [`events`] (link changes and
+//! failures during a run).
+
+pub mod collective;
+pub mod events;
+pub mod placement;
+pub mod presets;
+pub mod route;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check, Result, SimError};
+
+/// Node kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    Gpu,
+    Nvswitch,
+    Host,
+    Nic,
+    Switch,
+}
+
+/// Link kinds (informational: costs come from `bandwidth_gbps` and `latency_us`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    Nvlink,
+    Nvswitch,
+    Pcie,
+    Ib,
+    Eth,
+}
+
+/// One node of the table form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// Unique id (`gpu0`, `n1.nic3`, `ib0`).
+    pub id: String,
+    pub kind: NodeKind,
+    /// GPUs only: the catalog GPU (informational; the scenario's `gpu` prices the steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+}
+
+/// One full-duplex link of the table form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub src: String,
+    pub dst: String,
+    pub kind: LinkKind,
+    /// GB/s per direction, > 0.
+    pub bandwidth_gbps: f64,
+    /// One traversal, µs, > 0.
+    pub latency_us: f64,
+}
+
+/// RTMPv2 knobs (all optional in the input).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingSpec {
+    /// Weight of bandwidth against latency in the score, [0, 1]. DESIGN: 0.65.
+    pub alpha: f64,
+    /// Candidate paths per GPU pair (k shortest by latency), 1..=16.
+    pub k_paths: u32,
+    /// A route is replaced only when beaten by more than this fraction (0.03 = 3%).
+    pub hysteresis: f64,
+}
+
+impl Default for RoutingSpec {
+    fn default() -> Self {
+        RoutingSpec { alpha: 0.65, k_paths: 4, hysteresis: 0.03 }
+    }
+}
+
+/// Table form of a topology.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyTable {
+    /// Preset to start from; `nodes` and `links` extend it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub nodes: Vec<NodeSpec>,
+    #[serde(default)]
+    pub links: Vec<LinkSpec>,
+    #[serde(default)]
+    pub routing: RoutingSpec,
+}
+
+/// A scenario's `topology` entry: a preset name or a table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum TopologyInput {
+    Preset(String),
+    Table(TopologyTable),
+}
+
+struct InputVisitor;
+
+impl<'de> Visitor<'de> for InputVisitor {
+    type Value = TopologyInput;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a topology preset name (string) or a table {preset?, nodes, links}")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<TopologyInput, E> {
+        Ok(TopologyInput::Preset(v.to_string()))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<TopologyInput, A::Error> {
+        TopologyTable::deserialize(de::value::MapAccessDeserializer::new(map)).map(TopologyInput::Table)
+    }
+}
+
+impl<'de> Deserialize<'de> for TopologyInput {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(InputVisitor)
+    }
+}
+
+/// A resolved node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    pub id: String,
+    pub kind: NodeKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+}
+
+/// A resolved link with its live state (events change it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    /// Node indices.
+    pub src: u32,
+    pub dst: u32,
+    pub kind: LinkKind,
+    /// Current GB/s per direction.
+    pub bandwidth_gbps: f64,
+    /// Current latency, µs.
+    pub latency_us: f64,
+    /// As loaded (before any event).
+    pub nominal_gbps: f64,
+    pub up: bool,
+}
+
+/// A validated topology: nodes, links, and the graph the routing runs on.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+    pub routing: RoutingSpec,
+    /// id → node index.
+    pub index: BTreeMap<String, u32>,
+    /// Unordered node pair → link index.
+    pub pair: BTreeMap<(u32, u32), u32>,
+    /// B_min of RTMPv2: the smallest nominal link bandwidth, GB/s.
+    pub b_min: f64,
+    /// Per node: (neighbour, link), in link order (for the routing's Dijkstra).
+    pub adj: Vec<Vec<(u32, u32)>>,
+}
+
+fn key(a: u32, b: u32) -> (u32, u32) {
+    (a.min(b), a.max(b))
+}
+
+impl Topology {
+    /// Resolve and validate an input. Error paths are relative (`links[3].bandwidth_gbps`);
+    /// callers prefix `topology`.
+    pub fn from_input(input: &TopologyInput) -> Result<Topology> {
+        let table = match input {
+            TopologyInput::Preset(name) => {
+                let mut t = presets::preset(name).ok_or_else(|| {
+                    check::unknown_name("", "topology preset", name, presets::PRESET_NAMES)
+                })?;
+                t.preset = None;
+                return Topology::from_parts(t.nodes, t.links, Vec::new(), t.routing);
+            }
+            TopologyInput::Table(t) => t,
+        };
+        let (mut nodes, mut links) = (Vec::new(), Vec::new());
+        if let Some(name) = &table.preset {
+            let p = presets::preset(name)
+                .ok_or_else(|| check::unknown_name("preset", "topology preset", name, presets::PRESET_NAMES))?;
+            nodes = p.nodes;
+            links = p.links;
+        }
+        let base_nodes = nodes.len();
+        nodes.extend(table.nodes.iter().cloned());
+        Topology::from_parts_offset(nodes, base_nodes, links, table.links.clone(), table.routing)
+    }
+
+    fn from_parts(nodes: Vec<NodeSpec>, links: Vec<LinkSpec>, extra: Vec<LinkSpec>, routing: RoutingSpec) -> Result<Topology> {
+        let n = nodes.len();
+        Topology::from_parts_offset(nodes, n, links, extra, routing)
+    }
+
+    /// `nodes[..base_nodes]` and `base_links` come from a preset (trusted); the rest are the
+    /// user's, validated with paths `nodes[i]` / `links[i]` (i within the user's lists).
+    fn from_parts_offset(
+        nodes: Vec<NodeSpec>,
+        base_nodes: usize,
+        base_links: Vec<LinkSpec>,
+        user_links: Vec<LinkSpec>,
+        routing: RoutingSpec,
+    ) -> Result<Topology> {
+        check::finite("routing.alpha", routing.alpha)?;
+        if !(0.0..=1.0).contains(&routing.alpha) {
+            return Err(SimError::config("routing.alpha", format!("must be in [0, 1] (got {})", routing.alpha)));
+        }
+        check::in_range("routing.k_paths", routing.k_paths, 1, 16)?;
+        check::non_negative("routing.hysteresis", routing.hysteresis)?;
+        let gpu_names: Vec<String> = crate::catalog::gpu_presets().into_iter().map(|g| g.name).collect();
+        let gpu_refs: Vec<&str> = gpu_names.iter().map(String::as_str).collect();
+        let mut index = BTreeMap::new();
+        let mut out_nodes = Vec::with_capacity(nodes.len());
+        for (i, nd) in nodes.into_iter().enumerate() {
+            let path = format!("nodes[{}]", i.saturating_sub(base_nodes));
+            if nd.id.is_empty() {
+                return Err(SimError::config(format!("{path}.id"), "must not be empty"));
+            }
+            if index.insert(nd.id.clone(), i as u32).is_some() {
+                return Err(SimError::config(format!("{path}.id"), format!("duplicate node id '{}'", nd.id)));
+            }
+            if let Some(g) = &nd.gpu {
+                if nd.kind != NodeKind::Gpu {
+                    return Err(SimError::config(format!("{path}.gpu"), "only GPU nodes name a GPU model"));
+                }
+                if !gpu_refs.contains(&g.as_str()) {
+                    return Err(check::unknown_name(&format!("{path}.gpu"), "GPU", g, &gpu_refs));
+                }
+            }
+            out_nodes.push(Node { id: nd.id, kind: nd.kind, gpu: nd.gpu });
+        }
+        let mut t = Topology {
+            nodes: out_nodes,
+            links: Vec::new(),
+            routing,
+            index,
+            pair: BTreeMap::new(),
+            b_min: f64::INFINITY,
+            adj: Vec::new(),
+        };
+        for l in base_links {
+            let (a, b) = (t.index[&l.src], t.index[&l.dst]);
+            t.pair.insert(key(a, b), t.links.len() as u32);
+            t.links.push(Link { src: a, dst: b, kind: l.kind, bandwidth_gbps: l.bandwidth_gbps, latency_us: l.latency_us, nominal_gbps: l.bandwidth_gbps, up: true });
+        }
+        let preset_links = t.links.len();
+        for (i, l) in user_links.iter().enumerate() {
+            let path = format!("links[{i}]");
+            let node = |id: &str, f: &str| {
+                t.index.get(id).copied().ok_or_else(|| {
+                    let ids: Vec<&str> = t.index.keys().map(String::as_str).collect();
+                    check::unknown_name(&format!("{path}.{f}"), "node id", id, &ids)
+                })
+            };
+            let (a, b) = (node(&l.src, "src")?, node(&l.dst, "dst")?);
+            if a == b {
+                return Err(SimError::config(path, format!("self loop on '{}'", l.src)));
+            }
+            check::positive(&format!("{path}.bandwidth_gbps"), l.bandwidth_gbps)?;
+            check::positive(&format!("{path}.latency_us"), l.latency_us)?;
+            let link = Link { src: a, dst: b, kind: l.kind, bandwidth_gbps: l.bandwidth_gbps, latency_us: l.latency_us, nominal_gbps: l.bandwidth_gbps, up: true };
+            match t.pair.get(&key(a, b)) {
+                Some(&j) if (j as usize) < preset_links => t.links[j as usize] = link,
+                Some(&j) => {
+                    let first = j as usize - preset_links;
+                    return Err(SimError::config(path, format!("duplicate link {} – {} (also links[{first}])", l.src, l.dst)));
+                }
+                None => {
+                    t.pair.insert(key(a, b), t.links.len() as u32);
+                    t.links.push(link);
+                }
+            }
+        }
+        t.adj = vec![Vec::new(); t.nodes.len()];
+        for (i, l) in t.links.iter().enumerate() {
+            t.adj[l.src as usize].push((l.dst, i as u32));
+            t.adj[l.dst as usize].push((l.src, i as u32));
+        }
+        t.b_min = t.links.iter().map(|l| l.nominal_gbps).fold(f64::INFINITY, f64::min);
+        Ok(t)
+    }
+
+    /// Parse a topology entry from JSON text (a preset name string or a table).
+    pub fn from_json(text: &str) -> Result<Topology> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let input: TopologyInput = serde_path_to_error::deserialize(de).map_err(|e| {
+            let p = e.path().to_string();
+            SimError::config(if p == "." { String::new() } else { p }, e.into_inner())
+        })?;
+        Topology::from_input(&input)
+    }
+
+    /// Node index of `id`, or a config error at `path` listing close ids.
+    pub fn node(&self, path: &str, id: &str) -> Result<u32> {
+        self.index.get(id).copied().ok_or_else(|| {
+            let ids: Vec<&str> = self.index.keys().map(String::as_str).collect();
+            check::unknown_name(path, "node id", id, &ids)
+        })
+    }
+
+    /// Link index between two node ids (either order).
+    pub fn link_between(&self, a: u32, b: u32) -> Option<u32> {
+        self.pair.get(&key(a, b)).copied()
+    }
+
+    /// GPU node indices in node order.
+    pub fn gpus(&self) -> Vec<u32> {
+        (0..self.nodes.len() as u32).filter(|&i| self.nodes[i as usize].kind == NodeKind::Gpu).collect()
+    }
+
+    /// The table form (every node and link, current state), for the front ends.
+    pub fn to_table(&self) -> TopologyTable {
+        TopologyTable {
+            preset: None,
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| NodeSpec { id: n.id.clone(), kind: n.kind, gpu: n.gpu.clone() })
+                .collect(),
+            links: self
+                .links
+                .iter()
+                .map(|l| LinkSpec {
+                    src: self.nodes[l.src as usize].id.clone(),
+                    dst: self.nodes[l.dst as usize].id.clone(),
+                    kind: l.kind,
+                    bandwidth_gbps: l.bandwidth_gbps,
+                    latency_us: l.latency_us,
+                })
+                .collect(),
+            routing: self.routing,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

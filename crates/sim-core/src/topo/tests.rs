@@ -1,0 +1,161 @@
+//! Hand-computed checks of the topology model, routing and collectives.
+
+use super::collective::{pipeline_makespan, ring_allreduce, tree_allreduce, Comm};
+use super::route::{candidates_view, PairRoute, RouteTable};
+use super::*;
+
+fn table(json: &str) -> Result<Topology> {
+    Topology::from_json(json)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
+}
+
+#[test]
+fn presets_have_the_documented_ids() {
+    let t = Topology::from_json("\"hgx-h200\"").unwrap();
+    assert_eq!(t.gpus().len(), 8);
+    assert!(t.index.contains_key("gpu7") && t.index.contains_key("nvswitch0"));
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    assert_eq!(t.gpus().len(), 16);
+    for id in ["n0.gpu0", "n1.gpu7", "n0.nvswitch0", "n1.nic7", "ib0", "ib7"] {
+        assert!(t.index.contains_key(id), "{id}");
+    }
+    assert_eq!(Topology::from_json("\"4x-hgx-h200-ib\"").unwrap().gpus().len(), 32);
+    assert_eq!(Topology::from_json("\"pcie-4x-l40s\"").unwrap().gpus().len(), 4);
+    assert_eq!(Topology::from_json("\"dgx-a100\"").unwrap().links[0].bandwidth_gbps, 300.0);
+    let e = Topology::from_json("\"hgx-h20\"").unwrap_err();
+    assert!(e.to_string().contains("did you mean hgx-h200"), "{e}");
+}
+
+const SMALL: &str = r#"{"nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}, {"id": "s", "kind": "switch"}],
+  "links": [{"src": "a", "dst": "s", "kind": "nvlink", "bandwidth_gbps": 100, "latency_us": 1},
+            LINK]}"#;
+
+fn small(link: &str) -> String {
+    SMALL.replace("LINK", link)
+}
+
+#[test]
+fn bad_input_names_the_item() {
+    let e = table(&small(r#"{"src": "b", "dst": "s", "kind": "nvlink", "bandwidth_gbps": -1, "latency_us": 1}"#)).unwrap_err();
+    assert_eq!(e.to_string(), "links[1].bandwidth_gbps: must be > 0 (got -1)");
+    let e = table(&small(r#"{"src": "b", "dst": "s", "kind": "nvlink", "bandwidth_gbps": 1, "latency_us": 0}"#)).unwrap_err();
+    assert_eq!(e.path(), Some("links[1].latency_us"));
+    let e = table(&small(r#"{"src": "b", "dst": "q", "kind": "nvlink", "bandwidth_gbps": 1, "latency_us": 1}"#)).unwrap_err();
+    assert_eq!(e.path(), Some("links[1].dst"));
+    assert!(e.to_string().contains("unknown node id 'q'"), "{e}");
+    let e = table(&small(r#"{"src": "b", "dst": "b", "kind": "nvlink", "bandwidth_gbps": 1, "latency_us": 1}"#)).unwrap_err();
+    assert_eq!(e.to_string(), "links[1]: self loop on 'b'");
+    let e = table(&small(r#"{"src": "s", "dst": "a", "kind": "nvlink", "bandwidth_gbps": 1, "latency_us": 1}"#)).unwrap_err();
+    assert_eq!(e.to_string(), "links[1]: duplicate link s – a (also links[0])");
+    let e = table(&small(r#"{"src": "b", "dst": "s", "kind": "wifi", "bandwidth_gbps": 1, "latency_us": 1}"#)).unwrap_err();
+    assert_eq!(e.path(), Some("links[1].kind"));
+    // a link given over a preset replaces the preset's link
+    let t = table(r#"{"preset": "hgx-h200", "links": [{"src": "gpu3", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 45, "latency_us": 1}]}"#).unwrap();
+    assert_eq!(t.links.len(), 8);
+    assert_eq!(t.links[t.link_between(t.index["gpu3"], t.index["nvswitch0"]).unwrap() as usize].bandwidth_gbps, 45.0);
+}
+
+#[test]
+fn ring_allreduce_on_4_and_8_gpus_by_hand() {
+    // hgx-h200: GPU → NVSwitch → GPU, 450 GB/s per direction, 1 µs a link: α = 2 µs,
+    // B = 450 GB/s (each GPU's link carries one ring flow each way). n = 1 GB:
+    // 4 GPUs: 2·3·2 µs + 2·3/4 · 1e9 / 450e9 s = 12 µs + 3.333333 ms = 3.345333 ms
+    // 8 GPUs: 2·7·2 µs + 2·7/8 · 1e9 / 450e9 s = 28 µs + 3.888889 ms = 3.916889 ms
+    let t = Topology::from_json("\"hgx-h200\"").unwrap();
+    let mut r = RouteTable::default();
+    let g: Vec<u32> = (0..8).map(|i| t.index[&format!("gpu{i}")]).collect();
+    let four = ring_allreduce(&t, &mut r, &g[..4]).unwrap();
+    assert!(close(four.at(1e9), 12e-6 + 1.5e9 / 450e9), "{four:?}");
+    assert!(close(four.at(1e9) * 1e3, 3.345_333_333_333), "{}", four.at(1e9) * 1e3);
+    let eight = ring_allreduce(&t, &mut r, &g).unwrap();
+    assert!(close(eight.at(1e9) * 1e3, 3.916_888_888_889), "{}", eight.at(1e9) * 1e3);
+    // Tree on 8: depth 3, α part 2·3·2 µs = 12 µs; gpu0 receives from gpu1 and gpu2 over its
+    // one link, so B = 225 GB/s and β = 2 / 225e9. Cheaper for 1 KB, the ring for 1 GB.
+    let tree = tree_allreduce(&t, &mut r, &g).unwrap();
+    assert!(close(tree.a, 12e-6) && close(tree.b, 2.0 / 225e9), "{tree:?}");
+    assert!(tree.at(1e3) < eight.at(1e3) && eight.at(1e9) < tree.at(1e9));
+    // The same numbers as the execution-time model's own ring (2(p−1)/p·n/bw + 2(p−1)·hop).
+    let c = Comm::build(&t, &mut r, std::slice::from_ref(&g), 80.0).unwrap();
+    assert!(close(c.step_s(1.0, 8192.0), 160.0 * tree.at(16384.0).min(eight.at(16384.0))));
+}
+
+#[test]
+fn rtmpv2_hysteresis_two_percent_keeps_four_percent_replaces() {
+    // Two disjoint 2-link paths a–s1–b and a–s2–b, 100 GB/s and 1 µs each: B_min = 100,
+    // D = D_max = 2, both score 0.65 + 0.35 = 1. Raising the other path to 103 GB/s scores
+    // 0.65·1.03 + 0.35 = 1.0195 (≈2% better): kept; 106.2 GB/s → 1.0403 (≈4%): replaced.
+    let json = r#"{"nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"},
+        {"id": "s1", "kind": "switch"}, {"id": "s2", "kind": "switch"}],
+      "links": [{"src": "a", "dst": "s1", "kind": "eth", "bandwidth_gbps": 100, "latency_us": 1},
+                {"src": "s1", "dst": "b", "kind": "eth", "bandwidth_gbps": 100, "latency_us": 1},
+                {"src": "a", "dst": "s2", "kind": "eth", "bandwidth_gbps": 100, "latency_us": 1},
+                {"src": "s2", "dst": "b", "kind": "eth", "bandwidth_gbps": 100, "latency_us": 1}]}"#;
+    let mut t = table(json).unwrap();
+    let mut r = PairRoute::new(&t, 0, 1);
+    assert_eq!(r.cands.len(), 2);
+    let first = r.chosen.unwrap();
+    assert!(close(r.cands[first].score, 1.0));
+    let other = 1 - first;
+    let other_links = r.cands[other].path.links.clone();
+    let set = |t: &mut Topology, bw: f64| {
+        for &l in &other_links {
+            t.links[l as usize].bandwidth_gbps = bw;
+        }
+    };
+    set(&mut t, 103.0);
+    assert!(!r.recompute(&t, false));
+    assert!(close(r.cands[other].score, 1.0195));
+    assert_eq!(r.chosen, Some(first));
+    set(&mut t, 106.2);
+    assert!(r.recompute(&t, false));
+    assert!(close(r.cands[other].score, 1.0403));
+    assert_eq!(r.chosen, Some(other));
+    // A fresh evaluation picks the best outright.
+    assert_eq!(PairRoute::new(&t, 0, 1).route().unwrap().path.links, other_links);
+}
+
+#[test]
+fn pareto_frontier_of_a_small_graph() {
+    // Four two-link routes s → t via a, b, c, d with (B GB/s, D µs):
+    // a (100, 2), b (200, 4), d (100, 4), c (50, 6). Frontier: a (lowest D) and b (highest B);
+    // d is beaten by a and b, c by everyone. Scores with B_min = 50, D_max = 6:
+    // a 0.65·2 + 0.35·3 = 2.35, b 0.65·4 + 0.35·1.5 = 3.125 (chosen), d 1.825, c 1.0.
+    let mut nodes = vec![r#"{"id": "s", "kind": "gpu"}"#.to_string(), r#"{"id": "t", "kind": "gpu"}"#.to_string()];
+    let mut links = Vec::new();
+    for (via, bw, lat) in [("a", 100, 1), ("b", 200, 2), ("c", 50, 3), ("d", 100, 2)] {
+        nodes.push(format!(r#"{{"id": "{via}", "kind": "switch"}}"#));
+        for (x, y) in [("s", via), (via, "t")] {
+            links.push(format!(r#"{{"src": "{x}", "dst": "{y}", "kind": "eth", "bandwidth_gbps": {bw}, "latency_us": {lat}}}"#));
+        }
+    }
+    let json = format!(r#"{{"nodes": [{}], "links": [{}]}}"#, nodes.join(","), links.join(","));
+    let t = table(&json).unwrap();
+    let v = candidates_view(&t, 0, 1);
+    let got: Vec<(String, f64, f64, f64, bool, bool)> =
+        v.iter().map(|c| (c.path[1].clone(), c.bandwidth_gbps, c.latency_us, c.score, c.frontier, c.chosen)).collect();
+    let want = [("a", 100.0, 2.0, 2.35, true, false), ("b", 200.0, 4.0, 3.125, true, true), ("d", 100.0, 4.0, 1.825, false, false), ("c", 50.0, 6.0, 1.0, false, false)];
+    assert_eq!(got.len(), 4, "{got:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!((g.0.as_str(), g.1, g.2, g.4, g.5), (w.0, w.1, w.2, w.4, w.5), "{got:?}");
+        assert!(close(g.3, w.3), "{got:?}");
+    }
+}
+
+#[test]
+fn pipeline_makespan_is_bounded_by_the_slowest_stage() {
+    // 3 stages (2, 5, 3 ms), transfers 1 ms: first micro-batch 12 ms, then one per 5 ms.
+    assert!(close(pipeline_makespan(&[2.0, 5.0, 3.0], &[1.0, 1.0], 1), 12.0));
+    assert!(close(pipeline_makespan(&[2.0, 5.0, 3.0], &[1.0, 1.0], 4), 27.0));
+}
+
+#[test]
+fn multi_node_routes_cross_the_rail() {
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let v = candidates_view(&t, t.index["n0.gpu3"], t.index["n1.gpu3"]);
+    let c = v.iter().find(|c| c.chosen).unwrap();
+    assert_eq!(c.path, ["n0.gpu3", "n0.nic3", "ib3", "n1.nic3", "n1.gpu3"]);
+    assert_eq!((c.bandwidth_gbps, c.latency_us), (50.0, 4.0));
+}

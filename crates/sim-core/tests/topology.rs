@@ -1,0 +1,201 @@
+//! Topology scenarios end to end: link degradation over time, failures that lose no
+//! request, disaggregated prefill/decode over InfiniBand, bad input.
+
+use serde_json::{json, Value};
+use sim_core::{simulate, Format, SimOptions, SimResult, Simulation};
+
+fn base(requests: u32, rate: f64) -> Value {
+    json!({
+        "seed": 7, "model": "llama-3-70b", "gpu": "h200",
+        "deployment": {"tp": 4, "replicas": 2, "router": "least_outstanding_tokens"},
+        "scheduler": {"policy": "vllm"},
+        "workload": {"num_requests": requests, "arrival": {"kind": "poisson", "rate": rate},
+                     "prompt": {"kind": "lognormal", "mean": 1155, "sigma": 0.9, "max": 7000},
+                     "output": {"kind": "lognormal", "mean": 211, "sigma": 0.8, "max": 1000}}
+    })
+}
+
+fn run(v: &Value) -> SimResult {
+    simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap()
+}
+
+fn err(v: &Value) -> String {
+    match simulate(&v.to_string(), Format::Json, SimOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("should fail"),
+    }
+}
+
+fn p99(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * 0.99).round() as usize]
+}
+
+/// TPOT (ms) of each finished request with its first-token and finish times.
+fn tpots(r: &SimResult) -> Vec<(f64, f64, f64)> {
+    let c = &r.requests;
+    (0..c.request_id.len())
+        .filter(|&i| c.status[i] == 0 && c.output_tokens[i] > 1)
+        .map(|i| {
+            let t = (c.finish_ms[i] - c.first_token_ms[i]) / f64::from(c.output_tokens[i] - 1);
+            (c.first_token_ms[i], c.finish_ms[i], t)
+        })
+        .collect()
+}
+
+#[test]
+fn a_preset_fabric_prices_steps_like_the_gpu_roofline() {
+    let plain = run(&base(300, 10.0));
+    let mut v = base(300, 10.0);
+    v["topology"] = json!("hgx-h200");
+    let topo = run(&v);
+    assert_eq!(topo.summary["finished"], 300);
+    let (a, b) = (plain.summary["tpot_ms"]["mean"].as_f64().unwrap(), topo.summary["tpot_ms"]["mean"].as_f64().unwrap());
+    assert!((a - b).abs() / a < 0.05, "tpot {a} vs {b}");
+    let links = topo.links.as_ref().unwrap();
+    assert_eq!(links.src.len(), 8);
+    assert!(links.utilization.iter().all(|&u| u > 0.0 && u < 1.0), "{:?}", links.utilization);
+    assert_eq!(topo.deployment["placement"], json!([["gpu0", "gpu1", "gpu2", "gpu3"], ["gpu4", "gpu5", "gpu6", "gpu7"]]));
+    assert!(plain.links.is_none() && !plain.to_json().contains("\"links\""));
+}
+
+#[test]
+fn nvlink_at_ten_percent_from_60s_raises_p99_tpot_after_and_not_before() {
+    let mut v = base(600, 5.0); // ~120 s of traffic, below capacity
+    v["deployment"]["replicas"] = json!(1);
+    v["deployment"]["tp"] = json!(4);
+    v["topology"] = json!("hgx-h200");
+    let healthy = run(&v);
+    v["events"] = json!([{"at_s": 60.0, "kind": "set_link", "src": "gpu0", "dst": "nvswitch0", "bandwidth_gbps": 45.0}]);
+    let degraded = run(&v);
+    assert_eq!(degraded.summary["finished"], 600);
+    assert_eq!(degraded.summary["topology"]["events_applied"], 1);
+    let window = |r: &SimResult, before: bool| -> f64 {
+        p99(tpots(r).into_iter().filter(|&(f, e, _)| if before { e < 60_000.0 } else { f > 61_000.0 }).map(|x| x.2).collect())
+    };
+    let (hb, db) = (window(&healthy, true), window(&degraded, true));
+    let (ha, da) = (window(&healthy, false), window(&degraded, false));
+    assert_eq!(hb, db, "before the event nothing changes");
+    assert!(da > 1.05 * ha, "after: healthy {ha} ms, degraded {da} ms");
+    // Time series: mean TPOT by 10 s bucket of first token, over requests that do not
+    // straddle the event: identical before 60 s, higher after.
+    let series = |r: &SimResult| -> Vec<f64> {
+        (0..12)
+            .map(|b| {
+                let lo = b as f64 * 10_000.0;
+                let x: Vec<f64> = tpots(r).into_iter().filter(|&(f, e, _)| f >= lo && f < lo + 10_000.0 && (e < 60_000.0 || f >= 60_000.0)).map(|x| x.2).collect();
+                x.iter().sum::<f64>() / x.len().max(1) as f64
+            })
+            .collect()
+    };
+    let (h, d) = (series(&healthy), series(&degraded));
+    for b in 0..5 {
+        assert_eq!(h[b], d[b], "bucket {b}");
+    }
+    for b in 7..11 {
+        assert!(d[b] > 1.03 * h[b], "bucket {b}: {} vs {}", h[b], d[b]);
+    }
+}
+
+#[test]
+fn a_failed_gpu_or_link_loses_no_request() {
+    for ev in [
+        json!({"at_s": 3.0, "kind": "remove_gpu", "node": "gpu5"}),
+        json!({"at_s": 3.0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"}),
+    ] {
+        let mut v = base(200, 20.0);
+        v["topology"] = json!("hgx-h200");
+        v["events"] = json!([ev]);
+        let r = run(&v);
+        assert_eq!(r.summary["finished"], 200, "{ev}");
+        let t = &r.summary["topology"];
+        assert_eq!(t["stopped_replicas"], 1, "{t}");
+        assert_eq!(t["alive_replicas"], 1, "{t}");
+        assert!(t["moved_requests"].as_u64().unwrap() > 0, "{t}");
+    }
+}
+
+#[test]
+fn inject_topology_mid_run_changes_the_rest_only() {
+    let mut v = base(200, 20.0);
+    v["topology"] = json!("hgx-h200");
+    let text = v.to_string();
+    let mut sim = Simulation::from_text(&text, Format::Json, SimOptions::default()).unwrap();
+    sim.run_events(400).unwrap();
+    let now = sim.progress().now_ms;
+    sim.inject_topology(r#"[{"at_s": 0, "kind": "remove_gpu", "node": "gpu2"}]"#).unwrap();
+    let r = sim.finish().unwrap();
+    assert_eq!(r.summary["finished"], 200);
+    assert_eq!(r.summary["topology"]["stopped_replicas"], 1);
+    assert!(now > 0.0);
+    // A swap to a degraded copy of the fabric also works mid-run.
+    let mut sim = Simulation::from_text(&text, Format::Json, SimOptions::default()).unwrap();
+    sim.run_events(400).unwrap();
+    sim.inject_topology(r#"{"preset": "hgx-h200", "links": [{"src": "gpu0", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 10, "latency_us": 1}]}"#).unwrap();
+    let r = sim.finish().unwrap();
+    assert_eq!(r.summary["finished"], 200);
+    assert_eq!(r.links.unwrap().bandwidth_gbps[0], 10.0);
+}
+
+fn disagg(ib_gbps: f64, colocated: bool) -> SimResult {
+    let mut v = base(150, 4.0);
+    v["deployment"] = json!({"tp": 8, "replicas": 2, "router": "topology_aware"});
+    if !colocated {
+        v["deployment"]["prefill_replicas"] = json!(1);
+        v["scheduler"]["policy"] = json!("disagg");
+    }
+    let mut links = Vec::new();
+    for n in 0..2 {
+        for j in 0..8 {
+            links.push(json!({"src": format!("n{n}.nic{j}"), "dst": format!("ib{j}"), "kind": "ib", "bandwidth_gbps": ib_gbps, "latency_us": 1.0}));
+        }
+    }
+    v["topology"] = json!({"preset": "2x-hgx-h200-ib", "links": links});
+    run(&v)
+}
+
+#[test]
+fn disagg_ttft_grows_monotonically_as_ib_bandwidth_drops() {
+    let mut last = 0.0;
+    let mut colocated = Vec::new();
+    for gbps in [50.0, 25.0, 12.5, 6.25, 3.125] {
+        let r = disagg(gbps, false);
+        assert_eq!(r.summary["finished"], 150);
+        let t = &r.summary["topology"];
+        assert_eq!(t["kv_transfers"].as_u64().unwrap(), 150, "{t}");
+        let ttft = r.summary["ttft_ms"]["mean"].as_f64().unwrap();
+        assert!(ttft > last, "{gbps} GB/s: ttft {ttft} after {last}");
+        last = ttft;
+        colocated.push(disagg(gbps, true).summary["ttft_ms"]["mean"].as_f64().unwrap());
+        // the decode replica (n1) did the decoding, the prefill one (n0) only prefill
+        assert!(r.requests.replica.iter().all(|&x| x == 1));
+    }
+    // Co-located TP 8 inside each node never crosses IB.
+    assert!(colocated.windows(2).all(|w| w[0] == w[1]), "{colocated:?}");
+}
+
+#[test]
+fn bad_topology_input_names_the_item() {
+    let mut v = base(10, 1.0);
+    v["events"] = json!([{"at_s": 1.0, "kind": "link_down", "src": "gpu0", "dst": "nvswitch0"}]);
+    assert_eq!(err(&v), "events: topology events need a `topology` section");
+    v["topology"] = json!("hgx-h200");
+    v["events"] = json!([{"at_s": -1.0, "kind": "link_down", "src": "gpu0", "dst": "nvswitch0"}]);
+    assert_eq!(err(&v), "events[0].at_s: must be >= 0 (got -1)");
+    v["events"] = json!([{"at_s": 1.0, "kind": "link_down", "src": "gpu0", "dst": "gpu1"}]);
+    assert_eq!(err(&v), "events[0]: no link between 'gpu0' and 'gpu1'");
+    v["events"] = json!([{"at_s": 1.0, "kind": "link_up", "src": "gpu9", "dst": "nvswitch0"}]);
+    assert!(err(&v).starts_with("events[0].src: unknown node id 'gpu9'"), "{}", err(&v));
+    v["events"] = json!([]);
+    v["topology"] = json!({"nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}, {"id": "c", "kind": "gpu"}, {"id": "d", "kind": "gpu"}],
+                           "links": [{"src": "a", "dst": "b", "kind": "nvlink", "bandwidth_gbps": 100, "latency_us": 1}]});
+    v["deployment"] = json!({"tp": 4});
+    let e = err(&v);
+    assert!(e.contains("replica 0: GPUs 'a' and 'c' have no path"), "{e}");
+    v["deployment"] = json!({"tp": 2, "replicas": 2, "placement": [["a", "b"], ["b", "c"]]});
+    assert!(err(&v).starts_with("deployment.placement[1][0]: GPU 'b' is oversubscribed"), "{}", err(&v));
+    v["deployment"] = json!({"tp": 4, "replicas": 2});
+    assert!(err(&v).starts_with("deployment: needs 8 GPUs"), "{}", err(&v));
+    v["topology"]["links"][0]["bandwidth_gbps"] = json!(0);
+    assert_eq!(err(&v), "topology.links[0].bandwidth_gbps: must be > 0 (got 0)");
+}
