@@ -7,7 +7,7 @@ VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.o1sim-deps-stamp
 PYTEST_ARGS ?= -q
 
-.PHONY: all venv build run test test-rust test-py test-web test-node test-browser web bench golden clean check-cargo
+.PHONY: all venv build run serve test test-rust test-py test-web test-node test-browser web bench golden clean check-cargo
 
 NPM    ?= npm
 PORT   ?= 8000
@@ -49,9 +49,13 @@ web: check-cargo $(WEB_DEPS)
 	crates/sim-wasm/build-wasm.sh
 	cp web/node_modules/uplot/dist/uPlot.esm.js web/node_modules/uplot/dist/uPlot.min.css web/pkg/
 
+# The main job: compare the policies on the embedded default scenario, then say where the
+# in-browser lab is (`make serve` serves it; `make run` itself returns).
 run: build web
 	$(VENV)/bin/o1sim compare
-	@echo "The in-browser lab: http://127.0.0.1:$(PORT)/  (o1sim web --port $(PORT); Ctrl-C stops it)"
+	@echo "The in-browser lab: make serve, then open http://127.0.0.1:$(PORT)/  (.venv/bin/o1sim web --port $(PORT))"
+
+serve: build web
 	$(VENV)/bin/o1sim web --port $(PORT)
 
 test-rust: check-cargo
