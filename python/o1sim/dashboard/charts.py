@@ -443,8 +443,10 @@ def sweep_row(policy: str, rate: float, summary: Mapping[str, Any]) -> dict[str,
             "throughput_rps": _get(summary, "throughput_rps")}
 
 
-def charts_for(results: Mapping[str, Result], primary: Optional[str] = None) -> list[tuple[str, Any]]:
-    """The standard set of (heading, chart) for a comparison (the report's figures)."""
+def charts_for(results: Mapping[str, Result], primary: Optional[str] = None,
+               topology_nodes: Optional[Sequence[Mapping[str, Any]]] = None) -> list[tuple[str, Any]]:
+    """The standard set of (heading, chart) for a comparison (the report's figures); with a
+    topology, the fabric's graph with the primary run's per-link utilisation too."""
     first = primary if primary is not None and primary in results else next(iter(results))
     out: list[tuple[str, Any]] = [
         ("Latency distributions", alt.hconcat(*(latency_cdf_chart(results, m) for m, _ in LATENCIES))),
@@ -456,5 +458,10 @@ def charts_for(results: Mapping[str, Result], primary: Optional[str] = None) -> 
     out += [(f"GPU × time utilisation: {name}", heatmap_chart(r, title=f"GPU × time utilisation · {name}"))
             for name, r in results.items()]
     out.append(("Deployment", deployment_chart(results[first].deployment)))
+    links = results[first].links
+    if links is not None and not links.empty:
+        out.append((f"Topology: per-link utilisation · {first}",
+                    topology_chart(links, topology_nodes, results[first].deployment.get("placement"),
+                                   title=f"Topology · per-link utilisation · {first}")))
     return out
 
