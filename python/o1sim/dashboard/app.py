@@ -39,7 +39,7 @@ NO_TOPOLOGY = "(none)"
 FROM_TEXT = "(as in the scenario text)"
 MAX_EVENTS = 4
 #: Link-event kinds offered in the sidebar → the scenario's ``kind``.
-EVENT_KINDS = {"degrade link to % of its bandwidth": "set_link", "link down": "link_down", "link up": "link_up",
+EVENT_KINDS = {"degrade a link": "set_link", "link down": "link_down", "link up": "link_up",
                "remove GPU": "remove_gpu"}
 #: Session-state keys of the topology widgets (reset with the other fields).
 TOPOLOGY_KEYS = ("topology", "n_events") + tuple(f"ev{i}_{k}" for i in range(MAX_EVENTS)
@@ -183,16 +183,14 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     slots[ERROR_SLOT_EVENTS] = st.sidebar.empty()
     added: list[dict[str, Any]] = []
     for i in range(n):
-        c1, c2 = st.sidebar.columns([3, 2])
-        kind_label = c1.selectbox(f"Event {i + 1}", list(EVENT_KINDS), key=f"ev{i}_kind")
-        kind = EVENT_KINDS[kind_label]
-        at = c2.number_input("at t (s)", value=60.0, step=10.0, key=f"ev{i}_at", format="%g")
+        kind = EVENT_KINDS[st.sidebar.selectbox(f"Event {i + 1}", list(EVENT_KINDS), key=f"ev{i}_kind")]
         what = gpus if kind == "remove_gpu" else links
-        c3, c4 = st.sidebar.columns([3, 2])
-        target = c3.selectbox("GPU" if kind == "remove_gpu" else "link", what or ["—"], key=f"ev{i}_link")
+        target = st.sidebar.selectbox("GPU" if kind == "remove_gpu" else "link", what or ["—"], key=f"ev{i}_link")
+        c1, c2 = st.sidebar.columns(2)
+        at = c1.number_input("at t (s)", value=60.0, step=10.0, key=f"ev{i}_at", format="%g")
         event: dict[str, Any] = {"at_s": float(at), "kind": kind}
         if kind == "set_link":
-            pct = c4.number_input("% of bandwidth", value=10.0, step=5.0, key=f"ev{i}_pct", format="%g")
+            pct = c2.number_input("to % of bandwidth", value=10.0, step=5.0, key=f"ev{i}_pct", format="%g")
             event["bandwidth_gbps"] = nominal.get(str(target), 0.0) * float(pct) / 100.0
         if kind == "remove_gpu":
             event["node"] = str(target)
@@ -464,7 +462,8 @@ def topology_view(result: o1sim.Result, scenario: o1sim.Scenario) -> None:
         pass  # a topology file path: kinds are guessed from the link table's ids
     _show(st, charts.topology_chart(links, nodes, result.deployment.get("placement")), width="content")
     topo = result.summary.get("topology") or {}
-    st.caption(f"Utilisation: bytes carried over the link's capacity × the run's length. Events applied: "
+    st.caption(f"Utilisation over the whole run (Result.links: bytes carried / what the link could carry). "
+               f"Link colour and width: utilisation; dashed: degraded; dotted: down. Events applied: "
                f"{topo.get('events_applied', 0)} · route changes {topo.get('route_changes', 0)} · replicas stopped "
                f"{topo.get('stopped_replicas', 0)} · requests moved {topo.get('moved_requests', 0)} · KV transfers "
                f"{topo.get('kv_transfers', 0)}.")

@@ -333,8 +333,8 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
     ys = [p[1] for p in pos.values()] or [0.0]
     x_scale = alt.Scale(domain=[min(xs) - 0.8, max(xs) + 0.8], nice=False, zero=False)
     y_scale = alt.Scale(domain=[min(ys) - 0.75, max(ys) + 0.6], nice=False, zero=False)
-    width = int(max(360, min(1100, 58 * (max(xs) - min(xs) + 1.6))))
-    height = int(max(200, 64 * (max(ys) - min(ys) + 1.4)))
+    width = int(max(520, min(1100, 58 * (max(xs) - min(xs) + 1.6))))
+    height = int(max(230, 64 * (max(ys) - min(ys) + 1.4)))
     base_x = alt.X("x:Q", axis=None, scale=x_scale)
     base_y = alt.Y("y:Q", axis=None, scale=y_scale)
     edges = (
@@ -344,9 +344,9 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
             x=base_x, y=base_y, x2="x2:Q", y2="y2:Q",
             color=alt.Color("utilisation:Q", title="link utilisation",
                             scale=alt.Scale(domain=[0, max(top, 1e-9)], scheme="orangered"),
-                            legend=alt.Legend(format=".1%", orient="right")),
+                            legend=alt.Legend(format=".1%", orient="right", gradientLength=max(60, height - 60))),
             strokeWidth=alt.StrokeWidth("width:Q", legend=None, scale=None),
-            strokeDash=alt.StrokeDash("state:N", title="link",
+            strokeDash=alt.StrokeDash("state:N", title="link", legend=alt.Legend(orient="bottom", direction="horizontal"),
                                       scale=alt.Scale(domain=["up", "degraded", "down"],
                                                       range=[[1, 0], [6, 3], [2, 3]])),
             tooltip=["link:N", "kind:N", alt.Tooltip("utilisation:Q", format=".2%"),
@@ -368,7 +368,8 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
         alt.Chart(node_data)
         .mark_point(filled=True, size=420, opacity=1.0, stroke="white", strokeWidth=1.5)
         .encode(x=base_x, y=base_y, shape=shape,
-                color=alt.Color("role:N", title="node", scale=alt.Scale(domain=roles + others, range=color_range)),
+                color=alt.Color("role:N", title="node", scale=alt.Scale(domain=roles + others, range=color_range),
+                                legend=alt.Legend(orient="bottom", direction="horizontal")),
                 tooltip=["id:N", "kind:N", "role:N"])
     )
     labels = (
