@@ -263,3 +263,129 @@ def test_model_check_tab_names_a_bad_field() -> None:
     at.button(key="check_run").click().run()
     _no_exception(at)
     assert any("scheduler.block_size" in e.value for e in at.error)
+
+
+# --------------------------------------------------------------------------- topology
+
+
+def _sidebar_order(at: AppTest) -> list[str]:
+    """The sidebar's elements in order: widget keys, and ``error:<text>`` for errors."""
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        kind = getattr(node, "type", "")
+        if kind == "error":
+            out.append(f"error:{node.value}")
+        elif getattr(node, "key", None) and not str(node.key).startswith("$$"):
+            out.append(str(node.key))
+        children = getattr(node, "children", None)
+        if isinstance(children, dict):
+            for i in sorted(children):
+                walk(children[i])
+
+    walk(at.sidebar)
+    return out
+
+
+def _error_after(at: AppTest, key: str, needle: str) -> None:
+    """An error containing ``needle`` is the sidebar's next error after widget ``key``."""
+    order = _sidebar_order(at)
+    assert key in order, order
+    errors = [e for e in order[order.index(key) + 1:] if e.startswith("error:")]
+    assert errors and needle in errors[0], order
+
+
+def test_topology_preset_shows_the_graph_and_busy_tp_links() -> None:
+    at = _app()
+    assert at.selectbox(key="topology").value == "(none)"
+    assert any("choose one in the sidebar" in i.value for i in at.info)
+    at.selectbox(key="topology").set_value("hgx-h200").run()
+    _no_exception(at)
+    assert not at.error
+    table = next(d.value for d in at.dataframe if "utilisation" in getattr(d.value, "columns", []))
+    # Default: 2 replicas × TP 4 on gpu0-3 and gpu4-7: every GPU's NVSwitch link carries its AllReduces.
+    assert len(table) == 8 and (table["utilisation"] > 0).all()
+    assert set(table["kind"]) == {"nvswitch"} and (table["state"] == "up").all()
+    expected = o1sim.simulate(o1sim.Scenario.default().with_overrides({"topology": "hgx-h200"})).links
+    assert table["utilisation"].max() == pytest.approx(expected["utilization"].max())
+    assert not any("choose one in the sidebar" in i.value for i in at.info)
+
+
+def test_link_degradation_event_from_the_sidebar() -> None:
+    at = _app()
+    at.selectbox(key="topology").set_value("hgx-h200").run()
+    at.number_input(key="n_events").set_value(1).run()
+    _no_exception(at)
+    assert at.selectbox(key="ev0_link").value == "gpu0 – nvswitch0"
+    at.number_input(key="ev0_at").set_value(30.0)
+    at.number_input(key="ev0_pct").set_value(10.0).run()
+    _no_exception(at)
+    assert not at.error
+    table = next(d.value for d in at.dataframe if "utilisation" in getattr(d.value, "columns", []))
+    row = table[table["link"] == "gpu0 – nvswitch0"].iloc[0]
+    assert row["state"] == "degraded" and row["GB/s"] == pytest.approx(45.0)
+    scenario = o1sim.Scenario.default().with_overrides({"topology": "hgx-h200", "events": [
+        {"at_s": 30.0, "kind": "set_link", "src": "gpu0", "dst": "nvswitch0", "bandwidth_gbps": 45.0}]})
+    expected = o1sim.simulate(scenario).summary
+    assert _metrics(at)["TPOT p99 (ms)"] == f"{expected['tpot_ms']['p99']:,.1f}"
+    assert expected["topology"]["events_applied"] == 1
+
+
+def test_bad_event_shows_its_error_under_the_event() -> None:
+    at = _app()
+    at.selectbox(key="topology").set_value("hgx-h200").run()
+    at.number_input(key="n_events").set_value(1).run()
+    at.number_input(key="ev0_at").set_value(-5.0).run()
+    _no_exception(at)
+    _error_after(at, "ev0_link", "events[0].at_s")
+    assert at.error and not at.metric
+    at.number_input(key="ev0_at").set_value(5.0).run()
+    _no_exception(at)
+    assert not at.error and at.metric
+
+
+def test_bad_topology_shows_its_error_under_the_selector() -> None:
+    at = _app()
+    # A fabric too small for the deployment: named at the topology selector.
+    at.selectbox(key="topology").set_value("pcie-4x-l40s").run()
+    _no_exception(at)
+    _error_after(at, "topology", "the topology has 4")
+    # A bad topology or event in the scenario text: the error is under the topology section.
+    text = at.text_area(key="scenario_text").value
+    at.text_area(key="scenario_text").input('topology = "hgx-h2000"\n' + text).run()
+    _no_exception(at)
+    assert at.selectbox(key="topology").value == "(as in the scenario text)"
+    _error_after(at, "topology", "unknown topology preset 'hgx-h2000'")
+    bad_event = '\n[[events]]\nat_s = 1\nkind = "link_down"\nsrc = "gpu0"\ndst = "gpu9"\n'
+    at.text_area(key="scenario_text").input('topology = "hgx-h200"\n' + text + bad_event).run()
+    _no_exception(at)
+    assert at.selectbox(key="topology").value == "hgx-h200"
+    _error_after(at, "n_events", "events[0].dst")
+
+
+def test_report_shows_the_topology(tmp_path: Path) -> None:
+    from o1sim.report import build_report, render_html
+
+    scenario = o1sim.Scenario.default().with_overrides({"topology": "hgx-h200", "workload.num_requests": 200})
+    results, failures = build_report(scenario, ["vllm"])
+    page = render_html(scenario, results, failures)
+    assert "Busiest links" in page and "gpu0 – nvswitch0" in page
+    assert "Topology: per-link utilisation" in page
+    plain = render_html(o1sim.Scenario.default().with_overrides({"workload.num_requests": 50}),
+                        *build_report(o1sim.Scenario.default().with_overrides({"workload.num_requests": 50}), ["vllm"]))
+    assert "Busiest links" not in plain and "Topology:" not in plain
+
+
+def test_topology_layout_is_deterministic_and_complete() -> None:
+    from o1sim.topology import expand
+
+    for name in o1sim.presets()["topologies"]:
+        nodes = expand(name)["nodes"]
+        pos = charts.topology_layout(nodes)
+        assert set(pos) == {n["id"] for n in nodes}
+        assert len(set(pos.values())) == len(pos), name  # no two nodes on one spot
+        assert pos == charts.topology_layout(list(nodes))
+    r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"topology": "hgx-h200", "workload.num_requests": 50}))
+    assert r.links is not None
+    spec = charts.topology_chart(r.links).to_dict()  # kinds guessed from the ids
+    assert spec["layer"]

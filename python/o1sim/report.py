@@ -103,6 +103,36 @@ def _deployment_table(dep: Mapping[str, Any]) -> str:
     return f'<table class="kv"><tbody>{body}</tbody></table>'
 
 
+def _links_table(result: Result, top: int = 12) -> str:
+    """The busiest links of a run with a topology (empty without one)."""
+    from .dashboard.charts import link_frame
+
+    if result.links is None or result.links.empty:
+        return ""
+    frame = link_frame(result.links).head(top)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    rows = []
+    for row in frame.to_dict("records"):
+        cells = [row["link"], row["kind"], f"{row['GB/s']:,.0f}", f"{row['nominal GB/s']:,.0f}",
+                 f"{row['GB carried']:,.1f}", f"{row['utilisation']:.2%}", row["state"]]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _topology_nodes(scenario: Scenario) -> Optional[list[dict[str, Any]]]:
+    """The expanded topology's nodes (None without a topology or when it cannot be read)."""
+    from .topology import expand
+
+    try:
+        entry = scenario.to_dict().get("topology")
+        if entry is None:
+            return None
+        nodes: list[dict[str, Any]] = expand(entry)["nodes"]
+        return nodes
+    except (SimError, TypeError, ValueError):
+        return None
+
+
 def render_html(
     scenario: Scenario,
     results: Mapping[str, Result],
@@ -135,10 +165,13 @@ def render_html(
 
     specs: list[tuple[str, dict[str, Any]]] = []
     if results:
-        first = next(iter(results.values()))
+        first_name, first = next(iter(results.items()))
         parts.append("<h2>Deployment</h2>")
         parts.append(_deployment_table(first.deployment))
-        for heading, chart in charts_for(results):
+        links = _links_table(first)
+        if links:
+            parts.append(f"<h2>Busiest links · {html.escape(first_name)}</h2>{links}")
+        for heading, chart in charts_for(results, topology_nodes=_topology_nodes(scenario)):
             specs.append((heading, chart.to_dict()))
     for i, (heading, _) in enumerate(specs):
         parts.append(f'<h2>{html.escape(heading)}</h2><div class="figure" id="fig{i}"></div>')

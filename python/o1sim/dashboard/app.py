@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -32,6 +33,17 @@ st.set_page_config(page_title="o1sim dashboard", layout="wide")
 
 ERROR_SLOT_EDITOR = "_editor"
 ERROR_SLOT_TRACE = "_trace"
+ERROR_SLOT_TOPOLOGY = "_topology"
+ERROR_SLOT_EVENTS = "_events"
+NO_TOPOLOGY = "(none)"
+FROM_TEXT = "(as in the scenario text)"
+MAX_EVENTS = 4
+#: Link-event kinds offered in the sidebar → the scenario's ``kind``.
+EVENT_KINDS = {"degrade a link": "set_link", "link down": "link_down", "link up": "link_up",
+               "remove GPU": "remove_gpu"}
+#: Session-state keys of the topology widgets (reset with the other fields).
+TOPOLOGY_KEYS = ("topology", "n_events") + tuple(f"ev{i}_{k}" for i in range(MAX_EVENTS)
+                                                  for k in ("kind", "link", "pct", "at"))
 
 
 # --------------------------------------------------------------------------- cached work
@@ -46,6 +58,12 @@ def run_cached(text: str, fmt: str) -> o1sim.Result:
 @st.cache_data(show_spinner=False, max_entries=64)
 def validate_cached(text: str, fmt: str) -> dict[str, Any]:
     return o1sim.Scenario.from_text(text, fmt).validate()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def topology_cached(entry_json: str) -> dict[str, Any]:
+    """The expanded topology (nodes and links) of a scenario's ``topology`` entry."""
+    return o1sim.topology.expand(json.loads(entry_json))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -72,6 +90,13 @@ def _error_slot_for(field: Optional[str], slots: Mapping[str, Any]) -> Any:
     if field:
         if field.startswith("trace"):
             return slots[ERROR_SLOT_TRACE]
+        if field.startswith("events") and ERROR_SLOT_EVENTS in slots:
+            m = re.match(r"events\[(\d+)\]", field)
+            index = int(m.group(1)) - int(slots.get("_text_events", 0)) if m else -1
+            return slots.get(f"_event{index}", slots[ERROR_SLOT_EVENTS])
+        if ERROR_SLOT_TOPOLOGY in slots and (field.startswith("topology") or field == "deployment"
+                                             or field.startswith("deployment.placement")):
+            return slots[ERROR_SLOT_TOPOLOGY]
         for f in FIELDS:
             if f.key in slots and (field == f.path or field.startswith(f.path + ".") or field.startswith(f.path + "[")):
                 return slots[f.key]
@@ -116,6 +141,68 @@ def _widget(f: Field, base: Any, options: Mapping[str, list[str]], container: An
                                   format="%g")
 
 
+def _link_options(entry: Any) -> tuple[list[str], list[str], dict[str, float]]:
+    """(links as "a – b", GPU ids, nominal GB/s per link) of a topology entry ([] if invalid)."""
+    try:
+        full = topology_cached(json.dumps(entry, sort_keys=True))
+    except (o1sim.SimError, TypeError, ValueError):
+        return [], [], {}
+    links = [f"{x['src']} – {x['dst']}" for x in full["links"]]
+    gpus = [str(n["id"]) for n in full["nodes"] if n.get("kind") == "gpu"]
+    return links, gpus, {f"{x['src']} – {x['dst']}": float(x["bandwidth_gbps"]) for x in full["links"]}
+
+
+def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: dict[str, Any]) -> None:
+    """The topology selector and link events; edits ``data`` (the scenario) in place."""
+    st.sidebar.markdown("**Topology**")
+    current = data.get("topology")
+    presets = [str(t) for t in catalog.get("topologies", [])]
+    options = [NO_TOPOLOGY, *presets]
+    if current is not None and not (isinstance(current, str) and current in presets):
+        options.append(FROM_TEXT)
+    index = options.index(current if isinstance(current, str) and current in presets else
+                          (FROM_TEXT if current is not None else NO_TOPOLOGY))
+    choice = st.sidebar.selectbox(
+        "GPU fabric", options, index=index, key="topology",
+        help="Prices TP AllReduces, PP transfers and disagg KV moves on the fabric's links; "
+             "the Deployment tab then shows per-link utilisation. A table goes in the scenario text.")
+    slots[ERROR_SLOT_TOPOLOGY] = st.sidebar.empty()
+    if choice == NO_TOPOLOGY:
+        data.pop("topology", None)
+        data.pop("events", None)
+        return
+    if choice != FROM_TEXT:
+        data["topology"] = choice
+    text_events = list(data.get("events") or []) if isinstance(data.get("events", []), list) else []
+    slots["_text_events"] = len(text_events)
+    links, gpus, nominal = _link_options(data["topology"])
+    n = int(st.sidebar.number_input("Link events", min_value=0, max_value=MAX_EVENTS, value=0, step=1, key="n_events",
+                                    help="What-ifs: degrade, cut or restore a link, or remove a GPU, at a time."))
+    if text_events:
+        st.sidebar.caption(f"{len(text_events)} event(s) from the scenario text apply too.")
+    slots[ERROR_SLOT_EVENTS] = st.sidebar.empty()
+    added: list[dict[str, Any]] = []
+    for i in range(n):
+        kind = EVENT_KINDS[st.sidebar.selectbox(f"Event {i + 1}", list(EVENT_KINDS), key=f"ev{i}_kind")]
+        what = gpus if kind == "remove_gpu" else links
+        target = st.sidebar.selectbox("GPU" if kind == "remove_gpu" else "link", what or ["—"], key=f"ev{i}_link")
+        c1, c2 = st.sidebar.columns(2)
+        at = c1.number_input("at t (s)", value=60.0, step=10.0, key=f"ev{i}_at", format="%g")
+        event: dict[str, Any] = {"at_s": float(at), "kind": kind}
+        if kind == "set_link":
+            pct = c2.number_input("to % of bandwidth", value=10.0, step=5.0, key=f"ev{i}_pct", format="%g")
+            event["bandwidth_gbps"] = nominal.get(str(target), 0.0) * float(pct) / 100.0
+        if kind == "remove_gpu":
+            event["node"] = str(target)
+        else:
+            src, _, dst = str(target).partition(" – ")
+            event["src"], event["dst"] = src, dst
+        added.append(event)
+        slots[f"_event{i}"] = st.sidebar.empty()
+    if text_events or added:
+        data["events"] = text_events + added
+
+
 def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]:
     """Build the scenario from the sidebar. Returns (scenario or None on error, label,
     policies to compare, error slots)."""
@@ -126,8 +213,8 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     # A new preset or file resets the editor and the overrides to its values.
     base_id = hashlib.sha1(f"{label}\0{base_text}".encode()).hexdigest()
     if st.session_state.get("_base_id") != base_id:
-        for f in FIELDS:
-            st.session_state.pop(f.key, None)
+        for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
+            st.session_state.pop(key, None)
         st.session_state["scenario_text"] = base_text
         st.session_state["_base_id"] = base_id
 
@@ -138,8 +225,8 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     # Edited text resets the widgets to its values (else they would silently override it).
     text_id = hashlib.sha1(text.encode()).hexdigest()
     if st.session_state.get("_text_id") != text_id:
-        for f in FIELDS:
-            st.session_state.pop(f.key, None)
+        for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
+            st.session_state.pop(key, None)
         st.session_state["_text_id"] = text_id
     fmt = base_fmt
     if text.lstrip().startswith("{"):
@@ -214,6 +301,8 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
                 overrides[f.path] = value
         if line[0][0].key == "policy":
             compare = st.sidebar.multiselect("Compare with", options["policy"], default=options["policy"], key="compare")
+
+    topology_sidebar(data, catalog, slots)
 
     if error is not None:
         _show_error(error[0], slots, error[1])
@@ -358,7 +447,38 @@ def sweep_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
     _show(c, charts.sweep_chart(frame, "goodput_rps", "goodput (req/s)"))
 
 
-def deployment_tab(result: o1sim.Result) -> None:
+def topology_view(result: o1sim.Result, scenario: o1sim.Scenario) -> None:
+    """The fabric graph with per-link utilisation and the busiest links."""
+    links = result.links
+    if links is None or links.empty:
+        st.info("No topology in this scenario: choose one in the sidebar (Topology) to price TP/PP traffic "
+                "on the fabric's links and see each link's utilisation here.")
+        return
+    nodes = None
+    try:
+        entry = scenario.to_dict().get("topology")
+        nodes = topology_cached(json.dumps(entry, sort_keys=True))["nodes"]
+    except (o1sim.SimError, TypeError, ValueError):
+        pass  # a topology file path: kinds are guessed from the link table's ids
+    _show(st, charts.topology_chart(links, nodes, result.deployment.get("placement")), width="content")
+    topo = result.summary.get("topology") or {}
+    st.caption(f"Utilisation over the whole run (Result.links: bytes carried / what the link could carry). "
+               f"Link colour and width: utilisation; dashed: degraded; dotted: down. Events applied: "
+               f"{topo.get('events_applied', 0)} · route changes {topo.get('route_changes', 0)} · replicas stopped "
+               f"{topo.get('stopped_replicas', 0)} · requests moved {topo.get('moved_requests', 0)} · KV transfers "
+               f"{topo.get('kv_transfers', 0)}.")
+    frame = charts.link_frame(links)
+    st.markdown("**Busiest links**")
+    st.dataframe(frame.head(12), width="stretch", hide_index=True, key="busiest_links", column_config={
+        "utilisation": st.column_config.ProgressColumn("utilisation", format="percent", min_value=0.0,
+                                                       max_value=max(1e-9, float(frame["utilisation"].max()))),
+        "GB/s": st.column_config.NumberColumn(format="%.0f"),
+        "nominal GB/s": st.column_config.NumberColumn(format="%.0f"),
+        "GB carried": st.column_config.NumberColumn(format="%.1f"),
+    })
+
+
+def deployment_tab(result: o1sim.Result, scenario: o1sim.Scenario) -> None:
     dep = result.deployment
     _show(st, charts.deployment_chart(dep), width="content")
     mem = dep.get("memory", {})
@@ -373,8 +493,7 @@ def deployment_tab(result: o1sim.Result) -> None:
         ("KV per replica", f"{dep.get('num_gpu_blocks', 0):,} blocks × {dep.get('block_size')} tokens"),
     ]
     st.markdown("| | deployment |\n|---|---|\n" + "\n".join(f"| **{k}** | {v} |" for k, v in rows))
-    st.info("Per-link utilisation (NVLink, PCIe, network) needs the topology model, which is not in the "
-            "simulator yet (the topology issue); this view shows the layout of replicas and their GPUs.")
+    topology_view(result, scenario)
 
 
 def export_tab(scenario: o1sim.Scenario, results: Mapping[str, o1sim.Result], primary: str) -> None:
@@ -446,7 +565,7 @@ def main() -> None:
     with tabs[3]:
         sweep_tab(scenario, list(results))
     with tabs[4]:
-        deployment_tab(results[primary])
+        deployment_tab(results[primary], scenario)
     with tabs[5]:
         st.dataframe(results[primary].requests, width="stretch", height=420)
     with tabs[6]:

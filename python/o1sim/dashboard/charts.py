@@ -8,7 +8,8 @@ Data are thinned before they reach a chart (CDFs to quantiles, heatmaps to at mo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import altair as alt
@@ -23,6 +24,9 @@ __all__ = [
     "busy_frame",
     "deployment_chart",
     "heatmap_chart",
+    "link_frame",
+    "topology_chart",
+    "topology_layout",
     "latency_cdf_chart",
     "latency_frame",
     "over_time_chart",
@@ -205,6 +209,179 @@ def deployment_chart(deployment: Mapping[str, Any]) -> alt.LayerChart:
     return layered
 
 
+# --------------------------------------------------------------------------- topology
+
+_SERVER = re.compile(r"^(n\d+)\.(.+)$")
+#: Node kinds drawn as a server's hub (above its GPUs).
+_HUBS = ("nvswitch", "host", "switch")
+
+
+def _kind_of(node_id: str) -> str:
+    """A node's kind guessed from its id (when only the links are known)."""
+    name = _SERVER.sub(r"\2", node_id)
+    for kind in ("nvswitch", "gpu", "nic", "host"):
+        if name.startswith(kind):
+            return kind
+    return "switch"
+
+
+def topology_layout(nodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
+    """Deterministic positions for a topology's nodes, in rows: per server (``n0.``,
+    ``n1.``, … or the whole single-node fabric) its hubs (NVSwitch, host) on top, its GPUs
+    in a row, its NICs under their GPUs; fabric nodes outside any server (rail switches)
+    in a row at the bottom, spread over the width."""
+    servers: dict[str, list[Mapping[str, Any]]] = {}
+    fabric: list[Mapping[str, Any]] = []
+    multi = any(_SERVER.match(str(n["id"])) for n in nodes)
+    for n in nodes:
+        m = _SERVER.match(str(n["id"]))
+        if m:
+            servers.setdefault(m.group(1), []).append(n)
+        elif multi and n.get("kind") != "gpu":
+            fabric.append(n)
+        else:
+            servers.setdefault("", []).append(n)
+    pos: dict[str, tuple[float, float]] = {}
+    x0 = 0.0
+    gap = 1.5
+    for members in servers.values():
+        gpus = [n for n in members if n.get("kind") == "gpu"]
+        hubs = [n for n in members if n.get("kind") in _HUBS]
+        rest = [n for n in members if n.get("kind") not in _HUBS and n.get("kind") != "gpu"]
+        width = max(len(gpus), len(rest), len(hubs), 1)
+        for i, n in enumerate(gpus):
+            pos[str(n["id"])] = (x0 + i + (width - len(gpus)) / 2, 2.0)
+        for i, n in enumerate(rest):
+            pos[str(n["id"])] = (x0 + i + (width - len(rest)) / 2, 1.0)
+        mid = x0 + (width - 1) / 2
+        for i, n in enumerate(hubs):
+            pos[str(n["id"])] = (mid + (i - (len(hubs) - 1) / 2) * 1.5, 3.2)
+        x0 += width + gap
+    total = max(x0 - gap, 1.0)
+    for i, n in enumerate(fabric):
+        pos[str(n["id"])] = ((i + 0.5) * total / len(fabric) - 0.5, -0.4)
+    return pos
+
+
+def _link_state(row: Mapping[str, Any]) -> str:
+    if not bool(row.get("up", True)):
+        return "down"
+    bw, nominal = row.get("bandwidth_gbps"), row.get("nominal_gbps")
+    if isinstance(bw, (int, float)) and isinstance(nominal, (int, float)) and bw < nominal * (1 - 1e-9):
+        return "degraded"
+    return "up"
+
+
+def link_frame(links: pd.DataFrame) -> pd.DataFrame:
+    """``Result.links`` as a table, busiest first: link, kind, bandwidth now and nominal
+    (GB/s), GB carried, utilisation (fraction) and state (up, degraded, down)."""
+    rows = []
+    for row in links.to_dict("records"):
+        rows.append({
+            "link": f"{row['src']} – {row['dst']}", "kind": row.get("kind"),
+            "GB/s": float(row.get("bandwidth_gbps", float("nan"))),
+            "nominal GB/s": float(row.get("nominal_gbps", row.get("bandwidth_gbps", float("nan")))),
+            "GB carried": float(row.get("bytes", 0.0)) / 1e9,
+            "utilisation": float(row.get("utilization", 0.0)),
+            "state": _link_state(row),
+        })
+    frame = pd.DataFrame(rows, columns=["link", "kind", "GB/s", "nominal GB/s", "GB carried", "utilisation", "state"])
+    return frame.sort_values("utilisation", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, Any]]] = None,
+                   placement: Optional[Sequence[Sequence[str]]] = None,
+                   title: str = "Topology · per-link utilisation") -> alt.LayerChart:
+    """The fabric as a graph (:func:`topology_layout`): links coloured and sized by their
+    utilisation over the run (dashed: degraded, grey dotted: down), GPUs coloured by the
+    replica they serve. ``links`` is ``Result.links``; ``nodes`` the expanded topology's
+    nodes (kinds guessed from the ids when absent); ``placement`` the deployment's GPU ids
+    per replica."""
+    if nodes is None:
+        ids = list(dict.fromkeys([*links["src"].astype(str), *links["dst"].astype(str)]))
+        nodes = [{"id": i, "kind": _kind_of(i)} for i in ids]
+    pos = topology_layout(nodes)
+    replica_of = {str(g): r for r, gpus in enumerate(placement or []) for g in gpus}
+    node_rows = []
+    for n in nodes:
+        nid, kind = str(n["id"]), str(n.get("kind", "switch"))
+        x, y = pos[nid]
+        if kind == "gpu":
+            role = f"replica {replica_of[nid]}" if nid in replica_of else "GPU (unused)"
+        else:
+            role = kind
+        # Hubs are labelled above (their links fan out below), everything else below.
+        node_rows.append({"id": nid, "label": _SERVER.sub(r"\2", nid), "kind": kind, "role": role,
+                          "x": x, "y": y, "ly": y + (0.3 if kind in _HUBS and y > 0 else -0.34),
+                          "gpu": str(n.get("gpu", ""))})
+    node_data = pd.DataFrame(node_rows)
+    top = float(links["utilization"].max()) if len(links) else 0.0
+    edge_rows = []
+    for row in links.to_dict("records"):
+        a, b = pos.get(str(row["src"])), pos.get(str(row["dst"]))
+        if a is None or b is None:
+            continue
+        util = float(row.get("utilization", 0.0))
+        edge_rows.append({"link": f"{row['src']} – {row['dst']}", "kind": row.get("kind"),
+                          "x": a[0], "y": a[1], "x2": b[0], "y2": b[1], "utilisation": util,
+                          "width": 1.0 + 7.0 * (util / top if top > 0 else 0.0),
+                          "GB/s": float(row.get("bandwidth_gbps", 0.0)),
+                          "GB carried": float(row.get("bytes", 0.0)) / 1e9, "state": _link_state(row)})
+    edge_data = pd.DataFrame(edge_rows, columns=["link", "kind", "x", "y", "x2", "y2", "utilisation", "width",
+                                                 "GB/s", "GB carried", "state"])
+    xs = [p[0] for p in pos.values()] or [0.0]
+    ys = [p[1] for p in pos.values()] or [0.0]
+    x_scale = alt.Scale(domain=[min(xs) - 0.8, max(xs) + 0.8], nice=False, zero=False)
+    y_scale = alt.Scale(domain=[min(ys) - 0.75, max(ys) + 0.6], nice=False, zero=False)
+    width = int(max(520, min(1100, 58 * (max(xs) - min(xs) + 1.6))))
+    height = int(max(230, 64 * (max(ys) - min(ys) + 1.4)))
+    base_x = alt.X("x:Q", axis=None, scale=x_scale)
+    base_y = alt.Y("y:Q", axis=None, scale=y_scale)
+    edges = (
+        alt.Chart(edge_data, title=title, width=width, height=height)
+        .mark_rule(strokeCap="round")
+        .encode(
+            x=base_x, y=base_y, x2="x2:Q", y2="y2:Q",
+            color=alt.Color("utilisation:Q", title="link utilisation",
+                            scale=alt.Scale(domain=[0, max(top, 1e-9)], scheme="orangered"),
+                            legend=alt.Legend(format=".1%", orient="right", gradientLength=max(60, height - 60))),
+            strokeWidth=alt.StrokeWidth("width:Q", legend=None, scale=None),
+            strokeDash=alt.StrokeDash("state:N", title="link", legend=alt.Legend(orient="bottom", direction="horizontal"),
+                                      scale=alt.Scale(domain=["up", "degraded", "down"],
+                                                      range=[[1, 0], [6, 3], [2, 3]])),
+            tooltip=["link:N", "kind:N", alt.Tooltip("utilisation:Q", format=".2%"),
+                     alt.Tooltip("GB/s:Q", format=",.0f"), alt.Tooltip("GB carried:Q", format=",.1f"), "state:N"],
+        )
+    )
+    roles = list(dict.fromkeys(sorted(r for r in node_data["role"] if r.startswith("replica "))))
+    roles.sort(key=lambda r: int(r.split()[1]))
+    others = [r for r in ("GPU (unused)", "nvswitch", "host", "nic", "switch") if r in set(node_data["role"])]
+    others += [r for r in dict.fromkeys(node_data["role"]) if r not in roles and r not in others]
+    palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d", "#bab0ac"]
+    greys = ["#c7ccd4", "#5b6270", "#8a93a3", "#a9b0bc", "#3d4350", "#d9dde3"]
+    color_range = [palette[i % len(palette)] for i in range(len(roles))] + greys[:len(others)]
+    color_range += ["#888888"] * (len(roles) + len(others) - len(color_range))
+    shape = alt.Shape("kind:N", scale=alt.Scale(domain=["gpu", "nvswitch", "host", "nic", "switch"],
+                                                range=["square", "diamond", "diamond", "circle", "triangle-up"]),
+                      legend=None)
+    points = (
+        alt.Chart(node_data)
+        .mark_point(filled=True, size=420, opacity=1.0, stroke="white", strokeWidth=1.5)
+        .encode(x=base_x, y=base_y, shape=shape,
+                color=alt.Color("role:N", title="node", scale=alt.Scale(domain=roles + others, range=color_range),
+                                legend=alt.Legend(orient="bottom", direction="horizontal")),
+                tooltip=["id:N", "kind:N", "role:N"])
+    )
+    labels = (
+        alt.Chart(node_data)
+        .mark_text(fontSize=10, color="#1f2430")
+        .encode(x=base_x, y=alt.Y("ly:Q", axis=None, scale=y_scale), text="label:N")
+    )
+    layered: alt.LayerChart = (alt.layer(edges, points, labels).resolve_scale(color="independent")
+                               .configure_view(stroke=None))
+    return layered
+
+
 def sweep_chart(sweep: pd.DataFrame, metric: str = "ttft_p99_ms", axis: str = "TTFT p99 (ms)") -> alt.Chart:
     """A metric against offered load (``sweep``: columns ``rate``, ``policy`` and the metric)."""
     chart: alt.Chart = (
@@ -267,8 +444,10 @@ def sweep_row(policy: str, rate: float, summary: Mapping[str, Any]) -> dict[str,
             "throughput_rps": _get(summary, "throughput_rps")}
 
 
-def charts_for(results: Mapping[str, Result], primary: Optional[str] = None) -> list[tuple[str, Any]]:
-    """The standard set of (heading, chart) for a comparison (the report's figures)."""
+def charts_for(results: Mapping[str, Result], primary: Optional[str] = None,
+               topology_nodes: Optional[Sequence[Mapping[str, Any]]] = None) -> list[tuple[str, Any]]:
+    """The standard set of (heading, chart) for a comparison (the report's figures); with a
+    topology, the fabric's graph with the primary run's per-link utilisation too."""
     first = primary if primary is not None and primary in results else next(iter(results))
     out: list[tuple[str, Any]] = [
         ("Latency distributions", alt.hconcat(*(latency_cdf_chart(results, m) for m, _ in LATENCIES))),
@@ -280,5 +459,10 @@ def charts_for(results: Mapping[str, Result], primary: Optional[str] = None) -> 
     out += [(f"GPU × time utilisation: {name}", heatmap_chart(r, title=f"GPU × time utilisation · {name}"))
             for name, r in results.items()]
     out.append(("Deployment", deployment_chart(results[first].deployment)))
+    links = results[first].links
+    if links is not None and not links.empty:
+        out.append((f"Topology: per-link utilisation · {first}",
+                    topology_chart(links, topology_nodes, results[first].deployment.get("placement"),
+                                   title=f"Topology · per-link utilisation · {first}")))
     return out
 
