@@ -305,8 +305,8 @@ export class TopologyPanel {
     const pos = new Map();
     used.forEach(([t, _], row) => {
       t.sort((a, b) => natural(a.id, b.id));
-      const y = used.length === 1 ? H / 2 : 22 + (row * (H - 44)) / (used.length - 1);
-      t.forEach((n, i) => pos.set(n.id, [(W * (i + 0.5)) / t.length, y]));
+      const y = used.length === 1 ? H / 2 : 26 + (row * (H - 48)) / (used.length - 1);
+      t.forEach((n, i) => pos.set(n.id, [40 + ((W - 40) * (i + 0.5)) / t.length, y]));
     });
     return pos;
   }
@@ -315,7 +315,7 @@ export class TopologyPanel {
     const svg = this.root.querySelector("svg[data-role=graph]");
     if (!svg) return;
     const nodes = this.base?.nodes || [];
-    const W = Math.max(320, 34 * Math.max(...[0, 1, 2, 3].map((t) => nodes.filter((n) => ({ nvswitch: 0, gpu: 1, host: 2, nic: 2, switch: 3 })[n.kind] === t).length)));
+    const W = Math.max(360, 40 + 26 * Math.max(...[0, 1, 2, 3].map((t) => nodes.filter((n) => ({ nvswitch: 0, gpu: 1, host: 2, nic: 2, switch: 3 })[n.kind] === t).length)));
     const H = 230;
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     const pos = this.layout(W, H);
@@ -334,11 +334,31 @@ export class TopologyPanel {
     });
     const circles = nodes.map((n) => {
       const [x, y] = pos.get(n.id) || [0, 0];
-      const label = String(n.id).replace(/^n(\d+)\./, "$1·");
-      return `<g class="node ${esc(n.kind)}"><circle cx="${x}" cy="${y}" r="${n.kind === "gpu" ? 11 : 9}"></circle>` +
-        `<text x="${x}" y="${y + 3}">${esc(label.length > 8 ? label.slice(-8) : label)}</text><title>${esc(n.id)} (${esc(n.kind)})</title></g>`;
+      const bare = String(n.id).replace(/^n\d+\./, "");
+      const label = n.kind === "nvswitch" ? "NVS" : n.kind === "gpu" || n.kind === "nic" ? bare.replace(/^\D+/, "") : bare;
+      return `<g class="node ${esc(n.kind)}"><circle cx="${x}" cy="${y}" r="${n.kind === "switch" ? 11 : 9}"></circle>` +
+        `<text x="${x}" y="${y + 3}">${esc(label.slice(0, 5))}</text><title>${esc(n.id)} (${esc(n.kind)})</title></g>`;
     });
-    svg.innerHTML = lines.join("") + circles.join("");
+    // Tier names on the left, and each host's id under its GPUs.
+    const tiers = [];
+    const seenY = new Set();
+    for (const n of nodes) {
+      const [, y] = pos.get(n.id) || [0, 0];
+      if (seenY.has(y)) continue;
+      seenY.add(y);
+      tiers.push(`<text class="tier" x="3" y="${y - 12}">${{ gpu: "GPUs", nvswitch: "NVSwitch", nic: "NICs", host: "hosts", switch: "switches" }[n.kind] || n.kind}</text>`);
+    }
+    const hosts = new Map();
+    for (const n of nodes) {
+      const m = /^(n\d+)\./.exec(n.id);
+      if (m && n.kind === "gpu") (hosts.get(m[1]) || hosts.set(m[1], []).get(m[1])).push(pos.get(n.id));
+    }
+    for (const [h, ps] of hosts) {
+      const xs = ps.map((p) => p[0]);
+      const x = (Math.min(...xs) + Math.max(...xs)) / 2;
+      tiers.push(`<text class="host" x="${x}" y="${ps[0][1] + 20}">${esc(h)}</text>`);
+    }
+    svg.innerHTML = tiers.join("") + lines.join("") + circles.join("");
     svg.querySelectorAll("g.link").forEach((el) => el.addEventListener("click", () => this.select_(el.dataset.key)));
   }
 }
