@@ -47,7 +47,7 @@ export class TopologyPanel {
     }
     this.enabled = true;
     this.select.innerHTML =
-      "<option value=''>none (each GPU preset's nominal NVLink)</option>" +
+      "<option value=''>none (nominal NVLink)</option>" +
       names.map((n) => `<option>${esc(n)}</option>`).join("");
     this.select.addEventListener("change", async () => {
       await this.use(this.select.value);
