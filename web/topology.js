@@ -59,6 +59,12 @@ export class TopologyPanel {
   /** Switch to a preset ("" = none), dropping edits. */
   async use(name, { edits = [], down = [] } = {}) {
     this.preset = name || "";
+    // Names the list lacks (`3x-hgx-h200-ib`, a hand-edited URL) get an option of their own.
+    if (this.preset && ![...this.select.options].some((o) => o.value === this.preset)) {
+      const o = document.createElement("option");
+      o.textContent = this.preset;
+      this.select.append(o);
+    }
     this.select.value = this.preset;
     this.edits = new Map();
     this.down = new Set();

@@ -218,6 +218,10 @@ fn routes_and_topology_garbage_give_config_errors_with_paths() {
     let err: Value = serde_json::from_str(&sim_wasm::topology(bad).unwrap_err()).unwrap();
     assert_eq!(err["error"]["name"], "ConfigError");
     assert_eq!(err["error"]["field"], "topology.links[0].bandwidth_gbps", "{err}");
+    // An absurd latency is refused up front (routing sums integer picoseconds).
+    let huge = br#"{"preset": "hgx-h200", "links": [{"src": "gpu0", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 1, "latency_us": 1e308}]}"#;
+    let err: Value = serde_json::from_str(&sim_wasm::topology(huge).unwrap_err()).unwrap();
+    assert_eq!(err["error"]["field"], "topology.links[0].latency_us", "{err}");
     let err: Value = serde_json::from_str(&sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu9").unwrap_err()).unwrap();
     assert_eq!(err["error"]["field"], "dst", "{err}");
     for junk in [&b""[..], b"{", b"[]", b"\xff", b"null", b"3", br#""nope""#, br#"{"links": [{}]}"#] {
