@@ -55,6 +55,14 @@ const PRESETS = {
     "workload.output.mean": 128, "workload.output.sigma": 0.8, "workload.output.max": 512,
     "slo.ttft_ms": 500, "slo.tpot_ms": 30,
   },
+  "fabric: llama-3-70b tp8 on one HGX H200 (hgx-h200)": {
+    "deployment.tp": 8, "deployment.replicas": 1, "workload.num_requests": 600, "workload.arrival.rate": 6,
+    topology: "hgx-h200",
+  },
+  "2 nodes over InfiniBand: llama-3-70b tp8 × pp2 (2x-hgx-h200-ib)": {
+    "deployment.tp": 8, "deployment.pp": 2, "deployment.replicas": 1, "workload.num_requests": 600,
+    "workload.arrival.rate": 6, topology: "2x-hgx-h200-ib",
+  },
   "long context (llama-3.1-405b tp8, 8×H200)": {
     model: "llama-3.1-405b", "deployment.tp": 8, "deployment.replicas": 1, "workload.num_requests": 100,
     "workload.arrival.rate": 0.3, "workload.prompt.mean": 20000, "workload.prompt.sigma": 0.5,
@@ -98,9 +106,11 @@ function writeForm(flat, policies, preset) {
   form.classList.toggle("gamma", flat["workload.arrival.kind"] === "gamma");
 }
 
-function applyPreset(name) {
-  const flat = { ...defaults, ...(PRESETS[name] || {}) };
+async function applyPreset(name) {
+  const { topology: topo = "", ...fields } = PRESETS[name] || {};
+  const flat = { ...defaults, ...fields };
   writeForm(flat, readForm().policies.length ? readForm().policies : DEFAULT_POLICIES, name);
+  await topology.use(topo);
 }
 
 /** One scenario object per chosen policy (the form's numbers as numbers, blanks left out). */
@@ -116,10 +126,10 @@ function scenarios(state) {
   base.workload.prompt = { kind: "lognormal", ...base.workload.prompt };
   base.workload.output = { kind: "lognormal", ...base.workload.output };
   base.name = `web: ${state.preset}`;
-  if (topology.enabled) {
-    const t = topology.value();
-    if (t !== undefined) base.topology = t;
-  }
+  const t = topology.value();
+  if (t !== undefined) base.topology = t;
+  const events = topology.events();
+  if (events.length) base.events = events;
   return state.policies.map((policy) => {
     const s = structuredClone(base);
     s.scheduler = { ...(s.scheduler || {}), policy };
@@ -134,20 +144,24 @@ function toHash(state) {
   p.set("preset", state.preset);
   p.set("policies", state.policies.join(","));
   for (const [k, v] of Object.entries(state.flat)) if (String(v) !== String(defaults[k] ?? "")) p.set(k, v);
-  if (topology.enabled && topology.dirty()) p.set("topology", JSON.stringify(topology.value()));
+  const t = topology.toHash();
+  if (t) {
+    p.set("topology", t.topology);
+    if (t.down) p.set("links_down", t.down);
+  }
   return "#" + p.toString();
 }
 
-function fromHash(hash) {
+const HASH_KEYS = new Set(["preset", "policies", "topology", "links_down"]);
+
+async function fromHash(hash) {
   const p = new URLSearchParams(hash.replace(/^#/, ""));
   const preset = PRESETS[p.get("preset")] ? p.get("preset") : DEFAULT_PRESET;
   const flat = { ...defaults };
-  for (const [k, v] of p) if (k !== "preset" && k !== "policies" && k !== "topology") flat[k] = v;
+  for (const [k, v] of p) if (!HASH_KEYS.has(k)) flat[k] = v;
   const policies = p.has("policies") ? p.get("policies").split(",").filter(Boolean) : DEFAULT_POLICIES;
   writeForm(flat, policies, preset);
-  if (topology.enabled && p.has("topology")) {
-    try { topology.load(JSON.parse(p.get("topology"))); } catch { /* ignore a broken link */ }
-  }
+  await topology.load(p.get("topology"), p.get("links_down"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -165,10 +179,10 @@ function showError(err) {
   });
   slots.sort((a, b) => b.dataset.for.length - a.dataset.for.length);
   let slot = slots[0] || $("#general-error");
-  if (field.startsWith("topology") && topology.enabled) slot = topology.errorSlot(field) || slot;
+  if (/^(topology|events)\b/.test(field)) slot = topology.errorSlot(field) || slot;
   const line = `${err.name}: ${err.message}`;
   if (!slot.textContent.includes(line)) slot.textContent += (slot.textContent ? "\n" : "") + line;
-  const input = $$("[name]", form).find((el) => el.name === field) || (slot !== $("#general-error") && $(`[name="${slot.dataset.for}"]`));
+  const input = $$("[name]", form).find((el) => el.name === field) || (slot !== $("#general-error") && form.contains(slot) && $(`[name="${slot.dataset.for}"]`));
   if (input) input.classList.add("invalid");
 }
 
@@ -212,6 +226,7 @@ async function run() {
     if (n > 0) {
       renderSummary(results);
       charts.render(results.filter((r) => r.ok));
+      topology.showResult(results.find((r) => r.ok)?.links);
     }
     statusEl.textContent = `${n}/${results.length} policies simulated in ${coreMs.toFixed(1)} ms (core, WASM) · ${wall.toFixed(1)} ms end to end`;
     $("#run-info").textContent = `seed ${state.flat.seed}, ${state.flat["workload.num_requests"]} requests`;
@@ -264,7 +279,12 @@ function renderSummary(results) {
 }
 
 // ---------------------------------------------------------------------------------------
-const topology = new TopologyPanel($("#topology-body"), () => schedule());
+const topology = new TopologyPanel({
+  select: $("#topology-preset"),
+  root: $("#topology-body"),
+  expand: async (name) => (await ask("topology", name)).result,
+  onChange: () => schedule(),
+});
 
 let debounce = null;
 function schedule() {
@@ -293,18 +313,18 @@ async function main() {
     .map((p) => `<label><input type="checkbox" value="${p}"> ${p}</label>`).join("");
   topology.init(catalog, result.features);
 
-  if (location.hash.length > 1) fromHash(location.hash);
-  else applyPreset(DEFAULT_PRESET);
+  if (location.hash.length > 1) await fromHash(location.hash);
+  else await applyPreset(DEFAULT_PRESET);
 
-  $("#preset").addEventListener("change", (e) => { applyPreset(e.target.value); schedule(); });
+  $("#preset").addEventListener("change", async (e) => { await applyPreset(e.target.value); schedule(); });
   form.addEventListener("input", (e) => {
-    if (e.target.id === "preset" || e.target.id === "live") return;
+    if (e.target.id === "preset" || e.target.id === "live" || e.target.id === "topology-preset") return;
     form.classList.toggle("gamma", $("[name='workload.arrival.kind']").value === "gamma");
     schedule();
   });
   form.addEventListener("submit", (e) => { e.preventDefault(); run(); });
   $("#share").addEventListener("click", () => navigator.clipboard?.writeText(location.href));
-  window.addEventListener("hashchange", () => { fromHash(location.hash); run(); });
+  window.addEventListener("hashchange", async () => { await fromHash(location.hash); run(); });
   $("#run").disabled = false;
   statusEl.textContent = `core loaded in ${timings.initMs.toFixed(1)} ms`;
   await run();

@@ -190,17 +190,31 @@ export function predictStep(request) {
   return JSON.parse(call("o1_predict_step", [asText(request)]));
 }
 
-/** Routes between the scenario's topology nodes (needs a core with the topology model). */
-export function routes(scenario, { format } = {}) {
-  return JSON.parse(call("o1_routes", [asText(scenario)], [formatCode(format)]));
+/**
+ * RTMPv2 candidate routes between two nodes of a topology, shortest latency first:
+ * `[{path, bandwidth_gbps, latency_us, score, chosen, frontier}]` (Python's `o1sim.routes`).
+ * `topology`: a preset name (`"hgx-h200"`) or a table `{preset?, nodes, links, routing?}`.
+ */
+export function routes(topology, src, dst) {
+  return JSON.parse(call("o1_routes", [JSON.stringify(topology), String(src), String(dst)]));
 }
 
-/** Which optional entry points this build has (`predictStep`, `routes`, `check`). */
+/**
+ * Resolve and validate a topology entry (preset name or table) into its full table
+ * `{nodes, links, routing}`, presets expanded. Errors name fields as inside a scenario
+ * (`topology.links[3].bandwidth_gbps`).
+ */
+export function topology(entry) {
+  return JSON.parse(call("o1_topology", [JSON.stringify(entry)]));
+}
+
+/** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`). */
 export function features() {
   ready();
   return {
     predictStep: !!wasm.o1_predict_step,
     routes: !!wasm.o1_routes,
+    topology: !!wasm.o1_topology,
     check: !!wasm.o1_check,
   };
 }

@@ -1,147 +1,370 @@
-// The Topology panel: a preset picker, a table of nodes and links, and a graph view where
-// clicking a link selects it for editing (bandwidth, latency, up/down).
+// The Topology panel: a preset picker (in the form), a graph view and a table of links and
+// nodes. Clicking a link (in the graph or the table) selects it; its bandwidth and latency
+// can be changed and it can be taken down.
 //
-// It switches itself on when the core's catalog lists topologies (the topology model,
-// issue 4). Until then it explains what is missing. The shape it edits follows DESIGN.md:
-// `{nodes: [{id, kind}], links: [{src, dst, kind, bandwidth_gbps, latency_us, up?}]}`;
-// a preset is sent by name until edited, then as the whole (edited) object.
+// What it sends (the scenario's shapes, README "Topology"):
+// - no edits: `topology = "<preset>"`;
+// - edits: `topology = {preset, links: [edited links]}` (a link between two preset nodes
+//   replaces the preset's link), in the order the links were first edited;
+// - a link taken down: an event `{at_s: 0, kind: "link_down", src, dst}` in `events`.
+// The preset's full table comes from the core (`o1sim.topology(name)`, in the Worker), so
+// the panel draws exactly what the simulation uses. Errors the core reports for
+// `topology.links[i]…` / `events[i]…` are shown under the row of the link they name.
+
+const key = (src, dst) => `${src}|${dst}`;
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const natural = (a, b) => a.localeCompare(b, "en", { numeric: true });
 
 export class TopologyPanel {
-  constructor(root, onChange) {
+  /**
+   * `select`: the form's preset <select>; `root`: the panel's container; `expand(name)`:
+   * async, the core's full table of a preset; `onChange()`: the experiment changed.
+   */
+  constructor({ select, root, expand, onChange }) {
+    this.select = select;
     this.root = root;
+    this.expand = expand;
     this.onChange = onChange;
     this.enabled = false;
-    this.presets = [];
-    this.preset = null;
-    this.topo = null;
-    this.edited = false;
-    this.selected = -1;
+    this.preset = "";
+    this.base = null; // {nodes, links} of the preset, from the core
+    this.edits = new Map(); // key → {src, dst, kind, bandwidth_gbps, latency_us}
+    this.down = new Set(); // keys of links taken down
+    this.emitted = []; // keys in the order value().links lists them
+    this.emittedDown = []; // keys in the order events() lists them
+    this.selected = null; // key of the selected link
+    this.util = null; // key → utilisation of the last run
+    this.cache = new Map();
+    this.loading = Promise.resolve();
   }
 
   init(catalog, features) {
-    const list = catalog.topologies;
-    if (!list || !features.routes) {
-      this.root.innerHTML =
-        "This build of the core has no topology model yet, so the deployment runs on each GPU " +
-        "preset's nominal NVLink. With it, this panel lists the nodes and links, draws the graph, " +
-        "and lets you click a link to change its bandwidth or latency or take it down.";
+    const names = catalog.topologies;
+    if (!Array.isArray(names) || !features.topology) {
+      this.select.disabled = true;
+      this.select.innerHTML = "<option value=''>(not in this build of the core)</option>";
       return;
     }
     this.enabled = true;
-    this.root.classList.remove("muted");
-    this.presets = Array.isArray(list) ? list : Object.entries(list).map(([name, t]) => ({ name, ...t }));
-    this.root.innerHTML = `<label>Preset <select data-role="preset"></select></label>
-      <svg data-role="graph" viewBox="0 0 300 220"></svg>
-      <table><thead><tr><th>link</th><th>kind</th><th>GB/s</th><th>µs</th><th>up</th></tr></thead><tbody></tbody></table>`;
-    const sel = this.root.querySelector("[data-role=preset]");
-    sel.innerHTML = this.presets.map((p) => `<option>${p.name}</option>`).join("");
-    sel.addEventListener("change", () => { this.usePreset(sel.value); this.onChange(); });
-    this.usePreset(this.presets[0].name);
-  }
-
-  usePreset(name) {
-    const p = this.presets.find((x) => x.name === name);
-    this.preset = name;
-    this.topo = structuredClone({ nodes: p.nodes || [], links: p.links || [] });
-    this.edited = false;
-    this.selected = -1;
+    this.select.innerHTML =
+      "<option value=''>none (nominal NVLink)</option>" +
+      names.map((n) => `<option>${esc(n)}</option>`).join("");
+    this.select.addEventListener("change", async () => {
+      await this.use(this.select.value);
+      this.onChange();
+    });
     this.render();
   }
 
-  /** What goes into the scenario's `topology` field. */
+  /** Switch to a preset ("" = none), dropping edits. */
+  async use(name, { edits = [], down = [] } = {}) {
+    this.preset = name || "";
+    // Names the list lacks (`3x-hgx-h200-ib`, a hand-edited URL) get an option of their own.
+    if (this.preset && ![...this.select.options].some((o) => o.value === this.preset)) {
+      const o = document.createElement("option");
+      o.textContent = this.preset;
+      this.select.append(o);
+    }
+    this.select.value = this.preset;
+    this.edits = new Map();
+    this.down = new Set();
+    this.selected = null;
+    this.util = null;
+    this.base = null;
+    if (this.preset) {
+      const job = (async () => {
+        if (!this.cache.has(this.preset)) this.cache.set(this.preset, await this.expand(this.preset));
+        return this.cache.get(this.preset);
+      })();
+      this.loading = job;
+      try {
+        this.base = await job;
+      } catch (e) {
+        this.base = { nodes: [], links: [], error: e };
+      }
+    }
+    for (const l of edits) if (l && l.src !== undefined) this.edits.set(key(l.src, l.dst), { ...l });
+    for (const [s, d] of down) this.down.add(key(s, d));
+    this.render();
+  }
+
+  /** The rows of the table: the preset's links with edits applied, then added links. */
+  rows() {
+    const out = [];
+    const seen = new Set();
+    for (const l of this.base?.links || []) {
+      const k = key(l.src, l.dst);
+      const rk = key(l.dst, l.src);
+      const ek = this.edits.has(k) ? k : this.edits.has(rk) ? rk : null;
+      seen.add(ek || k);
+      out.push({ k: ek || k, base: l, ...l, ...(ek ? this.edits.get(ek) : {}), edited: !!ek, up: !this.down.has(k) && !this.down.has(rk) });
+    }
+    for (const [k, l] of this.edits) if (!seen.has(k)) out.push({ k, ...l, edited: true, added: true, up: !this.down.has(k) });
+    return out;
+  }
+
+  /** What goes into the scenario's `topology` field (undefined: none). */
   value() {
-    if (!this.enabled) return undefined;
-    return this.edited ? { name: this.preset, ...this.topo } : this.preset;
+    if (!this.enabled || !this.preset) return undefined;
+    this.emitted = [...this.edits.keys()];
+    if (!this.emitted.length) return this.preset;
+    return { preset: this.preset, links: this.emitted.map((k) => ({ ...this.edits.get(k) })) };
   }
 
-  dirty() {
-    return this.edited;
+  /** Scenario `events`: links taken down from the start. */
+  events() {
+    if (!this.enabled || !this.preset) return [];
+    this.emittedDown = [...this.down];
+    return this.emittedDown.map((k) => {
+      const [src, dst] = k.split("|");
+      return { at_s: 0, kind: "link_down", src, dst };
+    });
   }
 
-  load(v) {
+  /** For the URL hash: `{topology, down}` or null. */
+  toHash() {
+    if (!this.enabled || !this.preset) return null;
+    const v = this.value();
+    return {
+      topology: typeof v === "string" ? v : JSON.stringify(v),
+      down: this.down.size ? JSON.stringify([...this.down].map((k) => k.split("|"))) : null,
+    };
+  }
+
+  /** Restore from the hash's `topology` (name or JSON table) and `links_down` (JSON). */
+  async load(topology, down) {
     if (!this.enabled) return;
-    if (typeof v === "string") return this.usePreset(v);
-    if (v.name) this.usePreset(v.name);
-    this.topo = { nodes: v.nodes || [], links: v.links || [] };
-    this.edited = true;
-    this.render();
+    let name = topology || "";
+    let edits = [];
+    if (name.startsWith("{")) {
+      try {
+        const v = JSON.parse(name);
+        name = String(v.preset || "");
+        edits = Array.isArray(v.links) ? v.links : [];
+      } catch {
+        name = "";
+      }
+    }
+    let d = [];
+    try { d = down ? JSON.parse(down) : []; } catch { d = []; }
+    await this.use(name, { edits, down: Array.isArray(d) ? d.filter(Array.isArray) : [] });
   }
 
-  /** The error slot for a path like `topology.links[3].bandwidth_gbps`, if shown. */
+  /** The row key an error path names, if any. */
+  keyOf(field) {
+    let m = /^topology\.links\[(\d+)\]/.exec(field);
+    if (m) return this.emitted[Number(m[1])] ?? null;
+    m = /^events\[(\d+)\]/.exec(field);
+    if (m) return this.emittedDown[Number(m[1])] ?? null;
+    return null;
+  }
+
+  /** The error slot under the link row an error path names, created on demand. */
   errorSlot(field) {
-    const m = /^topology\.links\[(\d+)\]/.exec(field);
-    const row = m && this.root.querySelector(`tr[data-link="${m[1]}"]`);
+    const k = this.keyOf(field);
+    const row = k && [...this.root.querySelectorAll("tr[data-key]")].find((tr) => tr.dataset.key === k);
     if (!row) return null;
     let slot = row.nextElementSibling;
     if (!slot || !slot.classList.contains("link-error")) {
       slot = document.createElement("tr");
       slot.className = "link-error";
-      slot.innerHTML = `<td colspan="5" class="field-error" data-for="${field}"></td>`;
+      slot.innerHTML = `<td colspan="6" class="field-error"></td>`;
       row.after(slot);
     }
-    return slot.firstChild;
+    const td = slot.firstChild;
+    td.dataset.for = field;
+    const prop = /\.(bandwidth_gbps|latency_us)$/.exec(field);
+    row.querySelector(prop ? `input[data-k=${prop[1]}]` : "input")?.classList.add("invalid");
+    return td;
   }
 
-  edit(i, key, value) {
-    this.topo.links[i][key] = value;
-    this.edited = true;
+  /** Per-link utilisation of a result's `links` columns (colours the graph). */
+  showResult(links) {
+    this.util = null;
+    if (links && Array.isArray(links.src)) {
+      this.util = new Map();
+      links.src.forEach((s, i) => this.util.set(key(s, links.dst[i]), links.utilization[i]));
+    }
+    this.renderTable();
     this.renderGraph();
+  }
+
+  edit(k, field, value) {
+    const row = this.rows().find((r) => r.k === k);
+    if (!row) return;
+    if (field === "up") {
+      if (value) this.down.delete(k);
+      else this.down.add(k);
+    } else {
+      const cur = this.edits.get(k) || { src: row.src, dst: row.dst, kind: row.kind, bandwidth_gbps: row.bandwidth_gbps, latency_us: row.latency_us };
+      cur[field] = value;
+      const b = row.base;
+      if (b && cur.bandwidth_gbps === b.bandwidth_gbps && cur.latency_us === b.latency_us) this.edits.delete(k);
+      else this.edits.set(k, cur);
+    }
+    this.renderGraph();
+    const tr = this.root.querySelector(`tr[data-key="${CSS.escape(k)}"]`);
+    if (tr) tr.classList.toggle("edited", this.edits.has(k) || this.down.has(k));
+    this.onChange();
+  }
+
+  /** Put every link back as the preset has it. */
+  reset() {
+    this.edits.clear();
+    this.down.clear();
+    this.render();
     this.onChange();
   }
 
   render() {
-    const body = this.root.querySelector("tbody");
-    body.textContent = "";
-    this.topo.links.forEach((l, i) => {
-      const tr = document.createElement("tr");
-      tr.dataset.link = String(i);
-      tr.className = i === this.selected ? "selected" : "";
-      tr.innerHTML = `<td>${l.src}–${l.dst}</td><td>${l.kind ?? ""}</td>
-        <td><input type="number" step="any" data-k="bandwidth_gbps"></td>
-        <td><input type="number" step="any" data-k="latency_us"></td>
-        <td><input type="checkbox" data-k="up"></td>`;
-      tr.querySelector("[data-k=bandwidth_gbps]").value = l.bandwidth_gbps ?? "";
-      tr.querySelector("[data-k=latency_us]").value = l.latency_us ?? "";
-      tr.querySelector("[data-k=up]").checked = l.up !== false;
-      tr.addEventListener("input", (e) => {
-        e.stopPropagation();
-        const k = e.target.dataset.k;
-        this.edit(i, k, k === "up" ? e.target.checked : Number(e.target.value));
-      });
-      body.append(tr);
-    });
+    if (!this.enabled) {
+      this.root.innerHTML = `<p class="muted">This build of the core has no topology model.</p>`;
+      return;
+    }
+    if (!this.preset) {
+      this.root.innerHTML = `<p class="muted">No topology: TP and PP traffic is priced on each GPU preset's nominal
+        NVLink. Choose a fabric under <em>Topology</em> to see its links, edit them and watch P99 move.</p>`;
+      return;
+    }
+    if (this.base?.error) {
+      this.root.innerHTML = `<p class="field-error"></p>`;
+      this.root.firstChild.textContent = `${this.base.error.name}: ${this.base.error.message}`;
+      return;
+    }
+    const nodes = this.base?.nodes || [];
+    this.root.innerHTML = `<div class="topo-grid">
+      <div><svg data-role="graph" role="img" aria-label="topology graph"></svg>
+        <p class="muted legend">Click a link to edit it. Width: bandwidth; colour: utilisation in the last run
+        (first policy); dashed red: down; orange ring: edited.</p></div>
+      <div class="topo-tables">
+        <div class="topo-head"><strong>${esc(this.preset)}</strong> · ${nodes.length} nodes · ${(this.base?.links || []).length} links
+          <button type="button" data-role="reset">Reset links</button></div>
+        <div class="scroll"><table class="links"><thead><tr><th>link</th><th>kind</th><th>GB/s</th><th>µs</th><th>up</th><th>util</th></tr></thead>
+        <tbody></tbody></table></div>
+        <details><summary>Nodes (${nodes.length})</summary><div class="scroll"><table class="nodes">
+          <thead><tr><th>id</th><th>kind</th><th>links</th></tr></thead><tbody>${this.nodeRows()}</tbody></table></div></details>
+      </div></div>`;
+    this.root.querySelector("[data-role=reset]").addEventListener("click", () => this.reset());
+    this.renderTable();
     this.renderGraph();
   }
 
-  // Nodes on a circle (switches in the middle), links as lines; click a line to select it.
-  renderGraph() {
-    const svg = this.root.querySelector("svg");
-    const nodes = this.topo.nodes;
-    const hubs = nodes.filter((n) => /switch/.test(n.kind || ""));
-    const ring = nodes.filter((n) => !hubs.includes(n));
+  nodeRows() {
+    const deg = new Map();
+    for (const l of this.base?.links || []) for (const n of [l.src, l.dst]) deg.set(n, (deg.get(n) || 0) + 1);
+    return (this.base?.nodes || [])
+      .map((n) => `<tr><td>${esc(n.id)}</td><td>${esc(n.kind)}${n.gpu ? ` (${esc(n.gpu)})` : ""}</td><td>${deg.get(n.id) || 0}</td></tr>`)
+      .join("");
+  }
+
+  renderTable() {
+    const body = this.root.querySelector("table.links tbody");
+    if (!body) return;
+    body.textContent = "";
+    for (const r of this.rows()) {
+      const tr = document.createElement("tr");
+      tr.dataset.key = r.k;
+      tr.dataset.link = `${r.src}–${r.dst}`;
+      tr.className = [r.k === this.selected ? "selected" : "", r.edited || !r.up ? "edited" : ""].join(" ").trim();
+      const u = this.util?.get(r.k);
+      tr.innerHTML = `<td></td><td>${esc(r.kind ?? "")}</td>
+        <td><input type="number" step="any" min="0" data-k="bandwidth_gbps" aria-label="bandwidth GB/s"></td>
+        <td><input type="number" step="any" min="0" data-k="latency_us" aria-label="latency µs"></td>
+        <td><input type="checkbox" data-k="up" aria-label="link up"></td>
+        <td>${u === undefined ? "—" : `${(100 * u).toFixed(1)}%`}</td>`;
+      tr.firstChild.textContent = `${r.src}–${r.dst}`;
+      tr.querySelector("[data-k=bandwidth_gbps]").value = r.bandwidth_gbps ?? "";
+      tr.querySelector("[data-k=latency_us]").value = r.latency_us ?? "";
+      tr.querySelector("[data-k=up]").checked = r.up;
+      tr.addEventListener("input", (e) => {
+        e.stopPropagation();
+        const k = e.target.dataset.k;
+        if (!k) return;
+        this.edit(r.k, k, k === "up" ? e.target.checked : e.target.value === "" ? 0 : Number(e.target.value));
+      });
+      tr.addEventListener("click", (e) => {
+        if (e.target.tagName === "INPUT") return;
+        this.select_(r.k);
+      });
+      body.append(tr);
+    }
+  }
+
+  select_(k) {
+    this.selected = k;
+    for (const tr of this.root.querySelectorAll("table.links tr[data-key]")) tr.classList.toggle("selected", tr.dataset.key === k);
+    this.renderGraph();
+    const tr = [...this.root.querySelectorAll("table.links tr[data-key]")].find((t) => t.dataset.key === k);
+    if (tr) {
+      tr.scrollIntoView({ block: "nearest" });
+      tr.querySelector("input[data-k=bandwidth_gbps]")?.focus();
+    }
+  }
+
+  // Layout in tiers: NVSwitches on top, GPUs, NICs/hosts, then network switches; within a
+  // tier by id (natural order), spread evenly.
+  layout(W, H) {
+    const tierOf = { nvswitch: 0, gpu: 1, host: 2, nic: 2, switch: 3 };
+    const tiers = [[], [], [], []];
+    for (const n of this.base?.nodes || []) tiers[tierOf[n.kind] ?? 2].push(n);
+    const used = tiers.map((t, i) => [t, i]).filter(([t]) => t.length);
     const pos = new Map();
-    ring.forEach((n, i) => {
-      const a = (2 * Math.PI * i) / Math.max(1, ring.length) - Math.PI / 2;
-      pos.set(n.id, [150 + 95 * Math.cos(a), 110 + 90 * Math.sin(a)]);
+    used.forEach(([t, _], row) => {
+      t.sort((a, b) => natural(a.id, b.id));
+      const y = used.length === 1 ? H / 2 : 26 + (row * (H - 48)) / (used.length - 1);
+      t.forEach((n, i) => pos.set(n.id, [40 + ((W - 40) * (i + 0.5)) / t.length, y]));
     });
-    hubs.forEach((n, i) => pos.set(n.id, [150 + (i - (hubs.length - 1) / 2) * 30, 110]));
-    const lines = this.topo.links.map((l, i) => {
-      const [x1, y1] = pos.get(l.src) || [0, 0];
-      const [x2, y2] = pos.get(l.dst) || [0, 0];
-      const cls = [l.up === false ? "down" : "", i === this.selected ? "selected" : ""].join(" ");
-      return `<line data-link="${i}" class="${cls}" x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}"><title>${l.src}–${l.dst} ${l.bandwidth_gbps} GB/s</title></line>`;
+    return pos;
+  }
+
+  renderGraph() {
+    const svg = this.root.querySelector("svg[data-role=graph]");
+    if (!svg) return;
+    const nodes = this.base?.nodes || [];
+    const W = Math.max(360, 40 + 26 * Math.max(...[0, 1, 2, 3].map((t) => nodes.filter((n) => ({ nvswitch: 0, gpu: 1, host: 2, nic: 2, switch: 3 })[n.kind] === t).length)));
+    const H = 230;
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    const pos = this.layout(W, H);
+    const rows = this.rows();
+    const maxBw = Math.max(1, ...rows.map((r) => Number(r.bandwidth_gbps) || 0));
+    const lines = rows.map((r) => {
+      const [x1, y1] = pos.get(r.src) || [0, 0];
+      const [x2, y2] = pos.get(r.dst) || [0, 0];
+      const w = 1 + 4 * Math.sqrt(Math.max(0, Number(r.bandwidth_gbps) || 0) / maxBw);
+      const u = this.util?.get(r.k);
+      const color = u === undefined ? "#8aa4d6" : `hsl(${Math.round(210 - 210 * Math.min(1, u * 4))} 65% 50%)`;
+      const cls = [r.up ? "" : "down", r.k === this.selected ? "selected" : "", r.edited ? "edited" : ""].join(" ").trim();
+      const title = `${r.src}–${r.dst}: ${r.bandwidth_gbps} GB/s, ${r.latency_us} µs${r.up ? "" : " (down)"}${u === undefined ? "" : `, ${(100 * u).toFixed(1)}% used`}`;
+      return `<g class="link ${cls}" data-key="${esc(r.k)}"><line class="hit" x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}"></line>` +
+        `<line class="wire" x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}" style="stroke:${color};stroke-width:${w.toFixed(1)}"></line><title>${esc(title)}</title></g>`;
     });
     const circles = nodes.map((n) => {
-      const [x, y] = pos.get(n.id);
-      return `<circle cx="${x}" cy="${y}" r="9"></circle><text x="${x}" y="${y + 3}">${String(n.id).slice(0, 6)}</text>`;
+      const [x, y] = pos.get(n.id) || [0, 0];
+      const bare = String(n.id).replace(/^n\d+\./, "");
+      const label = n.kind === "nvswitch" ? "NVS" : n.kind === "gpu" || n.kind === "nic" ? bare.replace(/^\D+/, "") : bare;
+      return `<g class="node ${esc(n.kind)}"><circle cx="${x}" cy="${y}" r="${n.kind === "switch" ? 11 : 9}"></circle>` +
+        `<text x="${x}" y="${y + 3}">${esc(label.slice(0, 5))}</text><title>${esc(n.id)} (${esc(n.kind)})</title></g>`;
     });
-    svg.innerHTML = lines.join("") + circles.join("");
-    svg.querySelectorAll("line").forEach((el) =>
-      el.addEventListener("click", () => {
-        this.selected = Number(el.dataset.link);
-        this.render();
-        this.root.querySelector(`tr[data-link="${this.selected}"] input`)?.focus();
-      }),
-    );
+    // Tier names on the left, and each host's id under its GPUs.
+    const tiers = [];
+    const seenY = new Set();
+    for (const n of nodes) {
+      const [, y] = pos.get(n.id) || [0, 0];
+      if (seenY.has(y)) continue;
+      seenY.add(y);
+      tiers.push(`<text class="tier" x="3" y="${y - 12}">${{ gpu: "GPUs", nvswitch: "NVSwitch", nic: "NICs", host: "hosts", switch: "switches" }[n.kind] || n.kind}</text>`);
+    }
+    const hosts = new Map();
+    for (const n of nodes) {
+      const m = /^(n\d+)\./.exec(n.id);
+      if (m && n.kind === "gpu") (hosts.get(m[1]) || hosts.set(m[1], []).get(m[1])).push(pos.get(n.id));
+    }
+    for (const [h, ps] of hosts) {
+      const xs = ps.map((p) => p[0]);
+      const x = (Math.min(...xs) + Math.max(...xs)) / 2;
+      tiers.push(`<text class="host" x="${x}" y="${ps[0][1] + 20}">${esc(h)}</text>`);
+    }
+    svg.innerHTML = tiers.join("") + lines.join("") + circles.join("");
+    svg.querySelectorAll("g.link").forEach((el) => el.addEventListener("click", () => this.select_(el.dataset.key)));
   }
 }

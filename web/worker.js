@@ -1,6 +1,6 @@
 // The page's simulation worker: owns the WASM instance so runs never block the UI thread.
 // Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
-//               | predictStep | routes
+//               | predictStep | routes | topology
 // Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}}
 import * as o1sim from "./o1sim.js";
 
@@ -28,6 +28,7 @@ function digest(text) {
     deployment: r.deployment,
     timeseries: r.timeseries,
     cdf: { ttft: ttft.sort(num), tpot: tpot.sort(num), e2e: e2e.sort(num) },
+    links: r.links || null,
     bytes: text.length,
   };
 }
@@ -60,7 +61,8 @@ const ops = {
   validate: (scenario, opts) => o1sim.validate(scenario, opts),
   check: (scenario, opts) => o1sim.check(scenario, opts),
   predictStep: (request) => o1sim.predictStep(request),
-  routes: (scenario) => o1sim.routes(scenario),
+  routes: (topology, src, dst) => o1sim.routes(topology, src, dst),
+  topology: (entry) => o1sim.topology(entry),
 };
 
 self.onmessage = async (ev) => {

@@ -66,11 +66,26 @@ case "$route" in
 esac
 
 cp "$wasm" "$OUT/o1sim.wasm"
+# Optional: O1SIM_WASM_OPT=1 runs binaryen's `wasm-opt -O3` (apt-get install binaryen, or npm
+# `binaryen`) over the module; any failure keeps the unoptimised one. Off by default: with
+# Debian's binaryen 108 it takes ~15 s and saves ~2.5% gzipped (419 → 409 KB); the speed
+# change was within this machine's noise.
+opt=false
+if [ "${O1SIM_WASM_OPT:-0}" = 1 ]; then
+  if command -v wasm-opt >/dev/null 2>&1 && wasm-opt -O3 --enable-exception-handling --enable-bulk-memory \
+      --enable-sign-ext --enable-mutable-globals --enable-nontrapping-float-to-int --enable-multivalue \
+      --enable-reference-types "$OUT/o1sim.wasm" -o "$OUT/o1sim.opt.wasm" 2>/dev/null; then
+    mv "$OUT/o1sim.opt.wasm" "$OUT/o1sim.wasm"; opt=true
+  else
+    rm -f "$OUT/o1sim.opt.wasm"
+    echo "warning: O1SIM_WASM_OPT=1 but wasm-opt is missing or failed: keeping the unoptimised module" >&2
+  fi
+fi
 bytes=$(wc -c < "$OUT/o1sim.wasm")
 gz=$(gzip -9 -c "$OUT/o1sim.wasm" | wc -c)
-printf '{"route": "%s", "exception_handling": %s, "bytes": %d, "gzip_bytes": %d}\n' \
-  "$route" "$eh" "$bytes" "$gz" > "$OUT/build.json"
-echo "web/pkg/o1sim.wasm: $bytes bytes, $gz gzipped (route: $route, exception handling: $eh)"
+printf '{"route": "%s", "exception_handling": %s, "wasm_opt": %s, "bytes": %d, "gzip_bytes": %d}\n' \
+  "$route" "$eh" "$opt" "$bytes" "$gz" > "$OUT/build.json"
+echo "web/pkg/o1sim.wasm: $bytes bytes, $gz gzipped (route: $route, exception handling: $eh, wasm-opt: $opt)"
 if [ "$gz" -gt 1048576 ]; then
   echo "error: the module is over 1 MB gzipped" >&2
   exit 1

@@ -115,3 +115,31 @@ test("predictStep gives the core's prediction; bad input names the field", () =>
     (e) => e.name === "ConfigError" && e.field.startsWith("batch"),
   );
 });
+
+test("routes and topology: the same candidates as Python, errors with the field path", () => {
+  assert.ok(o1sim.features().routes && o1sim.features().topology);
+  assert.ok(o1sim.presets().topologies.includes("hgx-h200"));
+  const cands = o1sim.routes("hgx-h200", "gpu0", "gpu5");
+  assert.ok(cands.length >= 1 && cands.filter((c) => c.chosen).length === 1);
+  assert.deepEqual(cands.find((c) => c.chosen).path, ["gpu0", "nvswitch0", "gpu5"]);
+  const t = o1sim.topology("2x-hgx-h200-ib");
+  assert.ok(t.nodes.some((n) => n.id === "n1.gpu7") && t.links.some((l) => l.kind === "ib"));
+  // An edited table routes around a slow link when it can, and keeps it when it cannot.
+  const table = { preset: "hgx-h200", links: [{ src: "gpu0", dst: "nvswitch0", kind: "nvswitch", bandwidth_gbps: 45, latency_us: 1 }] };
+  assert.equal(o1sim.routes(table, "gpu0", "gpu5").find((c) => c.chosen).bandwidth_gbps, 45);
+  const bad = { preset: "hgx-h200", links: [{ ...table.links[0], bandwidth_gbps: 0 }] };
+  assert.throws(() => o1sim.topology(bad), (e) => e.name === "ConfigError" && e.field === "topology.links[0].bandwidth_gbps");
+  assert.throws(() => o1sim.routes("hgx-h200", "gpu0", "gpu9"), (e) => e.name === "ConfigError" && e.field === "dst");
+  // Inside a scenario the same bad link names the same field.
+  const base = o1sim.validate(o1sim.defaultScenario(), { format: "toml" }).scenario;
+  assert.throws(() => o1sim.simulate({ ...base, topology: bad }), (e) => e.name === "ConfigError" && e.field === "topology.links[0].bandwidth_gbps");
+  assert.throws(() => o1sim.simulate({ ...base, topology: "hgx-h200", events: [{ at_s: 0, kind: "link_down", src: "gpu0", dst: "gpu9" }] }),
+    (e) => e.name === "ConfigError" && /^events\[0\]/.test(e.field));
+});
+
+test("the topology golden carries per-link results", () => {
+  const r = JSON.parse(o1sim.simulate(readFileSync(golden + "topology_hgx.toml", "utf8"), { format: "toml" }));
+  assert.equal(r.links.src.length, 8);
+  assert.equal(r.links.up[6], false);
+  assert.equal(r.summary.topology.events_applied, 2);
+});

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 import o1sim
 import pytest
@@ -157,14 +158,129 @@ def test_bad_input_never_traps_the_module_in_the_browser(page: Any, server: str)
     assert out["after"] == 20
 
 
-def test_topology_edit_changes_p99_tpot(page: Any, server: str) -> None:
+def _topology_page(page: Any, server: str, preset: str = "hgx-h200") -> None:
+    """The default experiment with vllm only, on `preset`."""
     page.goto(server)
     wait_ready(page)
-    if not page.evaluate("document.querySelector('#topology table') !== null"):
-        pytest.skip("the core has no topology model yet (issue 4): the Topology panel is off")
-    rows = _rows(page)
     before = runs(page)
-    page.locator("#topology svg line").first.click()
-    page.fill("#topology tr.selected input[data-k=bandwidth_gbps]", "1")
+    for p in ("orca", "sarathi", "o1pro"):
+        page.uncheck(f"#policies input[value={p}]")
+    page.select_option("#topology-preset", preset)
+    page.wait_for_function(
+        "([n, p]) => Number(document.body.dataset.runs) > n && !document.querySelector('#summary tr[data-policy=orca]')"
+        " && document.querySelector('#topology svg g.link') && JSON.parse(document.querySelector('#scenario-json').textContent).topology === p",
+        arg=[before, preset],
+    )
+
+
+def _link(key: str) -> str:
+    return f"#topology tr[data-key='{key}']"
+
+
+def test_topology_edit_changes_p99_tpot(page: Any, server: str) -> None:
+    _topology_page(page, server)
+    sent = _page_scenario(page)
+    assert sent["topology"] == "hgx-h200" and sent["deployment"]["tp"] == 4
+    # The graph and the tables show the preset the core expanded: 9 nodes, 8 links.
+    assert page.locator("#topology svg g.link").count() == 8
+    assert page.locator("#topology svg g.node").count() == 9
+    assert page.locator("#topology table.links tr[data-key]").count() == 8
+    rows = _rows(page)
+    assert float(rows["vllm"]["tpot_p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
+    # Click gpu1's link in the graph: its row is selected; lower its bandwidth 450 → 45 GB/s.
+    page.locator("#topology svg g.link[data-key='gpu1|nvswitch0'] line.hit").click(force=True)
+    assert "selected" in (page.get_attribute(_link("gpu1|nvswitch0"), "class") or "")
+    assert page.input_value(_link("gpu1|nvswitch0") + " input[data-k=bandwidth_gbps]") == "450"
+    before = runs(page)
+    page.fill("#topology tr.selected input[data-k=bandwidth_gbps]", "45")
     wait_ready(page, before)
-    assert _rows(page)["vllm"]["tpot_p99"] != rows["vllm"]["tpot_p99"]
+    sent = _page_scenario(page)
+    assert sent["topology"] == {
+        "preset": "hgx-h200",
+        "links": [{"src": "gpu1", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 45, "latency_us": 1}],
+    }
+    after = _rows(page)
+    # TP 4's AllReduces of replica 0 now cross a 45 GB/s link: P99 TPOT moves, to Python's number.
+    assert float(after["vllm"]["tpot_p99"]) > float(rows["vllm"]["tpot_p99"]), (rows["vllm"], after["vllm"])
+    assert float(after["vllm"]["tpot_p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
+    # The link is drawn as edited, and its utilisation column filled in.
+    assert "edited" in (page.get_attribute("#topology svg g.link[data-key='gpu1|nvswitch0']", "class") or "")
+    assert page.text_content(_link("gpu1|nvswitch0") + " td:last-child") != "—"
+    OUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUT / "topology.png"), full_page=True)
+
+
+def test_an_invalid_topology_shows_the_error_next_to_the_link(page: Any, server: str) -> None:
+    _topology_page(page, server)
+    before = runs(page)
+    page.fill(_link("gpu1|nvswitch0") + " input[data-k=bandwidth_gbps]", "0")
+    wait_ready(page, before)
+    slot = page.locator(".field-error[data-for='topology.links[0].bandwidth_gbps']")
+    text = slot.text_content() or ""
+    assert text.startswith("ConfigError: topology.links[0].bandwidth_gbps: must be > 0"), text
+    # …in the table row right under the link it names, with the input marked.
+    assert page.evaluate("""() => document.querySelector(".field-error[data-for='topology.links[0].bandwidth_gbps']")
+        .closest('tr').previousElementSibling.dataset.key""") == "gpu1|nvswitch0"
+    assert "invalid" in (page.get_attribute(_link("gpu1|nvswitch0") + " input[data-k=bandwidth_gbps]", "class") or "")
+    assert (page.text_content("#general-error") or "") == ""
+    OUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUT / "topology-error.png"))
+    # Fixing it clears the error.
+    before = runs(page)
+    page.fill(_link("gpu1|nvswitch0") + " input[data-k=bandwidth_gbps]", "100")
+    wait_ready(page, before)
+    assert page.evaluate("[...document.querySelectorAll('.field-error')].map(e => e.textContent).join('')") == ""
+    assert "stale" not in (page.get_attribute("#results", "class") or "")
+    # A link to a node that does not exist (a hand-edited URL): the error names the node
+    # field and sits under that link's row.
+    bad = {"preset": "hgx-h200", "links": [{"src": "gpu0", "dst": "gpu9", "kind": "nvlink", "bandwidth_gbps": 50, "latency_us": 1}]}
+    page.goto(server + "#policies=vllm&topology=" + quote(json.dumps(bad)))
+    page.reload()
+    wait_ready(page)
+    err = page.locator("#topology .field-error[data-for^='topology.links[0]']")
+    assert "gpu9" in (err.text_content() or ""), err.text_content()
+    assert page.evaluate("""() => document.querySelector("#topology .field-error[data-for^='topology.links[0]']")
+        .closest('tr').previousElementSibling.dataset.key""") == "gpu0|gpu9"
+
+
+def test_reloading_the_url_restores_the_topology_edits(page: Any, server: str, browser: Any) -> None:
+    _topology_page(page, server, "2x-hgx-h200-ib")
+    before = runs(page)
+    page.fill("[name='deployment.tp']", "8")
+    page.fill("[name='deployment.pp']", "2")
+    page.fill("[name='deployment.replicas']", "1")
+    wait_ready(page, before)
+    base = _rows(page)
+    # Lower one InfiniBand rail (PP's activations cross it) and take another rail down.
+    before = runs(page)
+    page.fill(_link("n0.nic0|ib0") + " input[data-k=bandwidth_gbps]", "0.5")
+    wait_ready(page, before)
+    before = runs(page)
+    page.uncheck(_link("n0.nic1|ib1") + " input[data-k=up]")
+    wait_ready(page, before)
+    sent = _page_scenario(page)
+    assert sent["events"] == [{"at_s": 0, "kind": "link_down", "src": "n0.nic1", "dst": "ib1"}]
+    rows = _rows(page)
+    assert rows != base
+    assert float(rows["vllm"]["tpot_p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
+    url = page.url
+    assert "topology=" in url and "links_down=" in url
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        other = ctx.new_page()
+        other.goto(url)
+        wait_ready(other)
+        other.wait_for_selector("#topology svg g.link")
+        assert other.input_value("#topology-preset") == "2x-hgx-h200-ib"
+        assert other.input_value(_link("n0.nic0|ib0") + " input[data-k=bandwidth_gbps]") == "0.5"
+        assert not other.is_checked(_link("n0.nic1|ib1") + " input[data-k=up]")
+        assert other.is_checked(_link("n0.nic2|ib2") + " input[data-k=up]")
+        assert _page_scenario(other) == sent
+        assert _rows(other) == rows
+        other.reload()
+        wait_ready(other)
+        assert _rows(other) == rows
+        OUT.mkdir(exist_ok=True)
+        other.screenshot(path=str(OUT / "topology-2x-ib.png"), full_page=True)
+    finally:
+        ctx.close()

@@ -106,6 +106,21 @@ pub fn predict_step(request: &[u8]) -> Outcome {
     guarded(|| core::predict_step(text_of(request)?))
 }
 
+/// RTMPv2 candidate routes between two nodes: `topology` is JSON (a preset name string or
+/// a table `{preset?, nodes, links, routing?}`), `src`/`dst` node ids (plain UTF-8). The
+/// output is the core's list `[{path, bandwidth_gbps, latency_us, score, chosen, frontier}]`
+/// (Python's `o1sim.routes`).
+pub fn routes(topology: &[u8], src: &[u8], dst: &[u8]) -> Outcome {
+    guarded(|| core::routes_json(text_of(topology)?, text_of(src)?, text_of(dst)?))
+}
+
+/// Resolve and validate a topology entry (JSON: preset name or table) into its full table
+/// `{nodes, links, routing}` (presets expanded): what the page's Topology panel draws.
+/// Errors name fields under `topology.` as they would inside a scenario.
+pub fn topology(input: &[u8]) -> Outcome {
+    guarded(|| core::topology_json(text_of(input)?).map_err(|e| e.under("topology")))
+}
+
 /// Model-check a (small) scenario; `options` is JSON `{"max_states", "timeliness_steps"}`
 /// (both optional). Wall-time limits are the caller's job on wasm (the Worker can be
 /// terminated); the result is the core's `CheckResult::to_json()`.
@@ -282,6 +297,26 @@ pub unsafe extern "C" fn o1_check(ptr: *const u8, len: usize, format: u32, opt_p
 pub unsafe extern "C" fn o1_predict_step(ptr: *const u8, len: usize) -> u32 {
     install_hook();
     publish(predict_step(input(ptr, len)))
+}
+
+/// See [`routes`].
+///
+/// # Safety
+/// See [`input`], for all three buffers.
+#[no_mangle]
+pub unsafe extern "C" fn o1_routes(t_ptr: *const u8, t_len: usize, s_ptr: *const u8, s_len: usize, d_ptr: *const u8, d_len: usize) -> u32 {
+    install_hook();
+    publish(routes(input(t_ptr, t_len), input(s_ptr, s_len), input(d_ptr, d_len)))
+}
+
+/// See [`topology`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_topology(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(topology(input(ptr, len)))
 }
 
 /// See [`presets`].

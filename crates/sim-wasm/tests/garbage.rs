@@ -204,3 +204,29 @@ fn predict_step_garbage_gives_config_errors() {
         assert_clean("junk", &sim_wasm::predict_step(junk));
     }
 }
+
+#[test]
+fn routes_and_topology_garbage_give_config_errors_with_paths() {
+    let ok = sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu5").expect("routes on a preset");
+    let v: Value = serde_json::from_str(&ok).unwrap();
+    assert!(v.as_array().is_some_and(|a| a.iter().any(|c| c["chosen"] == true)), "{ok}");
+    let table = sim_wasm::topology(br#""2x-hgx-h200-ib""#).expect("a preset expands");
+    let t: Value = serde_json::from_str(&table).unwrap();
+    assert!(t["links"].as_array().unwrap().len() > 16 && t["nodes"].as_array().unwrap().len() > 16);
+    // A bad link names its item under `topology.`, as inside a scenario.
+    let bad = br#"{"preset": "hgx-h200", "links": [{"src": "gpu0", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 0, "latency_us": 1}]}"#;
+    let err: Value = serde_json::from_str(&sim_wasm::topology(bad).unwrap_err()).unwrap();
+    assert_eq!(err["error"]["name"], "ConfigError");
+    assert_eq!(err["error"]["field"], "topology.links[0].bandwidth_gbps", "{err}");
+    // An absurd latency is refused up front (routing sums integer picoseconds).
+    let huge = br#"{"preset": "hgx-h200", "links": [{"src": "gpu0", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 1, "latency_us": 1e308}]}"#;
+    let err: Value = serde_json::from_str(&sim_wasm::topology(huge).unwrap_err()).unwrap();
+    assert_eq!(err["error"]["field"], "topology.links[0].latency_us", "{err}");
+    let err: Value = serde_json::from_str(&sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu9").unwrap_err()).unwrap();
+    assert_eq!(err["error"]["field"], "dst", "{err}");
+    for junk in [&b""[..], b"{", b"[]", b"\xff", b"null", b"3", br#""nope""#, br#"{"links": [{}]}"#] {
+        assert_clean("topology junk", &sim_wasm::topology(junk));
+        assert_clean("routes junk", &sim_wasm::routes(junk, b"gpu0", b"gpu1"));
+        assert_clean("routes junk ids", &sim_wasm::routes(br#""hgx-h200""#, junk, b"\xff"));
+    }
+}

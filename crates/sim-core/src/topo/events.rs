@@ -79,6 +79,7 @@ pub fn resolve(t: &Topology, specs: &[EventSpec]) -> Result<Vec<TopoEvent>> {
                 }
                 if let Some(l) = latency_us {
                     check::positive(&format!("{path}.latency_us"), *l)?;
+                    check::in_range(&format!("{path}.latency_us"), *l, 0.0, super::MAX_LATENCY_US)?;
                 }
                 Action::SetLink { link: link(t, &path, src, dst)?, bandwidth_gbps: *bandwidth_gbps, latency_us: *latency_us }
             }

@@ -27,6 +27,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{check, Result, SimError};
 
+/// The largest link latency accepted, µs (1,000 s): routing sums latencies as integer
+/// picoseconds, which a larger value (say 1e308) would overflow.
+pub const MAX_LATENCY_US: f64 = 1e9;
+
 /// Node kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -278,6 +282,7 @@ impl Topology {
             }
             check::positive(&format!("{path}.bandwidth_gbps"), l.bandwidth_gbps)?;
             check::positive(&format!("{path}.latency_us"), l.latency_us)?;
+            check::in_range(&format!("{path}.latency_us"), l.latency_us, 0.0, MAX_LATENCY_US)?;
             let link = Link { src: a, dst: b, kind: l.kind, bandwidth_gbps: l.bandwidth_gbps, latency_us: l.latency_us, nominal_gbps: l.bandwidth_gbps, up: true };
             match t.pair.get(&key(a, b)) {
                 Some(&j) if (j as usize) < preset_links => t.links[j as usize] = link,
