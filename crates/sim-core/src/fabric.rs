@@ -188,6 +188,24 @@ impl Fabric {
         self.comm[rep].step_s(tokens as f64, self.hidden)
     }
 
+    /// Communication of a pipelined step (pp > 1) of `tokens` tokens on `rep` split into
+    /// `mb` micro-batches: (TP AllReduces of one micro-batch over all stages, one
+    /// micro-batch's transfer across one stage boundary — the boundaries' routed send/recv
+    /// averaged), seconds.
+    pub fn step_comm_pipeline(&mut self, rep: usize, tokens: u64, mb: u32) -> (f64, f64) {
+        self.rep_tokens[rep] += tokens as f64;
+        let c = &self.comm[rep];
+        let bytes = tokens as f64 / f64::from(mb.max(1)) * self.hidden * 2.0;
+        let mut ar = 0.0;
+        for (i, st) in c.stages.iter().enumerate() {
+            if st.2 > 0.0 && (st.0.b > 0.0 || st.0.a > 0.0) {
+                ar += 2.0 * st.2 * c.allreduce_s(i, bytes);
+            }
+        }
+        let boundaries = c.stages.len().saturating_sub(1).max(1) as f64;
+        (ar, c.pp.at(bytes) / boundaries)
+    }
+
     /// Next instant something happens here: a topology event or a KV flow milestone.
     pub fn next_time(&self) -> Option<u64> {
         let ev = self.events.get(self.next_event).map(|e| e.at_ns);
