@@ -25,7 +25,14 @@ fn main() {
             sim.inject_topology(&p).unwrap();
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        times.sort_by(f64::total_cmp);
-        println!("{name:<12} best {:.3} ms  median {:.3} ms", times[0], times[times.len() / 2]);
+        let stat = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[0], v[v.len() / 2])
+        };
+        let (even, odd): (Vec<_>, Vec<_>) = times.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+        let (b, m) = stat(times.clone());
+        let (be, me) = stat(even.into_iter().map(|x| *x.1).collect());
+        let (bo, mo) = stat(odd.into_iter().map(|x| *x.1).collect());
+        println!("{name:<12} best {b:.3} ms  median {m:.3} ms  (first kind: {be:.3} / {me:.3}, second: {bo:.3} / {mo:.3})");
     }
 }

@@ -42,6 +42,42 @@ fn cost(t: &Topology, link: u32) -> u64 {
     (l.latency_us * 1e6).round() as u64 * 16 + 1
 }
 
+/// A min-priority queue of nodes bucketed by exact key. Path costs on a fabric take few
+/// distinct values (multiples of the link latencies plus hop counts), so a search's frontier
+/// sits in a handful of buckets: push and pop are a vector push/pop plus an ordered-map
+/// lookup over those few keys (a binary heap of the same entries cost 60% of a re-route).
+/// Nodes of equal key pop in any order: neither search below depends on it.
+#[derive(Debug, Default)]
+struct Buckets {
+    map: BTreeMap<u64, Vec<u32>>,
+    spare: Vec<Vec<u32>>,
+}
+
+impl Buckets {
+    fn push(&mut self, key: u64, node: u32) {
+        let spare = &mut self.spare;
+        self.map.entry(key).or_insert_with(|| spare.pop().unwrap_or_default()).push(node);
+    }
+
+    fn pop(&mut self) -> Option<(u64, u32)> {
+        let mut e = self.map.first_entry()?;
+        let key = *e.key();
+        let node = e.get_mut().pop().unwrap_or(u32::MAX);
+        if e.get().is_empty() {
+            self.spare.push(e.remove());
+        }
+        Some((key, node))
+    }
+
+    fn clear(&mut self) {
+        while let Some((_, v)) = self.map.pop_first() {
+            let mut v = v;
+            v.clear();
+            self.spare.push(v);
+        }
+    }
+}
+
 /// Reusable buffers of [`shortest`] for one `k_shortest` call: the integer link costs, the
 /// distances to the destination (the A* heuristic), and lazily reset search arrays.
 #[derive(Debug, Default)]
@@ -55,20 +91,19 @@ struct Scratch {
     g: Vec<u64>,
     closed: Vec<bool>,
     touched: Vec<u32>,
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
+    heap: Buckets,
 }
 
 impl Scratch {
     /// Link costs and the distances of every node to `d` (a plain Dijkstra from `d`).
     fn new(t: &Topology, d: u32) -> Scratch {
-        use std::cmp::Reverse;
         let n = t.nodes.len();
         let cost: Vec<u64> = (0..t.links.len() as u32).map(|l| if t.links[l as usize].up { cost(t, l) } else { u64::MAX }).collect();
         let mut h = vec![u64::MAX; n];
-        let mut heap = std::collections::BinaryHeap::new();
+        let mut heap = Buckets::default();
         h[d as usize] = 0;
-        heap.push(Reverse((0u64, d)));
-        while let Some(Reverse((du, u))) = heap.pop() {
+        heap.push(0, d);
+        while let Some((du, u)) = heap.pop() {
             if du > h[u as usize] {
                 continue;
             }
@@ -80,11 +115,11 @@ impl Scratch {
                 let nd = du + c;
                 if nd < h[v as usize] {
                     h[v as usize] = nd;
-                    heap.push(Reverse((nd, v)));
+                    heap.push(nd, v);
                 }
             }
         }
-        Scratch { cost, d, h, g: vec![u64::MAX; n], closed: vec![false; n], touched: Vec::new(), heap: std::collections::BinaryHeap::new() }
+        Scratch { cost, d, h, g: vec![u64::MAX; n], closed: vec![false; n], touched: Vec::new(), heap }
     }
 }
 
@@ -101,7 +136,6 @@ impl Scratch {
 /// optimal path has its exact g), then rebuilds the path backwards by the rule above. On
 /// the 512-GPU fabric this settles a few hundred of its 1,616 nodes per search.
 fn shortest(t: &Topology, s: u32, banned_links: &[u32], banned_nodes: &[bool], limit: u64, sc: &mut Scratch) -> Option<Path> {
-    use std::cmp::Reverse;
     for &x in &sc.touched {
         sc.g[x as usize] = u64::MAX;
         sc.closed[x as usize] = false;
@@ -115,9 +149,9 @@ fn shortest(t: &Topology, s: u32, banned_links: &[u32], banned_nodes: &[bool], l
     let usable = |sc: &Scratch, li: u32, v: u32| sc.cost[li as usize] != u64::MAX && !banned_nodes[v as usize] && !banned_links.contains(&li);
     sc.g[s as usize] = 0;
     sc.touched.push(s);
-    sc.heap.push(Reverse((sc.h[s as usize], s)));
+    sc.heap.push(sc.h[s as usize], s);
     let mut best = u64::MAX; // f of the destination once settled
-    while let Some(Reverse((f, u))) = sc.heap.pop() {
+    while let Some((f, u)) = sc.heap.pop() {
         if f > best || f > limit {
             break;
         }
@@ -141,7 +175,7 @@ fn shortest(t: &Topology, s: u32, banned_links: &[u32], banned_nodes: &[bool], l
                     sc.touched.push(v);
                 }
                 sc.g[v as usize] = nd;
-                sc.heap.push(Reverse((nd + sc.h[v as usize], v)));
+                sc.heap.push(nd + sc.h[v as usize], v);
             }
         }
     }
@@ -365,6 +399,8 @@ pub struct RouteTable {
     pub pairs: BTreeMap<(u32, u32), PairRoute>,
     /// Link that is down → pairs (sorted) whose candidates it was on.
     disturbed: BTreeMap<u32, Vec<(u32, u32)>>,
+    /// Pairs whose chosen route changed in the last [`RouteTable::on_link_change`].
+    pub changed: Vec<(u32, u32)>,
 }
 
 impl RouteTable {
@@ -388,7 +424,10 @@ impl RouteTable {
                 if uses && structural && !t.links[link as usize].up {
                     disturbed.push(*key);
                 }
-                changed += r.recompute(t, structural) as u32;
+                if r.recompute(t, structural) {
+                    changed += 1;
+                    self.changed.push(*key);
+                }
             }
         }
         if !t.links[link as usize].up && !disturbed.is_empty() {
