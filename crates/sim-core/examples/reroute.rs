@@ -12,7 +12,8 @@ fn main() {
     let mut sim = Simulation::from_text(sc, Format::Json, SimOptions::default()).unwrap();
     println!("build {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     sim.run_events(2000).unwrap();
-    let cases: [(&str, fn(usize) -> String); 3] = [
+    type Case = (&'static str, fn(usize) -> String);
+    let cases: [Case; 3] = [
         ("bandwidth", |i| format!(r#"[{{"at_s":0,"kind":"set_link","src":"n17.gpu3","dst":"n17.nvswitch0","bandwidth_gbps":{}}}]"#, if i % 2 == 0 { 45.0 } else { 450.0 })),
         ("latency", |i| format!(r#"[{{"at_s":0,"kind":"set_link","src":"n17.gpu3","dst":"n17.nvswitch0","latency_us":{}}}]"#, if i % 2 == 0 { 1.5 } else { 1.6 })),
         ("ib down/up", |i| format!(r#"[{{"at_s":0,"kind":"{}","src":"n5.nic2","dst":"ib2"}}]"#, if i % 2 == 0 { "link_down" } else { "link_up" })),
