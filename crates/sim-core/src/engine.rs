@@ -422,6 +422,11 @@ impl Engine {
         // run at the time horizon anyway.
         let dur = match &mut self.fabric {
             None => self.perf.step_ns(&shape),
+            Some(f) if self.perf.stages() > 1 => {
+                let mb = self.perf.micro_batches(&shape);
+                let (ar, x) = f.step_comm_pipeline(rep, sh.tokens, mb);
+                self.perf.step_ns_pipeline(&shape, mb, ar, x)
+            }
             Some(f) => self.perf.step_ns_plus(&shape, f.step_comm_s(rep, sh.tokens)),
         }
         .clamp(1, MAX_TIME_NS);

@@ -188,6 +188,24 @@ impl Fabric {
         self.comm[rep].step_s(tokens as f64, self.hidden)
     }
 
+    /// Communication of a pipelined step (pp > 1) of `tokens` tokens on `rep` split into
+    /// `mb` micro-batches: (TP AllReduces of one micro-batch over all stages, one
+    /// micro-batch's transfer across one stage boundary — the boundaries' routed send/recv
+    /// averaged), seconds.
+    pub fn step_comm_pipeline(&mut self, rep: usize, tokens: u64, mb: u32) -> (f64, f64) {
+        self.rep_tokens[rep] += tokens as f64;
+        let c = &self.comm[rep];
+        let bytes = tokens as f64 / f64::from(mb.max(1)) * self.hidden * 2.0;
+        let mut ar = 0.0;
+        for (i, st) in c.stages.iter().enumerate() {
+            if st.2 > 0.0 && (st.0.b > 0.0 || st.0.a > 0.0) {
+                ar += 2.0 * st.2 * c.allreduce_s(i, bytes);
+            }
+        }
+        let boundaries = c.stages.len().saturating_sub(1).max(1) as f64;
+        (ar, c.pp.at(bytes) / boundaries)
+    }
+
     /// Next instant something happens here: a topology event or a KV flow milestone.
     pub fn next_time(&self) -> Option<u64> {
         let ev = self.events.get(self.next_event).map(|e| e.at_ns);
@@ -340,16 +358,43 @@ impl Fabric {
     /// re-route and re-share KV flows. Returns the replicas that lost a peer.
     pub fn apply_actions(&mut self, now: u64, actions: &[Action]) -> Vec<usize> {
         self.advance(now);
+        // Single-link changes re-price only the replicas they reach (see `refresh_only`).
+        let mut links: Vec<u32> = Vec::new();
+        let mut whole = false;
+        self.routes.changed.clear();
         for a in actions {
             let (touched, structural, may_add) = events::apply(&mut self.topo, a);
             self.stats.events_applied += 1;
             if touched.len() > 1 {
+                whole = true;
                 self.stats.route_changes += u64::from(self.routes.recompute_all(&self.topo));
             } else if let Some(&l) = touched.first() {
+                links.push(l);
                 self.stats.route_changes += u64::from(self.routes.on_link_change(&self.topo, l, structural, may_add));
             }
         }
-        self.refresh(now)
+        if whole {
+            return self.refresh(now);
+        }
+        // Replicas with a pair whose chosen route crosses a changed link or changed itself.
+        let mut rep_of = vec![u32::MAX; self.topo.nodes.len()];
+        for (r, st) in self.placement.iter().enumerate() {
+            for &g in st.iter().flatten() {
+                rep_of[g as usize] = r as u32;
+            }
+        }
+        let mut hit = vec![false; self.placement.len()];
+        for (key, pr) in &self.routes.pairs {
+            let r = rep_of[key.0 as usize];
+            if r == u32::MAX || r != rep_of[key.1 as usize] || hit[r as usize] {
+                continue;
+            }
+            let crosses = pr.route().is_none_or(|c| c.path.links.iter().any(|l| links.contains(l)));
+            if crosses || self.routes.changed.contains(key) {
+                hit[r as usize] = true;
+            }
+        }
+        self.refresh_only(now, Some(&hit))
     }
 
     /// Replace the whole topology (runtime swap). The placement's GPU ids must exist.
@@ -394,10 +439,24 @@ impl Fabric {
 
     /// After a change: stop replicas that lost a peer, re-price the others, re-route flows.
     fn refresh(&mut self, now: u64) -> Vec<usize> {
+        self.refresh_only(now, None)
+    }
+
+    /// [`Fabric::refresh`] limited to the replicas marked in `only` (the others' routes and
+    /// the links on them are unchanged, so re-pricing them would give the same costs; their
+    /// carried bytes are still settled now, so the per-link sums are added in the same order).
+    fn refresh_only(&mut self, now: u64, only: Option<&[bool]>) -> Vec<usize> {
         let comp = placement::components(&self.topo);
         let mut stopped = Vec::new();
         for rep in 0..self.placement.len() {
             if !self.alive[rep] {
+                continue;
+            }
+            if only.is_some_and(|o| !o[rep]) {
+                let t = std::mem::take(&mut self.rep_tokens[rep]);
+                for &(l, b) in &self.rep_bpt[rep] {
+                    self.link_bytes[l as usize] += t * b;
+                }
                 continue;
             }
             let lost = placement::disconnected(&comp, &self.placement[rep]).is_some() || !self.rebuild(rep);

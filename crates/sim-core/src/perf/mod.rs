@@ -497,6 +497,7 @@ impl StepCostModel {
         }
         let seconds = match &self.inner {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
+            Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
             Inner::Step(s) => s.step_s(b),
         };
         let ns = (seconds * 1e9).round();
@@ -514,6 +515,38 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) => s.step_s(b),
         } + extra_s;
+        ((seconds * 1e9).round() as u64).max(1)
+    }
+
+    /// Pipeline stages of a replica priced by the step model (1 for a linear model, which
+    /// has no stages).
+    pub fn stages(&self) -> u32 {
+        match &self.inner {
+            Inner::Linear { .. } => 1,
+            Inner::Step(s) => s.stages(),
+        }
+    }
+
+    /// Micro-batches a pipelined step (`stages() > 1`) of this batch is split into: one per
+    /// stage, at most one per sequence ([`step::StepModel::micro_batches`]).
+    pub fn micro_batches(&self, b: &BatchShape) -> u32 {
+        match &self.inner {
+            Inner::Linear { .. } => 1,
+            Inner::Step(s) => s.micro_batches(b),
+        }
+    }
+
+    /// A pipelined step (pp > 1) whose communication a topology prices: `allreduce_s` the
+    /// TP AllReduces of one micro-batch over all stages, `xfer_s` one micro-batch's routed
+    /// transfer across one stage boundary ([`step::StepModel::pipeline_s`]).
+    pub fn step_ns_pipeline(&self, b: &BatchShape, mb: u32, allreduce_s: f64, xfer_s: f64) -> u64 {
+        if b.is_empty() {
+            return 0;
+        }
+        let seconds = match &self.inner {
+            Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3 + allreduce_s * f64::from(mb) + xfer_s,
+            Inner::Step(s) => s.pipeline_s(b, mb, Some((allreduce_s, xfer_s))),
+        };
         ((seconds * 1e9).round() as u64).max(1)
     }
 

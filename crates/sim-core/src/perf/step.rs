@@ -417,6 +417,81 @@ impl StepModel {
         self.compose(&dense, epi, att, self.graph_mode(b))
     }
 
+    /// Pipeline stages (`deployment.pp`).
+    pub fn stages(&self) -> u32 {
+        self.pp as u32
+    }
+
+    /// Micro-batches of a pipelined step (pp > 1): `pp`, one per stage — the fewest that
+    /// keep every stage busy in steady state (as vLLM's one-batch-per-stage "virtual
+    /// engines") — but no more than the sequences in the batch (a sequence is not split).
+    pub fn micro_batches(&self, b: &BatchShape) -> u32 {
+        let seqs = b.prefill.len() as u64 + b.decode_seqs;
+        (self.pp as u64).min(seqs).max(1) as u32
+    }
+
+    /// Duration (s) of a step of a PP replica run as a pipeline of `mb` micro-batches.
+    ///
+    /// Each micro-batch carries 1/mb of the batch: its dense part is priced at m/mb tokens,
+    /// its attention at 1/mb of the prefills' and as a decode of 1/mb of the sequences and
+    /// their KV, its lm_head and sampling at 1/mb of the sampled rows. Its forward pass
+    /// through the whole model, F (plus the TP AllReduces of all stages when a topology
+    /// prices them: `comm = Some((allreduce_s, xfer_s))`, both for one micro-batch), is
+    /// split evenly over the stages (equal layer slices; embedding and lm_head are spread
+    /// with them), τ = F / pp; each stage boundary costs x per micro-batch (the routed
+    /// send/recv, else the model's link). The step lasts
+    /// `pipeline_makespan([τ; pp], [x; pp − 1], mb)` = Σ τ + Σ x + (mb − 1) · max(τ, x),
+    /// plus the scheduler's CPU overhead once.
+    pub fn pipeline_s(&self, b: &BatchShape, mb: u32, comm: Option<(f64, f64)>) -> f64 {
+        let k = f64::from(mb.max(1));
+        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let s = b.sampled as f64 / k;
+        let mut dense = match self.locate(m) {
+            Some((i, t)) => Agg::lerp(&self.grid[i], &self.grid[(i + 1).min(self.grid.len() - 1)], t),
+            None if m <= 0.0 => Agg::default(),
+            None => self.agg(&self.dense(m), m),
+        };
+        let epi = match self.locate(s) {
+            Some((i, t)) => {
+                let (a, c) = (self.epi[i], self.epi[(i + 1).min(self.epi.len() - 1)]);
+                (a.0 + t * (c.0 - a.0), a.1 + t * (c.1 - a.1))
+            }
+            None => self.epilogue_sum(s),
+        };
+        // Attention of one micro-batch: 1/mb of the prefills' (summed over sequences), and a
+        // decode over 1/mb of the sequences and their KV.
+        let (mut ga, mut ca) = (0.0, 0.0);
+        for item in b.prefill {
+            let t = self.r.attention_prefill(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before));
+            ga += t.gpu_s / k;
+            ca += t.cpu_s / k;
+        }
+        if b.decode_seqs > 0 {
+            let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
+            let mut t = self.r.attention_decode(self.hkv, self.hd, tokens);
+            if self.block_size > 0.0 {
+                t.gpu_s += remap_s(tokens, b.decode_seqs as f64 / k, self.block_size, &self.gpu_name);
+            }
+            ga += t.gpu_s;
+            ca += self.decode_cpu;
+        }
+        let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
+        dense.pp = 0.0;
+        let graph = self.graphs && m <= self.graph_max_tokens as f64;
+        let mut forward = self.compose(&dense, epi, (ga, ca), graph) - self.cpu_overhead;
+        let xfer = match comm {
+            Some((ar, x)) => {
+                forward += ar;
+                x
+            }
+            None => model_xfer,
+        };
+        let stages = self.pp.max(1.0) as usize;
+        let tau = vec![forward / self.pp.max(1.0); stages];
+        let x = vec![xfer; stages - 1];
+        crate::topo::collective::pipeline_makespan(&tau, &x, mb) + self.cpu_overhead
+    }
+
     /// Exact per-op breakdown (ms, summed over layers); the lines sum to the exact total.
     pub fn breakdown(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
         let m = (b.prefill_tokens + b.decode_seqs) as f64;

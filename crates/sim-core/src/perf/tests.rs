@@ -381,3 +381,34 @@ proptest::proptest! {
         proptest::prop_assert!(c.step_ns(&more) >= t);
     }
 }
+
+/// A PP replica is a pipeline: pp = 2 splits a 32-sequence decode into 2 micro-batches of
+/// 16; each crosses 2 stages of F/2 (F = the whole model's forward of 16 sequences, from the
+/// pp = 1 model) and one boundary of x: makespan = F/2 + x + F/2 + (2 − 1)·max(F/2, x).
+/// When the transfer is the slowest stage it bounds the period instead: F + 2x.
+#[test]
+fn a_pp_replica_is_a_pipeline_of_micro_batches() {
+    let spec = CostModelSpec::Calibrated(StepSpec { cpu_overhead_ms: 0.5, ..StepSpec::default() });
+    let (m, g) = (model("llama-3-8b"), gpu("h100"));
+    let pp1 = StepCostModel::new_external_comm(&spec, &m, &g, 1, 1).unwrap();
+    let pp2 = StepCostModel::new_external_comm(&spec, &m, &g, 1, 2).unwrap();
+    let (b, half) = (decode(32, 2048), decode(16, 2048));
+    assert_eq!(pp2.micro_batches(&b), 2);
+    assert_eq!(pp2.micro_batches(&decode(1, 2048)), 1);
+    let cpu = 0.5e-3;
+    let f = pp1.step_ns(&half) as f64 * 1e-9 - cpu;
+    let x = 1e-4;
+    assert!(f / 2.0 > x);
+    let want = f / 2.0 + x + f / 2.0 + (f / 2.0).max(x) + cpu;
+    let got = pp2.step_ns_pipeline(&b, 2, 0.0, x) as f64 * 1e-9;
+    assert!((got - want).abs() <= 2e-9, "{got} vs {want}");
+    let x = 0.05;
+    let want = f + 2.0 * x + cpu;
+    let got = pp2.step_ns_pipeline(&b, 2, 0.0, x) as f64 * 1e-9;
+    assert!((got - want).abs() <= 2e-9, "{got} vs {want}");
+    // TP AllReduces of a micro-batch join the stages: F + ar split over 2 stages.
+    let ar = 2e-3;
+    let want = 1.5 * (f + ar) + 1e-4 + cpu;
+    let got = pp2.step_ns_pipeline(&b, 2, ar, 1e-4) as f64 * 1e-9;
+    assert!((got - want).abs() <= 2e-9, "{got} vs {want}");
+}

@@ -159,3 +159,66 @@ fn multi_node_routes_cross_the_rail() {
     assert_eq!(c.path, ["n0.gpu3", "n0.nic3", "ib3", "n1.nic3", "n1.gpu3"]);
     assert_eq!((c.bandwidth_gbps, c.latency_us), (50.0, 4.0));
 }
+
+/// The A*-with-bounds Yen returns exactly the paths of the plain Dijkstra-under-Yen, ties
+/// included, on the presets (with links down and latencies changed) and on random graphs
+/// full of equal-cost paths.
+#[test]
+fn k_shortest_matches_the_plain_dijkstra_yen() {
+    use super::route::{k_shortest, reference::k_shortest_reference};
+    let mut rng = crate::rng::SimRng::new(7);
+    let mut topos: Vec<Topology> = ["hgx-h200", "pcie-4x-l40s", "2x-hgx-h200-ib", "4x-hgx-h200-ib", "5x-hgx-h200-ib"]
+        .iter()
+        .map(|p| Topology::from_json(&format!("\"{p}\"")).unwrap())
+        .collect();
+    for seed in 0..6 {
+        // Random graphs: n nodes, a ring plus chords, latencies from {1, 2, 3} µs (many ties),
+        // sometimes parallel paths through distinct middle nodes.
+        let n = 6 + 4 * seed;
+        let mut links = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..n {
+            seen.insert((i.min((i + 1) % n), i.max((i + 1) % n)));
+        }
+        for _ in 0..2 * n {
+            let (a, b) = (rng.range_u32(0, n as u32 - 1) as usize, rng.range_u32(0, n as u32 - 1) as usize);
+            if a != b {
+                seen.insert((a.min(b), a.max(b)));
+            }
+        }
+        for (a, b) in seen {
+            let lat = 1 + rng.range_u32(0, 2);
+            links.push(format!(r#"{{"src": "g{a}", "dst": "g{b}", "kind": "nvlink", "bandwidth_gbps": 100, "latency_us": {lat}}}"#));
+        }
+        let nodes: Vec<String> = (0..n).map(|i| format!(r#"{{"id": "g{i}", "kind": "gpu"}}"#)).collect();
+        topos.push(table(&format!(r#"{{"nodes": [{}], "links": [{}]}}"#, nodes.join(","), links.join(","))).unwrap());
+    }
+    let mut checked = 0;
+    for mut t in topos {
+        for round in 0..3 {
+            if round > 0 {
+                // Take a few links down and change a few latencies.
+                for _ in 0..3 {
+                    let l = rng.range_u32(0, t.links.len() as u32 - 1) as usize;
+                    if round == 1 {
+                        t.links[l].up = false;
+                    } else {
+                        t.links[l].latency_us = [0.5, 1.0, 2.0, 3.0][rng.range_u32(0, 3) as usize];
+                    }
+                }
+            }
+            let nodes = t.nodes.len() as u32;
+            for _ in 0..25 {
+                let (s, d) = (rng.range_u32(0, nodes - 1), rng.range_u32(0, nodes - 1));
+                if s == d {
+                    continue;
+                }
+                for k in [1, 4, 7] {
+                    assert_eq!(k_shortest(&t, s, d, k), k_shortest_reference(&t, s, d, k), "{s} → {d}, k = {k}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 500, "{checked}");
+}
