@@ -66,7 +66,9 @@ pub struct LinkTable {
     pub up: Vec<bool>,
     /// Bytes carried (both directions): collectives, PP activations, KV transfers.
     pub bytes: Vec<f64>,
-    /// bytes / (nominal bandwidth · 2 directions · run time), 0–1.
+    /// bytes / (bytes the link could carry over the run: its bandwidth at each moment, both
+    /// directions, zero while down), 0–1. A link degraded or down for part of the run is
+    /// measured against what it offered, not its nominal rate.
     pub utilization: Vec<f64>,
 }
 
@@ -92,6 +94,10 @@ pub struct Fabric {
     pending: BTreeMap<u32, (u32, u32, u64)>,
     pub stats: FabricStats,
     link_bytes: Vec<f64>,
+    /// ∫ bandwidth dt per link (bytes one direction could carry), settled at link changes.
+    link_capacity: Vec<f64>,
+    /// Time up to which `link_capacity` is settled, ns.
+    capacity_t: u64,
     /// Tokens each replica processed since its communication was last rebuilt.
     rep_tokens: Vec<f64>,
     /// Per replica: (link, bytes per token) of its collectives and PP transfers.
@@ -130,6 +136,8 @@ impl Fabric {
             pending: BTreeMap::new(),
             stats: FabricStats::default(),
             link_bytes: vec![0.0; links],
+            link_capacity: vec![0.0; links],
+            capacity_t: 0,
             rep_tokens: vec![0.0; n],
             rep_bpt: vec![Vec::new(); n],
         };
@@ -358,6 +366,7 @@ impl Fabric {
     /// re-route and re-share KV flows. Returns the replicas that lost a peer.
     pub fn apply_actions(&mut self, now: u64, actions: &[Action]) -> Vec<usize> {
         self.advance(now);
+        self.settle_capacity(now);
         // Single-link changes re-price only the replicas they reach (see `refresh_only`).
         let mut links: Vec<u32> = Vec::new();
         let mut whole = false;
@@ -400,6 +409,7 @@ impl Fabric {
     /// Replace the whole topology (runtime swap). The placement's GPU ids must exist.
     pub fn swap(&mut self, now: u64, topo: Topology) -> Result<Vec<usize>> {
         self.advance(now);
+        self.settle_capacity(now);
         let mut placement = self.placement.clone();
         for g in placement.iter_mut().flatten().flatten() {
             let id = &self.topo.nodes[*g as usize].id;
@@ -412,20 +422,22 @@ impl Fabric {
             *t = 0.0;
             self.rep_bpt[r].clear();
         }
-        // Per-link bytes are kept by link id string across the swap.
-        let mut old: BTreeMap<(String, String), f64> = BTreeMap::new();
-        for (l, b) in self.topo.links.iter().zip(&self.link_bytes) {
-            let (a, c) = (&self.topo.nodes[l.src as usize].id, &self.topo.nodes[l.dst as usize].id);
-            old.insert((a.clone().min(c.clone()), a.clone().max(c.clone())), *b);
+        // Per-link bytes and capacity are kept by link id string across the swap.
+        let mut old: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
+        for ((l, b), c) in self.topo.links.iter().zip(&self.link_bytes).zip(&self.link_capacity) {
+            let (a, z) = (&self.topo.nodes[l.src as usize].id, &self.topo.nodes[l.dst as usize].id);
+            old.insert((a.clone().min(z.clone()), a.clone().max(z.clone())), (*b, *c));
         }
-        self.link_bytes = topo
+        let carried: Vec<(f64, f64)> = topo
             .links
             .iter()
             .map(|l| {
-                let (a, c) = (&topo.nodes[l.src as usize].id, &topo.nodes[l.dst as usize].id);
-                old.get(&(a.clone().min(c.clone()), a.clone().max(c.clone()))).copied().unwrap_or(0.0)
+                let (a, z) = (&topo.nodes[l.src as usize].id, &topo.nodes[l.dst as usize].id);
+                old.get(&(a.clone().min(z.clone()), a.clone().max(z.clone()))).copied().unwrap_or((0.0, 0.0))
             })
             .collect();
+        self.link_bytes = carried.iter().map(|x| x.0).collect();
+        self.link_capacity = carried.iter().map(|x| x.1).collect();
         for f in &mut self.flows {
             f.src = topo.index.get(&self.topo.nodes[f.src as usize].id).copied().unwrap_or(u32::MAX);
             f.dst = topo.index.get(&self.topo.nodes[f.dst as usize].id).copied().unwrap_or(u32::MAX);
@@ -493,17 +505,31 @@ impl Fabric {
         self.routes.get(&self.topo, a, b).route().map_or(f64::NEG_INFINITY, |c| c.score)
     }
 
+    /// Add each link's capacity since the last settlement (its current bandwidth, or zero
+    /// while down) up to `now`. Called before links change and at the end of the run.
+    fn settle_capacity(&mut self, now: u64) {
+        let dt = now.saturating_sub(self.capacity_t) as f64 / 1e9;
+        if dt > 0.0 {
+            for (c, l) in self.link_capacity.iter_mut().zip(&self.topo.links) {
+                if l.up {
+                    *c += l.bandwidth_gbps * 1e9 * dt;
+                }
+            }
+        }
+        self.capacity_t = self.capacity_t.max(now);
+    }
+
     /// The per-link table over a run of `duration_ns`.
     pub fn link_table(&mut self, duration_ns: u64) -> LinkTable {
+        self.settle_capacity(duration_ns);
         for rep in 0..self.rep_tokens.len() {
             let t = std::mem::take(&mut self.rep_tokens[rep]);
             for &(l, b) in &self.rep_bpt[rep] {
                 self.link_bytes[l as usize] += t * b;
             }
         }
-        let secs = (duration_ns as f64 / 1e9).max(1e-9);
         let mut out = LinkTable::default();
-        for (l, &b) in self.topo.links.iter().zip(&self.link_bytes) {
+        for ((l, &b), &cap) in self.topo.links.iter().zip(&self.link_bytes).zip(&self.link_capacity) {
             out.src.push(self.topo.nodes[l.src as usize].id.clone());
             out.dst.push(self.topo.nodes[l.dst as usize].id.clone());
             out.kind.push(serde_json::to_value(l.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
@@ -512,7 +538,7 @@ impl Fabric {
             out.latency_us.push(l.latency_us);
             out.up.push(l.up);
             out.bytes.push(b);
-            out.utilization.push(b / (l.nominal_gbps * 1e9 * 2.0 * secs));
+            out.utilization.push(if cap > 0.0 { (b / (2.0 * cap)).min(1.0) } else { 0.0 });
         }
         out
     }
