@@ -137,6 +137,8 @@ def test_a_bad_configuration_shows_the_error_next_to_it(page: Any, server: str) 
     assert "invalid" in (page.get_attribute("#check-toml", "class") or "")
     # The error sits right under the configuration it is about.
     assert page.evaluate("document.querySelector('#check-toml').nextElementSibling.id") == "check-error"
+    OUT.mkdir(exist_ok=True)
+    page.locator("#check").screenshot(path=str(OUT / "check-error.png"))
     # Not TOML at all: a ConfigError too.
     _check(page, "vllm", "", "[scheduler\npolicy = ")
     assert (page.text_content("#check-error") or "").startswith("ConfigError: ")
