@@ -2,6 +2,7 @@
 // WASM core, and the results (summary table, CDFs, time series, GPU × time heatmap).
 import { Charts } from "./charts.js";
 import { TopologyPanel } from "./topology.js";
+import { CheckPanel } from "./check.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
@@ -312,6 +313,10 @@ async function main() {
   $("#policies").innerHTML = catalog.policies
     .map((p) => `<label><input type="checkbox" value="${p}"> ${p}</label>`).join("");
   topology.init(catalog, result.features);
+  // The Model check panel: outside the form, so neither the experiment's runs nor its URL
+  // hash see its settings; it starts its own Worker on the first Check.
+  if (result.features.check) window.o1simCheck = new CheckPanel({ root: $("#check"), policies: catalog.policies, wasmUrl });
+  else $("#check").hidden = true;
 
   if (location.hash.length > 1) await fromHash(location.hash);
   else await applyPreset(DEFAULT_PRESET);

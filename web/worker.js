@@ -1,6 +1,6 @@
 // The page's simulation worker: owns the WASM instance so runs never block the UI thread.
 // Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
-//               | predictStep | routes | topology
+//               | modelCheck | predictStep | routes | topology
 // Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}}
 import * as o1sim from "./o1sim.js";
 
@@ -60,6 +60,14 @@ const ops = {
   },
   validate: (scenario, opts) => o1sim.validate(scenario, opts),
   check: (scenario, opts) => o1sim.check(scenario, opts),
+  // The page's Model check panel: a TOML configuration, with the chosen policy and injected
+  // bug set on it (as the dashboard's with_overrides), model-checked.
+  modelCheck(text, policy, bug, opts) {
+    const sc = o1sim.validate(text, { format: "toml" }).scenario;
+    sc.scheduler = { ...(sc.scheduler || {}), policy };
+    if (bug) sc.scheduler.inject_bug = bug;
+    return o1sim.check(sc, opts);
+  },
   predictStep: (request) => o1sim.predictStep(request),
   routes: (topology, src, dst) => o1sim.routes(topology, src, dst),
   topology: (entry) => o1sim.topology(entry),
