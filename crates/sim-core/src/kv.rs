@@ -107,6 +107,13 @@ impl KvPool {
             self.allocation_failures += 1;
             return false;
         }
+        if need == 1 {
+            // The common growth by one unit: the same unit `drain(..).rev()` would move.
+            if let Some(u) = self.free.pop() {
+                table.push(u);
+            }
+            return true;
+        }
         let at = self.free.len() - need;
         table.extend(self.free.drain(at..).rev());
         true

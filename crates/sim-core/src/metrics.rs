@@ -24,11 +24,16 @@ struct Bucket {
 pub struct Series {
     interval_ns: u64,
     buckets: Vec<Bucket>,
+    /// The bucket the last step ended in, `[cur_lo, cur_hi)` in ns, if it exists in
+    /// `buckets` (`cur_hi == 0` when none): a step wholly inside it skips the divisions.
+    cur_idx: usize,
+    cur_lo: u64,
+    cur_hi: u64,
 }
 
 impl Default for Series {
     fn default() -> Self {
-        Series { interval_ns: 10_000_000, buckets: Vec::new() }
+        Series { interval_ns: 10_000_000, buckets: Vec::new(), cur_idx: 0, cur_lo: 0, cur_hi: 0 }
     }
 }
 
@@ -48,9 +53,29 @@ impl Series {
     /// Add a step, splitting it over the buckets its `[start, start + dur)` overlaps, each
     /// weighted by the overlap: a bucket's means are over the time the replica was busy in
     /// it, and `weight / interval` is its busy fraction.
+    #[inline]
     pub fn record(&mut self, s: &StepSample) {
         let dur = s.dur_ns.max(1);
         let end = s.start_ns.saturating_add(dur);
+        // Fast path: the step lies inside the current bucket (the common case, steps being
+        // much shorter than a bucket). Same arithmetic as the general path with lo = start,
+        // hi = end.
+        if s.start_ns >= self.cur_lo && end <= self.cur_hi {
+            let w = (end - s.start_ns) as f64;
+            let b = &mut self.buckets[self.cur_idx];
+            b.weight += w;
+            b.batch += w * s.batch as f64;
+            b.tokens += w * s.tokens as f64;
+            b.kv += w * s.kv_usage;
+            b.waiting += w * s.waiting as f64;
+            b.running += w * s.running as f64;
+            return;
+        }
+        self.record_slow(s, end);
+    }
+
+    #[inline(never)]
+    fn record_slow(&mut self, s: &StepSample, end: u64) {
         while ((end - 1) / self.interval_ns) as usize >= MAX_BUCKETS {
             self.coarsen();
         }
@@ -71,10 +96,15 @@ impl Series {
             b.waiting += w * s.waiting as f64;
             b.running += w * s.running as f64;
         }
+        self.cur_idx = last;
+        self.cur_lo = last as u64 * self.interval_ns;
+        self.cur_hi = self.cur_lo.saturating_add(self.interval_ns);
     }
 
     fn coarsen(&mut self) {
         self.interval_ns *= 2;
+        self.cur_hi = 0;
+        self.cur_lo = 0;
         let merged = self
             .buckets
             .chunks(2)

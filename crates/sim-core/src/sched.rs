@@ -361,33 +361,62 @@ fn wanted(r: &Req) -> u32 {
 /// Schedule running requests of the given pass in admission order. Returns `false` when
 /// the pass ended because a request preempted itself (vLLM stops the running loop then).
 fn schedule_running(st: &mut SchedState, p: &Params, reqs: &mut [Req], pass: Pass) -> bool {
+    match pass {
+        Pass::All => schedule_running_in::<PASS_ALL>(st, p, reqs),
+        Pass::Decodes => schedule_running_in::<PASS_DECODES>(st, p, reqs),
+        Pass::Prefills => schedule_running_in::<PASS_PREFILLS>(st, p, reqs),
+    }
+}
+
+const PASS_ALL: u8 = 0;
+const PASS_DECODES: u8 = 1;
+const PASS_PREFILLS: u8 = 2;
+
+/// [`schedule_running`] for one pass (a constant, so the common `All` pass has no filter).
+fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &mut [Req]) -> bool {
     // Hot loop: aggregates and budget live in locals and are written back before anything
     // that reads them from `st` (a preemption) and at the end.
     let mut sh = st.shape;
     let mut budget = st.budget_left;
     let mut i = 0;
+    let cap = p.per_request_cap;
     st.plan.reserve(st.running.len());
-    while i < st.running.len() && budget > 0 {
+    loop {
+        // Fast part: every request that grows without preempting. The fields are borrowed
+        // apart so that the running list and the pool's block size stay in registers.
+        let failed = {
+            let SchedState { running, kv, plan, prefill_items, .. } = &mut *st;
+            let running: &[u32] = running;
+            let mut failed = false;
+            while i < running.len() && budget > 0 {
+                let id = running[i];
+                let r = &mut reqs[id as usize];
+                let prefill = r.in_prefill();
+                if (PASS == PASS_DECODES && prefill) || (PASS == PASS_PREFILLS && !prefill) {
+                    i += 1;
+                    continue;
+                }
+                let n = wanted(r).min(budget).min(cap);
+                if n == 0 {
+                    i += 1;
+                    continue;
+                }
+                let (len, blk) = (r.computed + n, r.req_block);
+                if !kv.grow(&mut r.blocks, len, blk) {
+                    failed = true;
+                    break;
+                }
+                plan.push((id, n));
+                add_to_shape(&mut sh, prefill_items, r, n);
+                budget -= n;
+                i += 1;
+            }
+            failed
+        };
+        if !failed {
+            break;
+        }
         let id = st.running[i];
-        let r = &mut reqs[id as usize];
-        let prefill = r.in_prefill();
-        if (pass == Pass::Decodes && prefill) || (pass == Pass::Prefills && !prefill) {
-            i += 1;
-            continue;
-        }
-        let n = wanted(r).min(budget).min(p.per_request_cap);
-        if n == 0 {
-            i += 1;
-            continue;
-        }
-        let (len, blk) = (r.computed + n, r.req_block);
-        if st.kv.grow(&mut r.blocks, len, blk) {
-            st.plan.push((id, n));
-            add_to_shape(&mut sh, &mut st.prefill_items, r, n);
-            budget -= n;
-            i += 1;
-            continue;
-        }
         // Allocation failed: preempt until it fits or the request itself goes.
         st.shape = sh;
         st.budget_left = budget;

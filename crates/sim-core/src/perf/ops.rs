@@ -219,6 +219,22 @@ impl Rates {
         OpT { gpu_s: gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof), cpu_s: c, src }
     }
 
+    /// [`Rates::attention_decode`] given its launch cost `c` (`attention_decode(..).cpu_s`,
+    /// which does not depend on `tokens`), saving one curve evaluation per call.
+    #[inline]
+    pub fn attention_decode_given_cpu(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
+        let bytes = crate::calib::kv_bytes(hkv, hd, tokens) * self.kv_bytes / 2.0;
+        let roof = self.floor + bytes / self.stream_bw;
+        let Some(p) = &self.profile else {
+            return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
+        };
+        let (iso_ms, mut src) = p.attention_decode(bytes);
+        if self.kv_bytes != 2.0 {
+            src = src.max(Source::Model);
+        }
+        OpT { gpu_s: gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof), cpu_s: c, src }
+    }
+
     /// Ring all-reduce of `bytes` over `tp` GPUs (one kernel).
     pub fn allreduce(&self, tp: f64, bytes: f64) -> OpT {
         let ring = 2.0 * (tp - 1.0) / tp;

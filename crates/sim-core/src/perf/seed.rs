@@ -166,9 +166,19 @@ pub fn remap_s(context_tokens: f64, decode_seqs: f64, block_size: f64, gpu_name:
         return 0.0;
     }
     let (entries, cycles) = descriptor_cache(gpu_name);
+    remap_with(context_tokens, decode_seqs, block_size, entries, cycles, sm_clock_hz(gpu_name))
+}
+
+/// [`remap_s`] with the GPU's constants resolved (`descriptor_cache`, `sm_clock_hz`), for
+/// callers that price many steps on one GPU.
+#[inline]
+pub fn remap_with(context_tokens: f64, decode_seqs: f64, block_size: f64, entries: f64, cycles: f64, clock_hz: f64) -> f64 {
+    if decode_seqs <= 0.0 || block_size <= 0.0 {
+        return 0.0;
+    }
     let blocks = context_tokens / block_size + decode_seqs / 2.0;
     let misses = (blocks - entries * decode_seqs).max(0.0);
-    misses * cycles / sm_clock_hz(gpu_name)
+    misses * cycles / clock_hz
 }
 
 /// L2 line contention (§3.3), cycles, when `sms` SMs touch the same metadata lines: seed

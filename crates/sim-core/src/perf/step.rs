@@ -24,7 +24,7 @@ use crate::catalog::Model;
 use crate::memory::kv_heads_per_gpu;
 
 use super::ops::{OpT, Rates};
-use super::seed::{plan_fusion, remap_s, ElemCost, FusionPolicy};
+use super::seed::{descriptor_cache, plan_fusion, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
 use super::{BatchShape, StepSpec};
 
 /// One line of a step's breakdown: an operator (summed over layers), its time and source.
@@ -88,7 +88,9 @@ struct Named {
 #[derive(Debug, Clone)]
 pub struct StepModel {
     r: Rates,
-    gpu_name: String,
+    /// The GPU's block-remap constants (descriptor cache entries, miss cycles, SM clock),
+    /// resolved from its name once.
+    remap_consts: (f64, f64, f64),
     layers: f64,
     tp: f64,
     pp: f64,
@@ -139,7 +141,10 @@ impl StepModel {
             gpu_supports: true,
         };
         let mut s = StepModel {
-            gpu_name: gpu.name.clone(),
+            remap_consts: {
+                let (entries, cycles) = descriptor_cache(&gpu.name);
+                (entries, cycles, sm_clock_hz(&gpu.name))
+            },
             layers: f64::from(model.layers),
             tp: f64::from(t),
             pp: f64::from(pp.max(1)),
@@ -348,6 +353,13 @@ impl StepModel {
         Some((i, if span > 0.0 { (m - self.grid_m[i]) / span } else { 0.0 }))
     }
 
+    /// Block-remap cost of decode attention (see [`super::seed::remap_s`]).
+    #[inline]
+    fn remap(&self, tokens: f64, seqs: f64) -> f64 {
+        let (entries, cycles, clock) = self.remap_consts;
+        remap_with(tokens, seqs, self.block_size, entries, cycles, clock)
+    }
+
     /// Attention of one layer: (GPU s, CPU s), and the ops for a breakdown when asked.
     fn attention(&self, b: &BatchShape, mut detail: Option<&mut Vec<Named>>) -> (f64, f64) {
         let (mut g, mut c) = (0.0, 0.0);
@@ -368,9 +380,9 @@ impl StepModel {
         if b.decode_seqs > 0 {
             // KV read excludes the token written this step.
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let mut t = self.r.attention_decode(self.hkv, self.hd, tokens);
+            let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
             if self.block_size > 0.0 {
-                t.gpu_s += remap_s(tokens, b.decode_seqs as f64, self.block_size, &self.gpu_name);
+                t.gpu_s += self.remap(tokens, b.decode_seqs as f64);
             }
             g += t.gpu_s;
             c += self.decode_cpu;
@@ -468,9 +480,9 @@ impl StepModel {
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            let mut t = self.r.attention_decode(self.hkv, self.hd, tokens);
+            let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
             if self.block_size > 0.0 {
-                t.gpu_s += remap_s(tokens, b.decode_seqs as f64 / k, self.block_size, &self.gpu_name);
+                t.gpu_s += self.remap(tokens, b.decode_seqs as f64 / k);
             }
             ga += t.gpu_s;
             ca += self.decode_cpu;
