@@ -491,6 +491,7 @@ impl StepCostModel {
     /// Duration of the step in integer nanoseconds (computed in f64, rounded once). 0 for an
     /// empty batch, ≥ 1 ns otherwise. No allocation for steps up to 65,536 tokens;
     /// O(`prefill.len()`) work.
+    #[inline]
     pub fn step_ns(&self, b: &BatchShape) -> u64 {
         if b.is_empty() {
             return 0;
@@ -500,9 +501,7 @@ impl StepCostModel {
             Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
             Inner::Step(s) => s.step_s(b),
         };
-        let ns = (seconds * 1e9).round();
-        // `as` saturates (and maps NaN to 0), so this never panics.
-        (ns as u64).max(1)
+        round_u64(seconds * 1e9).max(1)
     }
 
     /// [`StepCostModel::step_ns`] plus `extra_s` seconds (communication priced on a
@@ -515,7 +514,7 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) => s.step_s(b),
         } + extra_s;
-        ((seconds * 1e9).round() as u64).max(1)
+        round_u64(seconds * 1e9).max(1)
     }
 
     /// Pipeline stages of a replica priced by the step model (1 for a linear model, which
@@ -547,7 +546,7 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3 + allreduce_s * f64::from(mb) + xfer_s,
             Inner::Step(s) => s.pipeline_s(b, mb, Some((allreduce_s, xfer_s))),
         };
-        ((seconds * 1e9).round() as u64).max(1)
+        round_u64(seconds * 1e9).max(1)
     }
 
     /// The step's duration broken down by operator (summed over layers), with each line's
@@ -586,3 +585,37 @@ impl StepCostModel {
 
 #[cfg(test)]
 mod tests;
+
+/// `x.round() as u64` (half away from zero; `as` saturating, NaN → 0) without the libm call:
+/// `x - trunc(x)` is exact, so comparing it with ½ decides the rounding exactly.
+#[inline]
+pub(crate) fn round_u64(x: f64) -> u64 {
+    let t = x as u64;
+    if x - t as f64 >= 0.5 {
+        t.saturating_add(1)
+    } else {
+        t
+    }
+}
+
+#[cfg(test)]
+mod round_tests {
+    #[test]
+    fn round_u64_matches_round_as() {
+        let xs = [
+            0.0, -0.0, 0.49999999999999994, 0.5, 1.5, 2.5, 2.4999999999999996, -0.5, -0.7, -3.2, 1e15 + 0.5,
+            4503599627370495.5, 4503599627370496.0, 9007199254740993.0, 1.8446744073709552e19, 1e30, f64::INFINITY,
+            f64::NEG_INFINITY, f64::NAN, 12345678.499999, 12345678.5, 7.0e-9,
+        ];
+        for &x in &xs {
+            assert_eq!(super::round_u64(x), x.round() as u64, "{x}");
+        }
+        let mut v = 0.123_f64;
+        for _ in 0..100_000 {
+            v = (v * 1.37 + 0.25) % 1e12;
+            for x in [v, v.floor() + 0.5, v * 1e-3] {
+                assert_eq!(super::round_u64(x), x.round() as u64, "{x}");
+            }
+        }
+    }
+}
