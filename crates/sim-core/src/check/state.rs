@@ -203,17 +203,20 @@ pub fn hash(b: &[u8]) -> u64 {
     h ^ (h >> 32)
 }
 
-/// One slot of the [`Store`] index: enough to reject a mismatch and to compare a
-/// candidate without touching any other array (one cache miss per probe).
+/// One slot of the [`Store`] index: enough to reject a mismatch, to compare a candidate
+/// and to re-place the entry when the table grows without touching any other array.
+///
+/// No length is kept: the encoding is prefix-free (a decoder of a given engine's shape
+/// knows where each state ends), so `state == bytes[off..off + state.len()]` holds only for
+/// the stored state itself — a shorter stored state would be a proper prefix of `state`,
+/// a longer one would have `state` as a proper prefix.
 #[derive(Clone, Copy, Default)]
 struct Slot {
-    /// High half of the state's hash.
-    tag: u32,
+    hash: u64,
     /// Id + 1 (0 = empty).
     id1: u32,
-    /// Where the state's bytes start, and how many there are.
+    /// Where the state's bytes start.
     off: u32,
-    len: u32,
 }
 
 /// Every state seen, packed back to back, with an open-addressing index for lookups.
@@ -258,9 +261,9 @@ impl Store {
             return 0;
         }
         let s = self.table[hash as usize & (n - 1)];
-        if s.id1 != 0 && s.tag == (hash >> 32) as u32 {
-            let end = (s.off + s.len) as usize;
-            self.bytes[s.off as usize] as u32 + self.bytes[end.max(1) - 1] as u32
+        if s.id1 != 0 && s.hash == hash {
+            let end = (s.off as usize + 96).min(self.bytes.len());
+            self.bytes[s.off as usize] as u32 + self.bytes[end - 1] as u32
         } else {
             s.id1
         }
@@ -277,24 +280,21 @@ impl Store {
             self.grow();
         }
         let mask = self.table.len() - 1;
-        let tag = (h >> 32) as u32;
         let mut slot = h as usize & mask;
         loop {
             let s = self.table[slot];
             if s.id1 == 0 {
                 break;
             }
-            if s.tag == tag
-                && s.len as usize == state.len()
-                && &self.bytes[s.off as usize..s.off as usize + s.len as usize] == state
-            {
+            if s.hash == h && self.bytes.get(s.off as usize..s.off as usize + state.len()) == Some(state) {
+                debug_assert_eq!(self.get(s.id1 - 1), state);
                 return (s.id1 - 1, false);
             }
             slot = (slot + 1) & mask;
         }
         let id = self.offs.len() as u32;
         let off = self.bytes.len() as u32;
-        self.table[slot] = Slot { tag, id1: id + 1, off, len: state.len() as u32 };
+        self.table[slot] = Slot { hash: h, id1: id + 1, off };
         self.offs.push(off);
         self.bytes.extend_from_slice(state);
         (id, true)
@@ -307,7 +307,7 @@ impl Store {
         // Where an entry lands does not change any lookup's answer (only exact matches
         // are returned), so the old slots are re-placed in table order.
         for s in old.into_iter().filter(|s| s.id1 != 0) {
-            let mut slot = hash(&self.bytes[s.off as usize..(s.off + s.len) as usize]) as usize & mask;
+            let mut slot = s.hash as usize & mask;
             while self.table[slot].id1 != 0 {
                 slot = (slot + 1) & mask;
             }
