@@ -14,7 +14,23 @@ use crate::request::Status;
 use crate::SimError;
 
 use super::props::{self, Broken, CAN_FINISH, NO_DEADLOCK, TIMELINESS};
-use super::state::{decode, encode, Store};
+use super::state::{decode, encode, hash, Store};
+
+/// States expanded per batch: their successors are all generated (and their index slots
+/// touched, so the cache misses overlap) before any is interned, in the same order as one
+/// at a time, so ids, edges and counterexamples do not depend on the batch size.
+const BATCH: usize = 256;
+
+/// A successor generated but not yet interned.
+struct Succ {
+    act: Action,
+    hash: u64,
+    /// Its packed bytes in `Explorer::pend`.
+    off: u32,
+    len: u32,
+    done: bool,
+    broken: Option<Broken>,
+}
 
 /// One event of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +88,10 @@ pub struct Explorer {
     pub(crate) wait: Vec<u8>,
     steps_before: Vec<u64>,
     enabled: Vec<Action>,
+    pend: Vec<u8>,
+    succ: Vec<Succ>,
+    /// Per state of the batch: its id and the end of its successors in `succ`.
+    batch: Vec<(u32, u32)>,
     pub transitions: u64,
     pub max_depth: u32,
     /// Liveness was analysed (the graph is complete).
@@ -102,6 +122,9 @@ impl Explorer {
             wait: vec![0; n],
             steps_before: vec![0; reps],
             enabled: Vec::new(),
+            pend: Vec::new(),
+            succ: Vec::new(),
+            batch: Vec::new(),
             transitions: 0,
             max_depth: 0,
             liveness_checked: false,
@@ -136,9 +159,7 @@ impl Explorer {
 
     /// Load state `id` into the engine.
     pub(crate) fn load(&mut self, id: u32) {
-        self.buf.clear();
-        self.buf.extend_from_slice(self.store.get(id));
-        decode(&mut self.engine, &self.buf, &mut self.wait);
+        decode(&mut self.engine, self.store.get(id), &mut self.wait);
     }
 
     /// Apply one action to the loaded state with the engine's own code, then judge the
@@ -212,27 +233,25 @@ impl Explorer {
     pub fn run(&mut self, more: usize, max_states: usize) -> bool {
         let target = self.store.len().saturating_add(more);
         while self.cursor < self.store.len() {
-            if self.store.len() >= max_states {
-                return true;
-            }
-            if self.store.len() >= target {
-                return false;
-            }
-            let id = self.cursor as u32;
-            if self.flags[self.cursor] & (VIOLATING | DONE) == 0 {
-                self.load(id);
-                self.collect_enabled();
-                let acts = std::mem::take(&mut self.enabled);
-                for (k, &act) in acts.iter().enumerate() {
-                    if k > 0 {
-                        self.load(id);
-                    }
-                    self.successor(id, act);
+            self.generate_batch();
+            let batch = std::mem::take(&mut self.batch);
+            let succ = std::mem::take(&mut self.succ);
+            let mut it = succ.into_iter();
+            let mut at = 0u32;
+            for &(id, end) in &batch {
+                if self.store.len() >= max_states || self.store.len() >= target {
+                    self.batch = batch;
+                    return self.store.len() >= max_states;
                 }
-                self.enabled = acts;
+                debug_assert_eq!(id as usize, self.cursor);
+                for s in it.by_ref().take((end - at) as usize) {
+                    self.intern_succ(id, s);
+                }
+                at = end;
+                self.cursor += 1;
+                self.edge_start.push(self.edges.len() as u32);
             }
-            self.cursor += 1;
-            self.edge_start.push(self.edges.len() as u32);
+            self.batch = batch;
         }
         if !self.liveness_checked {
             self.liveness_checked = true;
@@ -241,11 +260,47 @@ impl Explorer {
         true
     }
 
-    fn successor(&mut self, from: u32, act: Action) {
+    /// Generate the successors of the next (up to) [`BATCH`] states from the cursor.
+    fn generate_batch(&mut self) {
+        self.batch.clear();
+        self.succ.clear();
+        self.pend.clear();
+        let end = self.store.len().min(self.cursor + BATCH);
+        for idx in self.cursor..end {
+            let id = idx as u32;
+            if self.flags[idx] & (VIOLATING | DONE) == 0 {
+                self.load(id);
+                self.collect_enabled();
+                let acts = std::mem::take(&mut self.enabled);
+                for (k, &act) in acts.iter().enumerate() {
+                    if k > 0 {
+                        self.load(id);
+                    }
+                    let broken = self.apply(act);
+                    let off = self.pend.len();
+                    encode(&self.engine, &self.wait, &mut self.buf);
+                    self.pend.extend_from_slice(&self.buf);
+                    let h = hash(&self.buf);
+                    let done = self.engine.is_done() && !self.engine.replicas.iter().any(|r| r.busy);
+                    self.succ.push(Succ { act, hash: h, off: off as u32, len: self.buf.len() as u32, done, broken });
+                }
+                self.enabled = acts;
+            }
+            self.batch.push((id, self.succ.len() as u32));
+        }
+        // Independent loads of every successor's index slot (and candidate's bytes): the
+        // cache misses overlap here instead of stalling one intern after another.
+        let mut acc = 0u32;
+        for s in &self.succ {
+            acc = acc.wrapping_add(self.store.touch(s.hash));
+        }
+        std::hint::black_box(acc);
+    }
+
+    fn intern_succ(&mut self, from: u32, s: Succ) {
         self.transitions += 1;
-        let broken = self.apply(act);
-        encode(&self.engine, &self.wait, &mut self.buf);
-        let (to, new) = self.store.intern(&self.buf);
+        let bytes = &self.pend[s.off as usize..(s.off + s.len) as usize];
+        let (to, new) = self.store.intern_hashed(bytes, s.hash);
         self.edges.push(to);
         if !new {
             return;
@@ -253,13 +308,13 @@ impl Explorer {
         let d = self.depth[from as usize] + 1;
         self.max_depth = self.max_depth.max(d as u32);
         self.parent.push(from);
-        self.action.push(act.pack());
+        self.action.push(s.act.pack());
         self.depth.push(d);
         let mut f = 0;
-        if self.engine.is_done() && !self.engine.replicas.iter().any(|r| r.busy) {
+        if s.done {
             f |= DONE;
         }
-        if let Some(b) = broken {
+        if let Some(b) = s.broken {
             f |= VIOLATING;
             if !self.found.iter().any(|x| x.broken.property == b.property) {
                 self.found.push(Found { broken: b, state: to });

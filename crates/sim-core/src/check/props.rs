@@ -129,17 +129,29 @@ pub fn check_with(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
     }
     for (i, rep) in e.replicas.iter().enumerate() {
         let kv = &rep.sched.kv;
-        s.seen.clear();
-        s.seen.resize(kv.total() as usize, false);
+        // Small pools (every model-checked one) mark units in a bit mask.
+        let small = kv.total() <= 64;
+        let mut bits = 0u64;
+        if !small {
+            s.seen.clear();
+            s.seen.resize(kv.total() as usize, false);
+        }
         let seen = &mut s.seen;
+        let total = kv.total();
         let mut mark = |u: u32, who: &dyn Fn() -> String| -> Result<(), Broken> {
-            let Some(slot) = seen.get_mut(u as usize) else {
+            if u >= total {
                 return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} out of range ({})", who())));
+            }
+            let twice = if small {
+                let was = bits >> u & 1 != 0;
+                bits |= 1 << u;
+                was
+            } else {
+                std::mem::replace(&mut seen[u as usize], true)
             };
-            if *slot {
+            if twice {
                 return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} held twice ({})", who())));
             }
-            *slot = true;
             Ok(())
         };
         for &u in kv.free_list() {

@@ -203,15 +203,30 @@ pub fn hash(b: &[u8]) -> u64 {
     h ^ (h >> 32)
 }
 
+/// One slot of the [`Store`] index: enough to reject a mismatch, to compare a candidate
+/// and to re-place the entry when the table grows without touching any other array.
+///
+/// No length is kept: the encoding is prefix-free (a decoder of a given engine's shape
+/// knows where each state ends), so `state == bytes[off..off + state.len()]` holds only for
+/// the stored state itself — a shorter stored state would be a proper prefix of `state`,
+/// a longer one would have `state` as a proper prefix.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    hash: u64,
+    /// Id + 1 (0 = empty).
+    id1: u32,
+    /// Where the state's bytes start.
+    off: u32,
+}
+
 /// Every state seen, packed back to back, with an open-addressing index for lookups.
 /// Ids are dense and in insertion (= breadth-first) order.
 #[derive(Default)]
 pub struct Store {
     bytes: Vec<u8>,
     offs: Vec<u32>,
-    /// Slot → id + 1 (0 = empty); power-of-two size, at most half full.
-    table: Vec<u32>,
-    hashes: Vec<u32>,
+    /// Power-of-two size, at most half full; linear probing.
+    table: Vec<Slot>,
 }
 
 impl Store {
@@ -231,47 +246,72 @@ impl Store {
 
     /// Memory held, in bytes (for the result).
     pub fn memory_bytes(&self) -> usize {
-        self.bytes.capacity() + 4 * (self.offs.capacity() + self.table.capacity() + self.hashes.capacity())
+        self.bytes.capacity() + 4 * self.offs.capacity() + std::mem::size_of::<Slot>() * self.table.capacity()
+    }
+
+    /// Read the index slot `hash` starts probing at and, when its tag matches, the first
+    /// byte of the state it names, so that the cache lines are in cache when
+    /// [`Store::intern_hashed`] needs them. Called over a batch of independent hashes, the
+    /// misses overlap (a plain load: no `unsafe` prefetch). Returns a value to feed to
+    /// `black_box` so that the loads are kept.
+    #[inline]
+    pub fn touch(&self, hash: u64) -> u32 {
+        let n = self.table.len();
+        if n == 0 {
+            return 0;
+        }
+        let s = self.table[hash as usize & (n - 1)];
+        if s.id1 != 0 && s.hash == hash {
+            let end = (s.off as usize + 96).min(self.bytes.len());
+            self.bytes[s.off as usize] as u32 + self.bytes[end - 1] as u32
+        } else {
+            s.id1
+        }
     }
 
     /// The id of `state`, inserting it if new: `(id, is_new)`.
     pub fn intern(&mut self, state: &[u8]) -> (u32, bool) {
+        self.intern_hashed(state, hash(state))
+    }
+
+    /// [`Store::intern`] with the state's [`hash`] already computed.
+    pub fn intern_hashed(&mut self, state: &[u8], h: u64) -> (u32, bool) {
         if (self.offs.len() + 1) * 2 > self.table.len() {
             self.grow();
         }
-        let h = hash(state);
         let mask = self.table.len() - 1;
         let mut slot = h as usize & mask;
         loop {
-            match self.table[slot] {
-                0 => break,
-                v => {
-                    let id = v - 1;
-                    if self.hashes[id as usize] == (h >> 32) as u32 && self.get(id) == state {
-                        return (id, false);
-                    }
-                }
+            let s = self.table[slot];
+            if s.id1 == 0 {
+                break;
+            }
+            if s.hash == h && self.bytes.get(s.off as usize..s.off as usize + state.len()) == Some(state) {
+                debug_assert_eq!(self.get(s.id1 - 1), state);
+                return (s.id1 - 1, false);
             }
             slot = (slot + 1) & mask;
         }
         let id = self.offs.len() as u32;
-        self.table[slot] = id + 1;
-        self.offs.push(self.bytes.len() as u32);
-        self.hashes.push((h >> 32) as u32);
+        let off = self.bytes.len() as u32;
+        self.table[slot] = Slot { hash: h, id1: id + 1, off };
+        self.offs.push(off);
         self.bytes.extend_from_slice(state);
         (id, true)
     }
 
     fn grow(&mut self) {
         let size = (self.table.len() * 2).max(1024);
-        self.table = vec![0; size];
+        let old = std::mem::replace(&mut self.table, vec![Slot::default(); size]);
         let mask = size - 1;
-        for id in 0..self.offs.len() as u32 {
-            let mut slot = hash(self.get(id)) as usize & mask;
-            while self.table[slot] != 0 {
+        // Where an entry lands does not change any lookup's answer (only exact matches
+        // are returned), so the old slots are re-placed in table order.
+        for s in old.into_iter().filter(|s| s.id1 != 0) {
+            let mut slot = s.hash as usize & mask;
+            while self.table[slot].id1 != 0 {
                 slot = (slot + 1) & mask;
             }
-            self.table[slot] = id + 1;
+            self.table[slot] = s;
         }
     }
 }
