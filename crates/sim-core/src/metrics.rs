@@ -17,6 +17,19 @@ struct Bucket {
     running: f64,
 }
 
+impl Bucket {
+    /// Add `w` ns of step `s` (duration-weighted sums).
+    #[inline]
+    fn add(&mut self, w: f64, s: &StepSample) {
+        self.weight += w;
+        self.batch += w * s.batch as f64;
+        self.tokens += w * s.tokens as f64;
+        self.kv += w * s.kv_usage;
+        self.waiting += w * s.waiting as f64;
+        self.running += w * s.running as f64;
+    }
+}
+
 /// A time series of one replica: step-duration-weighted means per bucket. Starts at 10 ms
 /// buckets and doubles the interval (merging pairs) whenever it would exceed
 /// `MAX_BUCKETS`, so a run of any length keeps ≤ 2048 rows per replica.
@@ -61,14 +74,7 @@ impl Series {
         // much shorter than a bucket). Same arithmetic as the general path with lo = start,
         // hi = end.
         if s.start_ns >= self.cur_lo && end <= self.cur_hi {
-            let w = (end - s.start_ns) as f64;
-            let b = &mut self.buckets[self.cur_idx];
-            b.weight += w;
-            b.batch += w * s.batch as f64;
-            b.tokens += w * s.tokens as f64;
-            b.kv += w * s.kv_usage;
-            b.waiting += w * s.waiting as f64;
-            b.running += w * s.running as f64;
+            self.buckets[self.cur_idx].add((end - s.start_ns) as f64, s);
             return;
         }
         self.record_slow(s, end);
@@ -87,14 +93,7 @@ impl Series {
         for idx in first..=last {
             let lo = (idx as u64 * self.interval_ns).max(s.start_ns);
             let hi = ((idx as u64 + 1) * self.interval_ns).min(end);
-            let w = (hi - lo) as f64;
-            let b = &mut self.buckets[idx];
-            b.weight += w;
-            b.batch += w * s.batch as f64;
-            b.tokens += w * s.tokens as f64;
-            b.kv += w * s.kv_usage;
-            b.waiting += w * s.waiting as f64;
-            b.running += w * s.running as f64;
+            self.buckets[idx].add((hi - lo) as f64, s);
         }
         self.cur_idx = last;
         self.cur_lo = last as u64 * self.interval_ns;

@@ -409,22 +409,35 @@ impl StepModel {
         forward + a.pp + self.cpu_overhead
     }
 
-    /// Duration of the step, s (grid-interpolated dense part).
-    pub fn step_s(&self, b: &BatchShape) -> f64 {
-        let m = (b.prefill_tokens + b.decode_seqs) as f64;
-        let s = b.sampled as f64;
-        let dense = match self.locate(m) {
+    /// Per-token aggregates of the dense ops at `m` tokens: grid-interpolated inside the
+    /// grid, computed directly outside it.
+    #[inline]
+    fn dense_at(&self, m: f64) -> Agg {
+        match self.locate(m) {
             Some((i, t)) => Agg::lerp(&self.grid[i], &self.grid[(i + 1).min(self.grid.len() - 1)], t),
             None if m <= 0.0 => Agg::default(),
             None => self.agg(&self.dense(m), m),
-        };
-        let epi = match self.locate(s) {
+        }
+    }
+
+    /// lm_head + sampler (GPU s, CPU s) for `s` sampled rows, grid-interpolated likewise.
+    #[inline]
+    fn epilogue_at(&self, s: f64) -> (f64, f64) {
+        match self.locate(s) {
             Some((i, t)) => {
                 let (a, c) = (self.epi[i], self.epi[(i + 1).min(self.epi.len() - 1)]);
                 (a.0 + t * (c.0 - a.0), a.1 + t * (c.1 - a.1))
             }
             None => self.epilogue_sum(s),
-        };
+        }
+    }
+
+    /// Duration of the step, s (grid-interpolated dense part).
+    pub fn step_s(&self, b: &BatchShape) -> f64 {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let s = b.sampled as f64;
+        let dense = self.dense_at(m);
+        let epi = self.epilogue_at(s);
         let att = self.attention(b, None);
         self.compose(&dense, epi, att, self.graph_mode(b))
     }
@@ -458,18 +471,8 @@ impl StepModel {
         let k = f64::from(mb.max(1));
         let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
         let s = b.sampled as f64 / k;
-        let mut dense = match self.locate(m) {
-            Some((i, t)) => Agg::lerp(&self.grid[i], &self.grid[(i + 1).min(self.grid.len() - 1)], t),
-            None if m <= 0.0 => Agg::default(),
-            None => self.agg(&self.dense(m), m),
-        };
-        let epi = match self.locate(s) {
-            Some((i, t)) => {
-                let (a, c) = (self.epi[i], self.epi[(i + 1).min(self.epi.len() - 1)]);
-                (a.0 + t * (c.0 - a.0), a.1 + t * (c.1 - a.1))
-            }
-            None => self.epilogue_sum(s),
-        };
+        let mut dense = self.dense_at(m);
+        let epi = self.epilogue_at(s);
         // Attention of one micro-batch: 1/mb of the prefills' (summed over sequences), and a
         // decode over 1/mb of the sequences and their KV.
         let (mut ga, mut ca) = (0.0, 0.0);
