@@ -16,7 +16,8 @@
 //! 5. waiting requests in strict FCFS: if the head cannot be admitted nobody behind it is;
 //!    admission stops at `max_num_seqs` running or an exhausted budget;
 //! 6. a waiting request is admitted only if the free blocks cover its whole current length
-//!    (prompt + tokens already generated); blocks are then allocated for the chunk only;
+//!    (prompt + tokens already generated; vLLM's `allocate_slots(..., full_sequence_must_fit)`
+//!    check); blocks are then allocated for the chunk only;
 //! 7. a chunk is `min(remaining prompt, remaining budget)`;
 //! 8. the step completing the prompt produces the first token (engine side);
 //! 9. arrivals join at step boundaries; an idle engine starts at the next arrival (engine).
