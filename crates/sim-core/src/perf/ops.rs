@@ -205,18 +205,9 @@ impl Rates {
     /// Batched decode attention reading `tokens` cached tokens of `hkv` KV heads of width
     /// `hd` (one query each) in one layer.
     pub fn attention_decode(&self, hkv: u32, hd: u32, tokens: f64) -> OpT {
-        let bytes = crate::calib::kv_bytes(hkv, hd, tokens) * self.kv_bytes / 2.0;
-        let roof = self.floor + bytes / self.stream_bw;
-        let Some(p) = &self.profile else {
-            return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
-        };
-        let (iso_ms, mut src) = p.attention_decode(bytes);
-        if self.kv_bytes != 2.0 {
-            src = src.max(Source::Model);
-        }
-        let (iso1_ms, _) = p.attention_decode(0.0);
-        let c = (iso1_ms * 1e-3 - self.floor).max(0.0);
-        OpT { gpu_s: gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof), cpu_s: c, src }
+        // The launch cost: the isolated time of an empty decode above the kernel floor.
+        let c = self.profile.as_ref().map_or(0.0, |p| (p.attention_decode(0.0).0 * 1e-3 - self.floor).max(0.0));
+        self.attention_decode_given_cpu(hkv, hd, tokens, c)
     }
 
     /// [`Rates::attention_decode`] given its launch cost `c` (`attention_decode(..).cpu_s`,

@@ -291,25 +291,8 @@ impl StepModel {
 
     fn agg(&self, (pre, post, pro, pp): &(Vec<Named>, Vec<Named>, Vec<Named>, f64), _m: f64) -> Agg {
         let mut a = Agg { pp: *pp, ..Agg::default() };
-        let g_pre: f64 = pre.iter().map(|o| o.t.gpu_s).sum();
-        let mut c = 0.0;
-        let mut suffix = g_pre;
-        for o in pre {
-            c += o.t.cpu_s;
-            a.a_pre = a.a_pre.max(c + suffix);
-            suffix -= o.t.gpu_s;
-        }
-        a.g_pre = g_pre;
-        a.c_pre = c;
-        let g_post: f64 = post.iter().map(|o| o.t.gpu_s).sum();
-        let (mut c, mut suffix) = (0.0, g_post);
-        for o in post {
-            c += o.t.cpu_s;
-            a.a_post = a.a_post.max(c + suffix);
-            suffix -= o.t.gpu_s;
-        }
-        a.g_post = g_post;
-        a.c_post = c;
+        (a.g_pre, a.c_pre, a.a_pre) = launch_overlap(pre);
+        (a.g_post, a.c_post, a.a_post) = launch_overlap(post);
         a.g_pro = pro.iter().map(|o| o.t.gpu_s).sum();
         a.c_pro = pro.iter().map(|o| o.t.cpu_s).sum();
         a
@@ -560,4 +543,17 @@ fn eager_s(a: &Agg, (ga, ca): (f64, f64), (ge, ce): (f64, f64), l: f64) -> f64 {
     let layers = a.c_pro + (l - 1.0).max(0.0) * cl.max(gl) + within + ge;
     let epi = a.c_pro + l * cl + ce + ge;
     pro.max(layers).max(epi)
+}
+
+/// For a run of eager kernels: (Σ GPU s, Σ CPU launch s, and the run's length when each
+/// kernel waits for its launch: max over k of the launches up to k plus the GPU time from k on).
+fn launch_overlap(ops: &[Named]) -> (f64, f64, f64) {
+    let g: f64 = ops.iter().map(|o| o.t.gpu_s).sum();
+    let (mut c, mut suffix, mut longest) = (0.0, g, 0.0f64);
+    for o in ops {
+        c += o.t.cpu_s;
+        longest = longest.max(c + suffix);
+        suffix -= o.t.gpu_s;
+    }
+    (g, c, longest)
 }
