@@ -315,7 +315,8 @@ async function main() {
   topology.init(catalog, result.features);
   // The Model check panel: outside the form, so neither the experiment's runs nor its URL
   // hash see its settings; it starts its own Worker on the first Check.
-  if (result.features.check) window.o1simCheck = new CheckPanel({ root: $("#check"), policies: catalog.policies, wasmUrl });
+  if (result.features.check) window.o1simCheck = new CheckPanel({ root: $("#check"), policies: catalog.policies, wasmUrl,
+                                                                defaultToml: result.defaultCheckScenario });
   else $("#check").hidden = true;
 
   if (location.hash.length > 1) await fromHash(location.hash);

@@ -4,30 +4,6 @@
 // as numbered actions, with the counterexample, its replay scenario and the PNML to download.
 // Its settings are not part of the experiment (nor of the URL hash).
 
-/** The same small configuration as the dashboard's check tab (DEFAULT_CHECK_TOML in
- *  python/o1sim/dashboard/check_tab.py; a browser test keeps the two equal). */
-export const DEFAULT_CHECK_TOML = `name = "check: 6 requests, 16 blocks, 1 replica"
-model = "llama-3-8b"
-gpu = "h200"
-[scheduler]
-policy = "vllm"
-block_size = 4
-num_gpu_blocks = 16
-max_num_batched_tokens = 16
-chunk_size = 16
-max_tokens_per_request = 16
-max_num_seqs = 8
-[workload]
-requests = [
-  { arrival_ms = 0, prompt_tokens = 9, output_tokens = 6, priority = 1 },
-  { arrival_ms = 0, prompt_tokens = 7, output_tokens = 5, priority = 0 },
-  { arrival_ms = 0, prompt_tokens = 6, output_tokens = 4, priority = 1 },
-  { arrival_ms = 0, prompt_tokens = 5, output_tokens = 4, priority = 0 },
-  { arrival_ms = 0, prompt_tokens = 3, output_tokens = 3, priority = 1 },
-  { arrival_ms = 0, prompt_tokens = 8, output_tokens = 4, priority = 0 },
-]
-`;
-
 /** The bug classes `scheduler.inject_bug` accepts (Python's `o1sim.bug_names()`; a test
  *  keeps them equal). */
 export const BUGS = ["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"];
@@ -41,8 +17,10 @@ const el = (tag, props = {}, ...kids) => {
 
 export class CheckPanel {
   /** `root`: the panel's element; `policies`: the core's policy names; `wasmUrl`: the module. */
-  constructor({ root, policies, wasmUrl }) {
+  constructor({ root, policies, wasmUrl, defaultToml }) {
     this.root = root;
+    // The core's starting configuration (the dashboard's check tab starts from it too).
+    this.defaultToml = defaultToml;
     this.wasmUrl = wasmUrl;
     this.worker = null;
     this.ready = null;
@@ -70,11 +48,11 @@ export class CheckPanel {
     this.bug.innerHTML = "";
     this.bug.append(el("option", { value: NO_BUG, textContent: "(none: the real policy)" }));
     for (const b of BUGS) this.bug.append(el("option", { value: b, textContent: b }));
-    this.text.value = DEFAULT_CHECK_TOML;
+    this.text.value = this.defaultToml;
     this.button.disabled = false;
     this.button.addEventListener("click", () => this.run());
     this.stop.addEventListener("click", () => this.cancel());
-    $("#check-reset").addEventListener("click", () => { this.text.value = DEFAULT_CHECK_TOML; });
+    $("#check-reset").addEventListener("click", () => { this.text.value = this.defaultToml; });
   }
 
   // A Worker of its own: a long search never delays the experiment's runs, and Stop can end

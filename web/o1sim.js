@@ -172,6 +172,11 @@ export function defaultScenario() {
   return call("o1_default_scenario", []);
 }
 
+/** The model-check views' starting configuration (TOML text; the same for the dashboard). */
+export function defaultCheckScenario() {
+  return call("o1_default_check", []);
+}
+
 /** Model-check a small scenario; options `{maxStates, timelinessSteps}`. Returns parsed JSON. */
 export function check(scenario, { format, maxStates, timelinessSteps } = {}) {
   const opts = {};

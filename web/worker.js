@@ -42,6 +42,7 @@ const ops = {
       features: o1sim.features(),
       presets: o1sim.presets(),
       defaultScenario: o1sim.validate(o1sim.defaultScenario(), { format: "toml" }).scenario,
+      defaultCheckScenario: o1sim.features().check ? o1sim.defaultCheckScenario() : null,
     };
   },
   simulate: (scenario, opts) => o1sim.simulate(scenario, opts),

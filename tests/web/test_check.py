@@ -5,24 +5,17 @@ error next to the configuration; the panel's settings stay out of the URL hash."
 
 from __future__ import annotations
 
-import ast
 import json
-from pathlib import Path
 from typing import Any
 
 import o1sim
 
 from pagekit import OUT, wait_ready
 
-CHECK_TAB = Path(__file__).resolve().parents[2] / "python" / "o1sim" / "dashboard" / "check_tab.py"
-
 
 def _dashboard_default_toml() -> str:
-    """DEFAULT_CHECK_TOML of the dashboard's check tab (read without importing Streamlit)."""
-    for node in ast.parse(CHECK_TAB.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "DEFAULT_CHECK_TOML" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise AssertionError("DEFAULT_CHECK_TOML not found in check_tab.py")
+    """The configuration the dashboard's check tab starts from: the core's."""
+    return o1sim._core.default_check_toml()
 
 
 def _check(pg: Any, policy: str, bug: str = "", text: str | None = None) -> None:

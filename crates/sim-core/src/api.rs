@@ -469,6 +469,12 @@ pub fn default_scenario_toml() -> &'static str {
     include_str!("../scenarios/default.toml")
 }
 
+/// The small configuration the model-check views start from (TOML): six requests with mixed
+/// priorities, one replica, 16 KV blocks of 4 tokens.
+pub fn default_check_toml() -> &'static str {
+    include_str!("../scenarios/check_default.toml")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

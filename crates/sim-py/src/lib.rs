@@ -319,6 +319,12 @@ fn default_scenario_toml(py: Python<'_>) -> PyResult<&'static str> {
     Ok(guarded_infallible(py, core::default_scenario_toml)?)
 }
 
+/// The model-check views' starting configuration (TOML text).
+#[pyfunction]
+fn default_check_toml(py: Python<'_>) -> PyResult<&'static str> {
+    Ok(guarded_infallible(py, core::default_check_toml)?)
+}
+
 /// Predict one step's execution time (JSON request → JSON prediction).
 #[pyfunction]
 fn predict_step_json(py: Python<'_>, request: String) -> PyResult<String> {
@@ -370,6 +376,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(presets_json, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(default_check_toml, m)?)?;
     m.add_function(wrap_pyfunction!(predict_step_json, m)?)?;
     m.add_function(wrap_pyfunction!(calibration_fidelity_json, m)?)?;
     m.add_function(wrap_pyfunction!(routes_json, m)?)?;

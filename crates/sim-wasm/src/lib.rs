@@ -98,6 +98,11 @@ pub fn default_scenario() -> Outcome {
     guarded(|| Ok(core::default_scenario_toml().to_string()))
 }
 
+/// The model-check views' starting configuration (TOML text).
+pub fn default_check() -> Outcome {
+    guarded(|| Ok(core::default_check_toml().to_string()))
+}
+
 /// The execution-time model of one step: `request` is JSON `{model, gpu, tp, pp, batch:
 /// [{new_tokens, context_tokens, sampled?}], cuda_graphs?, dtype?, kv_dtype?, fusion?,
 /// block_size?}` (the fields of Python's `o1sim.predict_step`); the output is the core's
@@ -331,6 +336,13 @@ pub extern "C" fn o1_presets() -> u32 {
 pub extern "C" fn o1_default_scenario() -> u32 {
     install_hook();
     publish(default_scenario())
+}
+
+/// See [`default_check`].
+#[no_mangle]
+pub extern "C" fn o1_default_check() -> u32 {
+    install_hook();
+    publish(default_check())
 }
 
 /// Trigger a panic inside a guarded call (tests prove no trap reaches JS).

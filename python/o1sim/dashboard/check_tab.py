@@ -9,31 +9,11 @@ import pandas as pd
 import streamlit as st
 
 import o1sim
+from o1sim import _core
 
-#: The small configuration the tab starts from (six requests, mixed priorities, one replica
-#: with 16 blocks of 4 tokens): explored completely in well under a second.
-DEFAULT_CHECK_TOML = """\
-name = "check: 6 requests, 16 blocks, 1 replica"
-model = "llama-3-8b"
-gpu = "h200"
-[scheduler]
-policy = "vllm"
-block_size = 4
-num_gpu_blocks = 16
-max_num_batched_tokens = 16
-chunk_size = 16
-max_tokens_per_request = 16
-max_num_seqs = 8
-[workload]
-requests = [
-  { arrival_ms = 0, prompt_tokens = 9, output_tokens = 6, priority = 1 },
-  { arrival_ms = 0, prompt_tokens = 7, output_tokens = 5, priority = 0 },
-  { arrival_ms = 0, prompt_tokens = 6, output_tokens = 4, priority = 1 },
-  { arrival_ms = 0, prompt_tokens = 5, output_tokens = 4, priority = 0 },
-  { arrival_ms = 0, prompt_tokens = 3, output_tokens = 3, priority = 1 },
-  { arrival_ms = 0, prompt_tokens = 8, output_tokens = 4, priority = 0 },
-]
-"""
+#: The small configuration the tab starts from: the core's (the page's panel starts from it
+#: too), six requests with mixed priorities on one replica with 16 blocks of 4 tokens.
+DEFAULT_CHECK_TOML = _core.default_check_toml()
 
 NO_BUG = "(none: the real policy)"
 
