@@ -190,10 +190,10 @@ class Scenario:
         if suffix not in (".toml", ".json"):
             raise config_error("", f"{p}: unknown scenario file type '{suffix}' (expected .toml or .json)")
         sc = cls.from_text(p.read_text(encoding="utf-8"), suffix[1:], source=str(p))
-        # A `topology` file path is read here, relative to the scenario file (the core
-        # reads no files); the scenario then travels as a dict.
+        # A `topology` or `cost_model.profile` file path is read here, relative to the
+        # scenario file (the core reads no files); the scenario then travels as a dict.
         data = sc.to_dict()
-        if resolve_topology(data, p.parent):
+        if _resolve_files(data, p.parent):
             resolved = cls(data)
             resolved.source = sc.source
             return resolved
@@ -233,10 +233,8 @@ class Scenario:
         if self._text is not None:
             return self._text, self._format
         assert self._data is not None
-        data = self._data
-        if "topology" in data and (isinstance(data["topology"], (Topology, os.PathLike)) or isinstance(data["topology"], str)):
-            data = dict(data)
-            resolve_topology(data, Path.cwd())
+        data = dict(self._data)
+        _resolve_files(data, Path.cwd())
         return _encode(data), "json"
 
     def validate(self) -> dict[str, Any]:
@@ -618,6 +616,35 @@ class StepPrediction(NamedTuple):
         return pd.DataFrame(self.breakdown, columns=list(OpTime._fields))
 
 
+def _resolve_files(data: dict[str, Any], base: Path) -> bool:
+    """Inline the file paths a scenario may hold (``topology``, ``cost_model.profile``),
+    relative to ``base``. Returns whether anything changed."""
+    changed = resolve_topology(data, base)
+    cm = data.get("cost_model")
+    if isinstance(cm, Mapping) and isinstance(cm.get("profile"), (str, os.PathLike)):
+        data["cost_model"] = {**cm, "profile": load_profile(cm["profile"], base, "cost_model.profile")}
+        changed = True
+    return changed
+
+
+def load_profile(
+    profile: Union[str, "os.PathLike[str]", Mapping[str, Any]], base: Optional[Path] = None, field: str = "profile"
+) -> Any:
+    """A calibration profile given as a dict, or read from a JSON file path (relative to
+    ``base`` when given)."""
+    if isinstance(profile, Mapping):
+        return dict(profile)
+    path = Path(profile)
+    if base is not None and not path.is_absolute():
+        path = base / path
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise config_error(field, f"no such file: {path}") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise config_error(field, f"cannot read {path} as JSON: {e}") from None
+
+
 def predict_step(
     model: Union[str, Mapping[str, Any]],
     gpu: Union[str, Mapping[str, Any]],
@@ -630,6 +657,7 @@ def predict_step(
     kv_dtype: str = "bf16",
     pp: int = 1,
     block_size: Optional[int] = None,
+    profile: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None,
 ) -> StepPrediction:
     """Predict the execution time of one step, with provenance per operator.
 
@@ -639,9 +667,11 @@ def predict_step(
     ``"sampled": False`` for a prefill chunk that does not finish its prompt). ``model`` and
     ``gpu`` take preset names or dicts (a preset plus overrides). ``dtype``: bf16 | fp8 |
     int8 | int4 (weight-only); ``kv_dtype``: bf16 | fp8; ``fusion``: none (the reference
-    engine: every elementwise op its own kernels) | fine | coarse | hybrid. The simulator
-    prices every step with this same model. Bad input raises :class:`ConfigError` naming the
-    field.
+    engine: every elementwise op its own kernels) | fine | coarse | hybrid. ``profile``: a
+    calibration profile (a path to its JSON file, or the parsed dict) replacing the GPU's
+    shipped one, e.g. one made with ``tools/make_profile.py`` from tables measured on your
+    own GPU by ``benchmarks/gpu/reference_ops.py``. The simulator prices every step with this
+    same model. Bad input raises :class:`ConfigError` naming the field.
     """
     request = {
         "model": model,
@@ -656,6 +686,8 @@ def predict_step(
     }
     if block_size is not None:
         request["block_size"] = block_size
+    if profile is not None:
+        request["profile"] = load_profile(profile)
     out = json.loads(_core.predict_step_json(_encode(request)))
     ops = [OpTime(o["op"], o["ms"], o["source"]) for o in out["breakdown"]]
     return StepPrediction(out["total_ms"], out["mode"], out["profile"], ops)

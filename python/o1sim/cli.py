@@ -527,13 +527,15 @@ def _preset_or_table(text: str) -> Any:
 @click.option("--dtype", default="bf16", show_default=True, help="bf16 | fp8 | int8 | int4 (weight-only).")
 @click.option("--kv-dtype", default="bf16", show_default=True, help="bf16 | fp8.")
 @click.option("--fusion", default="none", show_default=True, help="none | fine | coarse | hybrid.")
+@click.option("--profile", type=click.Path(dir_okay=False), default=None, help="Calibration profile JSON replacing the GPU's shipped one (tools/make_profile.py).")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @_handle_errors
-def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, fusion: str, as_json: bool) -> None:
+def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, fusion: str,
+            profile: Optional[str], as_json: bool) -> None:
     """Predict the execution time of one step, per operator with its source."""
     items = [entry for b in batch for entry in _batch_item(b)]
     p = predict_step(_preset_or_table(model), _preset_or_table(gpu), tp=tp, batch=items, cuda_graphs=not eager,
-                     dtype=dtype, fusion=fusion, kv_dtype=kv_dtype)
+                     dtype=dtype, fusion=fusion, kv_dtype=kv_dtype, profile=profile)
     if as_json:
         click.echo(json.dumps({"total_ms": p.total_ms, "mode": p.mode, "profile": p.profile,
                                "breakdown": [o._asdict() for o in p.breakdown]}, indent=2))

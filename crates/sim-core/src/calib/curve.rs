@@ -79,6 +79,12 @@ impl Curve {
 
     /// `y(x)` and where it came from: `Table` on a measured point, `Interpolated` inside the
     /// range or below it (held at the floor), `Roofline` above it (the tail's throughput).
+    /// The largest measured point `(x, y)`.
+    pub fn last(&self) -> (f64, f64) {
+        let i = self.x.len() - 1;
+        (self.x[i], libm::exp(self.ly[i]))
+    }
+
     pub fn eval(&self, x: f64) -> (f64, Source) {
         let n = self.x.len();
         if x.is_nan() || x <= 0.0 {

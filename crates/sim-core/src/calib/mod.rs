@@ -105,6 +105,9 @@ struct RawProfile {
     source: String,
     copy_gbps: f64,
     gemm_tflops: f64,
+    /// What one isolated timing adds beyond the op's launch and GPU time, µs (absent = 0).
+    #[serde(default)]
+    isolated_overhead_us: f64,
     gemm: Vec<RawGemm>,
     attention_prefill: Vec<RawPrefill>,
     attention_chunk: Vec<RawChunk>,
@@ -154,6 +157,10 @@ pub struct Profile {
     pub copy_bps: f64,
     /// BF16 8192³ matmul rate, FLOP/s.
     pub gemm_flops: f64,
+    /// What one isolated table timing adds beyond the op's own launch and GPU time (the
+    /// event records and the synchronising call around it), s. A step launched back to
+    /// back pays none of it.
+    pub isolated_overhead_s: f64,
     pub gemm: Vec<GemmTable>,
     /// Causal prefill attention over FLOPs, all head layouts merged.
     prefill: Curve,
@@ -206,6 +213,20 @@ impl Profile {
     pub fn parse(text: &str) -> Result<Profile> {
         let raw: RawProfile = serde_json::from_str(text)
             .map_err(|e| SimError::config("profile", format!("bad calibration profile: {e}")))?;
+        Profile::from_raw(raw)
+    }
+
+    /// A profile from an already-parsed JSON (or TOML) value.
+    pub fn from_value(v: serde_json::Value) -> Result<Profile> {
+        let raw: RawProfile = serde_path_to_error::deserialize(v).map_err(|e| {
+            let path = e.path().to_string();
+            let at = if path == "." { String::new() } else { format!(" at {path}") };
+            SimError::config("profile", format!("bad calibration profile{at}: {}", e.inner()))
+        })?;
+        Profile::from_raw(raw)
+    }
+
+    fn from_raw(raw: RawProfile) -> Result<Profile> {
         Profile::build(raw, None)
             .ok_or_else(|| SimError::config("profile", "a calibration table has no usable point"))
     }
@@ -286,6 +307,7 @@ impl Profile {
             source: raw.source.clone(),
             copy_bps: raw.copy_gbps * 1e9,
             gemm_flops: raw.gemm_tflops * 1e12,
+            isolated_overhead_s: raw.isolated_overhead_us.max(0.0) * 1e-6,
             gemm,
             prefill: Curve::new(&pre)?,
             chunk: Curve::new(&ch)?,
@@ -338,6 +360,11 @@ impl Profile {
     /// the profile has the op.
     pub fn elementwise(&self, op: &str, elements: f64) -> Option<(f64, Source)> {
         self.elementwise.iter().find(|(o, _)| o == op).map(|(_, c)| c.eval(elements))
+    }
+
+    /// The largest measured size of elementwise `op`: (elements, isolated ms).
+    pub fn elementwise_tail(&self, op: &str) -> Option<(f64, f64)> {
+        self.elementwise.iter().find(|(o, _)| o == op).map(|(_, c)| c.last())
     }
 
     /// Every measured row with its prediction from the full profile and its leave-one-out

@@ -106,6 +106,11 @@ pub struct StepSpec {
     /// Extra CPU time per step outside the forward pass (scheduler, detokenisation), ms;
     /// default 0 (the reference engine's step is the forward pass).
     pub cpu_overhead_ms: f64,
+    /// A calibration profile (the format of `profiles/h200.json`, e.g. written by
+    /// `tools/make_profile.py` from `benchmarks/gpu/reference_ops.py`'s tables) that replaces
+    /// the GPU's shipped one; none = the shipped profile, if the GPU has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<serde_json::Value>,
 }
 
 impl Default for StepSpec {
@@ -124,6 +129,7 @@ impl Default for StepSpec {
             launch_us: None,
             comm_latency_us: DEFAULT_COMM_LATENCY_US,
             cpu_overhead_ms: 0.0,
+            profile: None,
         }
     }
 }
@@ -146,7 +152,16 @@ impl StepSpec {
         }
         check::non_negative("comm_latency_us", self.comm_latency_us)?;
         check::non_negative("cpu_overhead_ms", self.cpu_overhead_ms)?;
+        self.custom_profile()?;
         Ok(())
+    }
+
+    /// The profile given in `profile`, parsed; `Ok(None)` when none is given.
+    pub fn custom_profile(&self) -> Result<Option<crate::calib::Profile>> {
+        match &self.profile {
+            None => Ok(None),
+            Some(v) => crate::calib::Profile::from_value(v.clone()).map(Some),
+        }
     }
 }
 
@@ -231,6 +246,7 @@ struct RawCostModel {
     launch_us: Option<f64>,
     comm_latency_us: Option<f64>,
     cpu_overhead_ms: Option<f64>,
+    profile: Option<serde_json::Value>,
     base_ms: Option<f64>,
     per_prefill_token_ms: Option<f64>,
     per_decode_seq_ms: Option<f64>,
@@ -241,7 +257,7 @@ const KINDS: [&str; 3] = ["calibrated", "roofline", "linear"];
 const LINEAR_FIELDS: &str = "base_ms, per_prefill_token_ms, per_decode_seq_ms, per_context_token_ms";
 const STEP_FIELDS: &str = "dtype, kv_dtype, cuda_graphs, cuda_graph_max_tokens, fusion, fusion_latency_threshold_ms, \
                            memory_coalesce, compute_efficiency, memory_efficiency, kernel_floor_us, launch_us, \
-                           comm_latency_us, cpu_overhead_ms";
+                           comm_latency_us, cpu_overhead_ms, profile";
 
 fn wrong_kind(field: &str, kind: &str, valid: &str) -> String {
     format!("field `{field}` does not apply to kind \"{kind}\" (its fields: {valid})")
@@ -300,6 +316,7 @@ impl RawCostModel {
             launch_us: self.launch_us,
             comm_latency_us: self.comm_latency_us.unwrap_or(d.comm_latency_us),
             cpu_overhead_ms: self.cpu_overhead_ms.unwrap_or(d.cpu_overhead_ms),
+            profile: self.profile.clone(),
         })
     }
 
@@ -335,6 +352,7 @@ impl RawCostModel {
                     ("launch_us", self.launch_us.is_some()),
                     ("comm_latency_us", self.comm_latency_us.is_some()),
                     ("cpu_overhead_ms", self.cpu_overhead_ms.is_some()),
+                    ("profile", self.profile.is_some()),
                 ] {
                     if given {
                         return Err(wrong_kind(name, "linear", LINEAR_FIELDS));

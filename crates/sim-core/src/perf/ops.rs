@@ -48,10 +48,16 @@ pub struct Rates {
     pub copy_bw: f64,
     /// Large-GEMM rate at `dtype`, FLOP/s.
     pub gemm_flops: f64,
+    /// The best GEMM rate the profile measured (FLOP/s): the compute floor under table
+    /// GEMMs, so that the floor never exceeds a measured time.
+    pub gemm_best_flops: f64,
     /// Attention rate, FLOP/s.
     pub attn_flops: f64,
     /// Per-kernel GPU floor, s.
     pub floor: f64,
+    /// What an isolated table timing adds to the op's own launch and GPU time (event
+    /// records, the synchronising call), s.
+    pub iso_overhead: f64,
     /// CPU cost of one eager launch, s.
     pub launch: f64,
     /// Per-direction link bandwidth, bytes/s, and one hop's latency, s.
@@ -59,6 +65,60 @@ pub struct Rates {
     pub hop: f64,
     /// Tile unit GEMM dimensions are padded to in roofline estimates.
     pub tile: TileUnit,
+    /// Per-operator launch cost and GPU-time envelope on the table grid, computed once per
+    /// operator shape (shared by clones).
+    memo: std::sync::Arc<std::sync::Mutex<Vec<(MemoKey, std::sync::Arc<Prepared>)>>>,
+}
+
+/// An operator shape: a GEMM `(k, n)` or an elementwise op (name, width, kernels, bytes).
+#[derive(Debug, Clone, PartialEq)]
+enum MemoKey {
+    Gemm(u32, u32),
+    Elem(String, u64, u64, u64),
+}
+
+/// What an operator's table rows give once: launch cost `c`, GPU time per element of a
+/// multi-kernel op (from its largest row), and the envelope at each grid point (the least
+/// GPU time of that point and every larger one).
+#[derive(Debug, Clone)]
+struct Prepared {
+    c: f64,
+    envelope: Vec<f64>,
+}
+
+/// Token counts whose table rows set an op's launch cost (launch-bound sizes).
+const SMALL_M: [f64; 4] = [1.0, 8.0, 32.0, 64.0];
+/// The elementwise tables' token counts, for the monotone envelope.
+const ELEM_M: [f64; 7] = [1.0, 8.0, 64.0, 512.0, 2048.0, 8192.0, 32768.0];
+/// The GEMM tables' token counts, for the monotone envelope.
+const GEMM_M: [f64; 12] = [1.0, 8.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0];
+
+/// At each point of `grid`, the least `gpu` time of that point and every larger one.
+fn suffix_min(grid: &[f64], gpu: impl Fn(f64) -> f64) -> Vec<f64> {
+    let mut e: Vec<f64> = grid.iter().map(|&x| gpu(x)).collect();
+    for i in (0..e.len().saturating_sub(1)).rev() {
+        e[i] = e[i].min(e[i + 1]);
+    }
+    e
+}
+
+/// The monotone (non-decreasing in `m`) envelope of an operator's GPU time measured on the
+/// token grid `grid` (`e` = [`suffix_min`] of it): interpolated in log–log space between grid
+/// points, never below the continuous `floor`; above the grid, the time itself (`above`:
+/// the table's tail throughput).
+fn envelope(m: f64, grid: &[f64], e: &[f64], above: impl Fn() -> f64, floor: impl Fn(f64) -> f64) -> f64 {
+    let last = grid.len() - 1;
+    if m >= grid[last] {
+        return above().max(e[last]);
+    }
+    let i = grid.iter().position(|&x| x > m).unwrap_or(last);
+    if i == 0 {
+        return e[0].max(floor(m));
+    }
+    let (x0, x1, lower, upper) = (grid[i - 1], grid[i], e[i - 1], e[i]);
+    let t = libm::log(m / x0) / libm::log(x1 / x0);
+    let v = if lower > 0.0 { libm::exp(libm::log(lower) + t * (libm::log(upper) - libm::log(lower))) } else { upper * t };
+    v.max(floor(m))
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -82,14 +142,19 @@ impl Rates {
             stream_bw: gpu.hbm_tbps * 1e12 * me,
             copy_bw: gpu.hbm_tbps * 1e12 * me,
             gemm_flops: peak * 1e12 * ce,
+            gemm_best_flops: peak * 1e12 * ce,
             attn_flops: gpu.bf16_tflops * 1e12 * ROOFLINE_ATTENTION_EFFICIENCY,
             floor: spec.kernel_floor_us * 1e-6,
+            iso_overhead: 0.0,
             launch: spec.launch_us.unwrap_or(DEFAULT_LAUNCH_US) * 1e-6,
             link_bw: gpu.nvlink_gbps * 1e9 / 2.0,
             hop: spec.comm_latency_us * 1e-6,
             tile: TileUnit::Cuda,
+            memo: Default::default(),
         };
-        let profile = if use_tables { Profile::builtin(&gpu.name) } else { None };
+        // A given profile was checked when the spec was validated.
+        let custom = if use_tables { spec.custom_profile().ok().flatten() } else { None };
+        let profile = if use_tables { custom.or_else(|| Profile::builtin(&gpu.name)) } else { None };
         if let Some(p) = &profile {
             r.fit(p, spec);
         }
@@ -104,7 +169,9 @@ impl Rates {
     fn fit(&mut self, p: &Profile, spec: &StepSpec) {
         let table_dtype = if self.dtype == Dtype::Fp8 { "fp8" } else { "bf16" };
         let mut bw: f64 = 0.0;
+        self.iso_overhead = p.isolated_overhead_s;
         let mut tail = Vec::new();
+        let mut best: f64 = 0.0;
         for t in p.gemm.iter() {
             let (k, n) = (f64::from(t.k), f64::from(t.n));
             if t.dtype == "bf16" {
@@ -116,6 +183,11 @@ impl Rates {
                 if let Some((ms, _)) = p.gemm(&t.dtype, t.k, t.n, m) {
                     tail.push(2.0 * m * k * n / (ms * 1e-3));
                 }
+                for m in [1024.0, 2048.0, 4096.0, 8192.0, 16384.0] {
+                    if let Some((ms, _)) = p.gemm(&t.dtype, t.k, t.n, m) {
+                        best = best.max(2.0 * m * k * n / (ms * 1e-3));
+                    }
+                }
             }
         }
         if bw > 0.0 {
@@ -123,6 +195,7 @@ impl Rates {
         }
         if let Some(f) = median(tail) {
             self.gemm_flops = f;
+            self.gemm_best_flops = best.max(f);
         }
         self.copy_bw = p.copy_bps;
         let seq = 32768.0;
@@ -131,7 +204,7 @@ impl Rates {
         if spec.launch_us.is_none() {
             let floors: Vec<f64> = ["residual_add", "attn_out_transpose", "kv_write", "rms_norm"]
                 .iter()
-                .filter_map(|op| p.elementwise(op, 1.0).map(|(ms, _)| ms * 1e-3 - self.floor))
+                .filter_map(|op| p.elementwise(op, 1.0).map(|(ms, _)| self.iso_s(ms) - self.floor))
                 .collect();
             if let Some(c) = median(floors) {
                 self.launch = c.max(0.0);
@@ -139,12 +212,33 @@ impl Rates {
         }
     }
 
+    /// The prepared table data of one operator shape, computed on first use.
+    fn prepared(&self, key: MemoKey, make: impl FnOnce() -> Prepared) -> std::sync::Arc<Prepared> {
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = memo.iter().find(|(k, _)| *k == key) {
+            return p.clone();
+        }
+        let p = std::sync::Arc::new(make());
+        memo.push((key, p.clone()));
+        p
+    }
+
+    /// An isolated table time (ms) less the measurement's own overhead, s.
+    #[inline]
+    fn iso_s(&self, ms: f64) -> f64 {
+        (ms * 1e-3 - self.iso_overhead).max(0.0)
+    }
+
     /// Roofline GPU time of `x[m,k] @ W[k,n]` at this precision, s.
     pub fn gemm_roof(&self, m: f64, k: f64, n: f64) -> f64 {
+        self.gemm_roof_at(m, k, n, self.gemm_flops)
+    }
+
+    fn gemm_roof_at(&self, m: f64, k: f64, n: f64, flops: f64) -> f64 {
         let (mp, kp, np) = tile_aligned(m, k, n, self.tile);
         let act = if self.dtype == Dtype::Fp8 { 1.0 } else { 2.0 };
         let bytes = k * n * self.dtype.weight_bytes() + m * k * act + m * n * 2.0;
-        self.floor + (bytes / self.stream_bw).max(2.0 * mp * kp * np / self.gemm_flops)
+        self.floor + (bytes / self.stream_bw).max(2.0 * mp * kp * np / flops)
     }
 
     /// One GEMM of `m` tokens through weights `k × n`.
@@ -152,12 +246,24 @@ impl Rates {
         let (kf, nf) = (f64::from(k), f64::from(n));
         let roof = self.gemm_roof(m, kf, nf);
         let table = if self.dtype == Dtype::Fp8 { "fp8" } else { "bf16" };
-        let hit = self.profile.as_ref().and_then(|p| Some((p.gemm(table, k, n, m)?, p.gemm(table, k, n, 1.0)?)));
-        let Some(((iso_ms, src), (iso1_ms, _))) = hit else {
+        let Some(p) = self.profile.as_ref().filter(|p| p.gemm(table, k, n, m).is_some()) else {
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
-        let c = (iso1_ms * 1e-3 - self.gemm_roof(1.0, kf, nf)).max(0.0);
-        let mut g = gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof);
+        let iso = |m: f64| p.gemm(table, k, n, m).map_or(0.0, |v| self.iso_s(v.0));
+        let (_, src) = p.gemm(table, k, n, m).unwrap_or((0.0, Source::Model));
+        // Under a measured time, the floor is the best measured rate (the median tail rate
+        // would sit above well-measured mid-size rows).
+        let floor = |x: f64| self.gemm_roof_at(x, kf, nf, self.gemm_best_flops);
+        let prep = self.prepared(MemoKey::Gemm(k, n), || {
+            // Launch cost: what the small-M rows exceed their roofline by (median: one noisy
+            // row must not set it).
+            let c = median(SMALL_M.iter().map(|&x| iso(x) - self.gemm_roof(x, kf, nf)).collect()).unwrap_or(0.0).max(0.0);
+            let gpu = |x: f64| gpu_from_isolated(iso(x), 1.0, c, floor(x));
+            Prepared { c, envelope: suffix_min(&GEMM_M, gpu) }
+        });
+        // More rows never take less time: a row measured slower than a larger one is noise.
+        let above = || gpu_from_isolated(iso(m), 1.0, prep.c, floor(m));
+        let mut g = envelope(m, &GEMM_M, &prep.envelope, above, floor);
         let mut src = src;
         if matches!(self.dtype, Dtype::Int8 | Dtype::Int4) {
             // Weight-only: the BF16 kernel minus the weight bytes not read, never below the
@@ -173,12 +279,36 @@ impl Rates {
     /// and moves `bytes_tok` bytes per token in one pass.
     pub fn elementwise(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
         let roof = |m: f64| kernels * self.floor + m * bytes_tok / self.copy_bw;
-        let hit = self.profile.as_ref().and_then(|p| Some((p.elementwise(op, m * width)?, p.elementwise(op, width)?)));
+        let hit = self.profile.as_ref().and_then(|p| Some((p, p.elementwise(op, m * width)?.1)));
         match hit {
-            Some(((iso_ms, src), (iso1_ms, _))) => {
-                // At the launch-bound floor iso = n·c + G/n with G the roofline.
-                let c = ((iso1_ms * 1e-3 - roof(1.0) / kernels) / kernels).max(0.0);
-                let g = gpu_from_isolated(iso_ms * 1e-3, kernels, c, roof(m));
+            Some((p, src)) => {
+                let at = |tokens: f64| p.elementwise(op, tokens * width).map_or(0.0, |v| self.iso_s(v.0));
+                let key = MemoKey::Elem(op.to_string(), width.to_bits(), kernels.to_bits(), bytes_tok.to_bits());
+                let gpu_with = |t: f64, c: f64, per_elem: f64| {
+                    let iso = at(t);
+                    if kernels <= 1.0 || iso >= 2.0 * kernels * c {
+                        gpu_from_isolated(iso, kernels, c, roof(t))
+                    } else {
+                        // Rows of a multi-kernel op near its launch floor (n·c) hide its GPU
+                        // time: inverting them multiplies their noise by the kernel count.
+                        // There, the GPU time per element of its largest (GPU-bound) row.
+                        (kernels * self.floor + t * width * per_elem).max(roof(t))
+                    }
+                };
+                let per_elem_of = |c: f64| {
+                    p.elementwise_tail(op).map_or(0.0, |(e, ms)| ((self.iso_s(ms) - c - kernels * self.floor) / e).max(0.0))
+                };
+                let prep = self.prepared(key, || {
+                    // At the launch-bound floor iso = n·c + G/n with G the roofline; the median
+                    // over the small-M rows (one may even lack the kernel: a transpose of one
+                    // token is a view).
+                    let c = median(SMALL_M.iter().map(|&t| (at(t) - roof(t) / kernels) / kernels).collect()).unwrap_or(0.0).max(0.0);
+                    let pe = per_elem_of(c);
+                    Prepared { c, envelope: suffix_min(&ELEM_M, |t| gpu_with(t, c, pe)) }
+                });
+                let c = prep.c;
+                // More tokens never take less time: a row slower than a larger one is noise.
+                let g = envelope(m, &ELEM_M, &prep.envelope, || gpu_with(m, c, per_elem_of(c)), roof);
                 OpT { gpu_s: g, cpu_s: kernels * c, src }
             }
             None => OpT { gpu_s: roof(m), cpu_s: kernels * self.launch, src: Source::Roofline },
@@ -198,15 +328,15 @@ impl Rates {
         let (iso_ms, src) =
             if context > 0.0 { p.attention_chunk(hq, hd, new, context) } else { p.attention_prefill(hq, hd, new) };
         let (iso1_ms, _) = p.attention_prefill(hq, hd, 1.0);
-        let c = (iso1_ms * 1e-3 - self.floor).max(0.0);
-        OpT { gpu_s: gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof), cpu_s: c, src }
+        let c = (self.iso_s(iso1_ms) - self.floor).max(0.0);
+        OpT { gpu_s: gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof), cpu_s: c, src }
     }
 
     /// Batched decode attention reading `tokens` cached tokens of `hkv` KV heads of width
     /// `hd` (one query each) in one layer.
     pub fn attention_decode(&self, hkv: u32, hd: u32, tokens: f64) -> OpT {
         // The launch cost: the isolated time of an empty decode above the kernel floor.
-        let c = self.profile.as_ref().map_or(0.0, |p| (p.attention_decode(0.0).0 * 1e-3 - self.floor).max(0.0));
+        let c = self.profile.as_ref().map_or(0.0, |p| (self.iso_s(p.attention_decode(0.0).0) - self.floor).max(0.0));
         self.attention_decode_given_cpu(hkv, hd, tokens, c)
     }
 
@@ -223,7 +353,7 @@ impl Rates {
         if self.kv_bytes != 2.0 {
             src = src.max(Source::Model);
         }
-        OpT { gpu_s: gpu_from_isolated(iso_ms * 1e-3, 1.0, c, roof), cpu_s: c, src }
+        OpT { gpu_s: gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof), cpu_s: c, src }
     }
 
     /// Ring all-reduce of `bytes` over `tp` GPUs (one kernel).

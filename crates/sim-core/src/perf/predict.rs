@@ -45,6 +45,9 @@ pub struct PredictRequest {
     /// Paged KV cache block size (adds the remap cost); none = contiguous cache.
     #[serde(default)]
     pub block_size: Option<u32>,
+    /// A calibration profile replacing the GPU's shipped one (see `StepSpec::profile`).
+    #[serde(default)]
+    pub profile: Option<serde_json::Value>,
 }
 
 fn one() -> i64 {
@@ -94,6 +97,8 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
     if let Some(f) = &req.fusion {
         spec.fusion = parse_fusion("fusion", f)?;
     }
+    spec.profile = req.profile.clone();
+    let custom = spec.custom_profile()?;
     let mut items = Vec::new();
     let (mut decode_seqs, mut decode_ctx, mut ctx_after, mut sampled, mut prefill_tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for (i, it) in req.batch.iter().enumerate() {
@@ -147,7 +152,7 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
     Ok(Prediction {
         total_ms: breakdown.iter().map(|o| o.ms).sum(),
         mode: if graph { "graph" } else { "eager" },
-        profile: crate::calib::Profile::builtin(&gpu.name).map(|p| p.source),
+        profile: custom.or_else(|| crate::calib::Profile::builtin(&gpu.name)).map(|p| p.source),
         breakdown,
     })
 }

@@ -39,6 +39,22 @@ pub struct OpCost {
 const ROPE_KERNELS: f64 = 16.0;
 /// Kernels of `silu(g) * u` unfused.
 const SILU_MUL_KERNELS: f64 = 2.0;
+/// GPU idle time between two dependent kernels launched eagerly, s: on an H200 the steps of
+/// `benchmarks/data/h200_steps_c.json` lasted 1.8–2.0 ms longer than the sum of their
+/// kernels' times (torch.profiler) over ~965 kernels in a GPU-bound 2,048-token prefill.
+const EAGER_KERNEL_GAP_S: f64 = 2.0e-6;
+/// The same within one CUDA-graph replay: 0.29–0.30 ms over ~965 kernels of a decode step.
+const GRAPH_KERNEL_GAP_S: f64 = 0.3e-6;
+
+/// Kernels one op of the dense part launches (fused groups launch one).
+fn kernels_of(name: &str) -> f64 {
+    match name {
+        "rope_q_and_k" => ROPE_KERNELS,
+        "silu_mul" => SILU_MUL_KERNELS,
+        "moe_permute" => 2.0,
+        _ => 1.0,
+    }
+}
 const GRID_LINEAR_MAX: usize = 64;
 const GRID_PER_DOUBLING: f64 = 16.0;
 const GRID_MAX_M: f64 = 65536.0;
@@ -59,6 +75,10 @@ struct Agg {
     c_pro: f64,
     /// Pipeline-stage transfers (GPU, not overlapped).
     pp: f64,
+    /// Kernels before / after attention in one layer, and in the prologue.
+    k_pre: f64,
+    k_post: f64,
+    k_pro: f64,
 }
 
 impl Agg {
@@ -74,6 +94,9 @@ impl Agg {
             g_pro: l(a.g_pro, b.g_pro),
             c_pro: l(a.c_pro, b.c_pro),
             pp: l(a.pp, b.pp),
+            k_pre: a.k_pre,
+            k_post: a.k_post,
+            k_pro: a.k_pro,
         }
     }
 }
@@ -295,7 +318,17 @@ impl StepModel {
         (a.g_post, a.c_post, a.a_post) = launch_overlap(post);
         a.g_pro = pro.iter().map(|o| o.t.gpu_s).sum();
         a.c_pro = pro.iter().map(|o| o.t.cpu_s).sum();
+        let count = |ops: &[Named]| ops.iter().map(|o| kernels_of(&o.name)).sum::<f64>();
+        (a.k_pre, a.k_post, a.k_pro) = (count(pre), count(post), count(pro));
         a
+    }
+
+    /// Kernels of a step's attention in one layer (one per prefill request, one for all
+    /// decodes) and of its epilogue.
+    fn other_kernels(&self, b: &BatchShape, sampled: f64) -> (f64, f64) {
+        let att = b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 };
+        let epi = if sampled > 0.0 { 2.0 + if self.tp > 1.0 { 1.0 } else { 0.0 } } else { 0.0 };
+        (att, epi)
     }
 
     /// lm_head, sampler and the logits gather for `s` sampled rows, each (name, op).
@@ -380,14 +413,25 @@ impl StepModel {
         self.graphs && b.prefill_tokens + b.decode_seqs <= self.graph_max_tokens
     }
 
-    /// Step time (s) from the aggregates.
-    fn compose(&self, a: &Agg, (ge, ce): (f64, f64), (ga, ca): (f64, f64), graph: bool) -> f64 {
+    /// Step time (s) from the aggregates; `(k_att, k_epi)`: kernels of attention per layer
+    /// and of the epilogue. Every kernel is followed by the GPU's idle gap between dependent
+    /// kernels (eager or within a graph).
+    fn compose(&self, a: &Agg, (ge, ce): (f64, f64), (ga, ca): (f64, f64), graph: bool, (k_att, k_epi): (f64, f64)) -> f64 {
         let l = self.layers;
-        let gl = a.g_pre + ga + a.g_post;
         let forward = if graph {
-            self.r.launch + a.g_pro + l * gl + ge
+            let kernels = a.k_pro + l * (a.k_pre + k_att + a.k_post) + k_epi;
+            self.r.launch + a.g_pro + l * (a.g_pre + ga + a.g_post) + ge + GRAPH_KERNEL_GAP_S * kernels
         } else {
-            eager_s(a, (ga, ca), (ge, ce), l)
+            let gap = EAGER_KERNEL_GAP_S;
+            let g = Agg {
+                g_pre: a.g_pre + gap * a.k_pre,
+                a_pre: a.a_pre + gap * a.k_pre,
+                g_post: a.g_post + gap * a.k_post,
+                a_post: a.a_post + gap * a.k_post,
+                g_pro: a.g_pro + gap * a.k_pro,
+                ..*a
+            };
+            eager_s(&g, (ga + gap * k_att, ca), (ge + gap * k_epi, ce), l)
         };
         forward + a.pp + self.cpu_overhead
     }
@@ -422,7 +466,7 @@ impl StepModel {
         let dense = self.dense_at(m);
         let epi = self.epilogue_at(s);
         let att = self.attention(b, None);
-        self.compose(&dense, epi, att, self.graph_mode(b))
+        self.compose(&dense, epi, att, self.graph_mode(b), self.other_kernels(b, s))
     }
 
     /// Pipeline stages (`deployment.pp`).
@@ -476,7 +520,7 @@ impl StepModel {
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
         dense.pp = 0.0;
         let graph = self.graphs && m <= self.graph_max_tokens as f64;
-        let mut forward = self.compose(&dense, epi, (ga, ca), graph) - self.cpu_overhead;
+        let mut forward = self.compose(&dense, epi, (ga, ca), graph, self.other_kernels(b, s)) - self.cpu_overhead;
         let xfer = match comm {
             Some((ar, x)) => {
                 forward += ar;
@@ -500,7 +544,7 @@ impl StepModel {
         let mut att_ops = Vec::new();
         let att = self.attention(b, Some(&mut att_ops));
         let graph = self.graph_mode(b);
-        let total = self.compose(&a, epi, att, graph);
+        let total = self.compose(&a, epi, att, graph, self.other_kernels(b, b.sampled as f64));
         let mut out: Vec<OpCost> = Vec::new();
         fn add(out: &mut Vec<OpCost>, name: &str, s: f64, src: Source) {
             match out.iter_mut().find(|o| o.op == name) {
@@ -528,6 +572,7 @@ impl StepModel {
             add(&mut out, "cpu_overhead", self.cpu_overhead, Source::Model);
         }
         let gpu: f64 = out.iter().map(|o| o.ms).sum::<f64>() * 1e-3;
+        // replay launch (graph) or exposed CPU launches (eager), and the GPU's gaps between kernels
         add(&mut out, if graph { "graph_launch" } else { "launch_exposed" }, (total - gpu).max(0.0), Source::Model);
         (out, graph)
     }

@@ -107,8 +107,10 @@ fn llama8b_prefill_32k_is_attention_and_gemms() {
 fn eager_costs_launches_when_the_cpu_is_the_bottleneck() {
     let (g, e) = (calibrated("llama-3-8b", "h200", 1), eager("llama-3-8b", "h200", 1));
     let small = decode(8, 512);
-    // ~29 kernels per layer at ~20-25 µs of CPU each, RoPE's 16 alone ~0.4 ms
-    assert!(ms(&e, &small) > 3.0 * ms(&g, &small), "{} {}", ms(&e, &small), ms(&g, &small));
+    // ~30 kernels per layer at ~10-25 µs of CPU each, RoPE's 16 alone ~0.4 ms; measured on
+    // an H200 (benchmarks/data/h200_steps_*.json): eager 2.1-2.9x the graph replay
+    let ratio = ms(&e, &small) / ms(&g, &small);
+    assert!((2.0..4.0).contains(&ratio), "{} {}", ms(&e, &small), ms(&g, &small));
     assert!(line(&e, &small, "launch_exposed").ms > 10.0);
     let items = [PrefillItem { new_tokens: 8192, context_before: 0 }];
     let big = prefill(&items);
@@ -411,4 +413,24 @@ fn a_pp_replica_is_a_pipeline_of_micro_batches() {
     let want = 1.5 * (f + ar) + 1e-4 + cpu;
     let got = pp2.step_ns_pipeline(&b, 2, ar, 1e-4) as f64 * 1e-9;
     assert!((got - want).abs() <= 2e-9, "{got} vs {want}");
+}
+
+#[test]
+fn operator_gpu_times_never_shrink_with_more_tokens() {
+    // Noisy table rows (a GEMM measured slower at 32 rows than at 64) must not make a
+    // larger batch cheaper: the GPU time is the monotone envelope of the rows above it.
+    let r = ops::Rates::new(&gpu("h200"), &StepSpec::default(), true);
+    let grid: Vec<f64> = (0..=140).map(|i| libm::pow(2.0, f64::from(i) / 10.0)).collect();
+    for (k, n) in [(4096, 6144), (4096, 4096), (4096, 28672), (14336, 4096), (8192, 10240), (1024, 8192), (4096, 128256)] {
+        let times: Vec<f64> = grid.iter().map(|&m| r.gemm(m, k, n).gpu_s).collect();
+        for (w, m) in times.windows(2).zip(&grid) {
+            assert!(w[1] >= w[0] * (1.0 - 1e-9), "gemm {k}x{n} at m={m}: {} then {}", w[0], w[1]);
+        }
+    }
+    for (op, width, kernels) in [("rms_norm", 4096.0, 1.0), ("attn_out_transpose", 4096.0, 1.0), ("rope_q_and_k", 5120.0, 16.0), ("silu_mul", 14336.0, 2.0)] {
+        let times: Vec<f64> = grid.iter().map(|&m| r.elementwise(op, m, width, kernels, 4.0 * width).gpu_s).collect();
+        for (w, m) in times.windows(2).zip(&grid) {
+            assert!(w[1] >= w[0] * (1.0 - 1e-9), "{op} at m={m}: {} then {}", w[0], w[1]);
+        }
+    }
 }
