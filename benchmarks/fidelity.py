@@ -137,7 +137,23 @@ def main() -> int:
     print("\nWhole-step sanity")
     for what, ok, detail in step_checks():
         print(f"  {'ok  ' if ok else 'FAIL'} {what}: {detail}")
+    vidur_profiles()
     return 0 if not f["missing"] else 1
+
+
+def vidur_profiles() -> None:
+    """The A100 and H100 profiles derived from Vidur's tables (tools/vidur_profile.py): every
+    row of each against the profile, in range and leave-one-out (no raw files needed: the
+    profile keeps every row it was derived from)."""
+    for gpu in ("a100-80g", "h100"):
+        rows = o1sim.calibration_fidelity(gpu) or []
+        print(f"\n{gpu}: Vidur-derived profile, {len(rows)} rows (GEMMs and elementwise; no attention tables)")
+        print(f"{'op type':24} {'rows':>5} {'MAPE in range':>14} {'MAPE leave-one-out':>19}")
+        for kind in sorted({r["kind"] for r in rows}):
+            of = [r for r in rows if r["kind"] == kind]
+            ir = sum(abs(r["predicted_ms"] / r["measured_ms"] - 1) for r in of) / len(of)
+            loo = sum(abs(r["loo_ms"] / r["measured_ms"] - 1) for r in of) / len(of)
+            print(f"{kind:24} {len(of):5d} {ir:13.2%}{'!' if ir > 0.05 else ' '} {loo:18.2%}{'!' if loo > 0.10 else ' '}")
 
 
 if __name__ == "__main__":

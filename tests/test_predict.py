@@ -212,3 +212,32 @@ def test_profile_does_not_apply_to_the_linear_model() -> None:
     with pytest.raises(o1sim.ConfigError) as e:
         o1sim.simulate(sc)
     assert "profile" in str(e.value) and "linear" in str(e.value)
+
+
+def test_a100_and_h100_use_the_vidur_derived_tables() -> None:
+    prof = json.loads((ROOT / "crates" / "sim-core" / "profiles" / "a100-80g.json").read_text())
+    table = next(t for t in prof["gemm"] if t["k"] == 4096 and t["n"] == 6144)  # Llama-3-8B qkv, TP 1
+    i = table["m"].index(512)
+    p = o1sim.predict_step("llama-3-8b", "a100-80g", batch=[{"new_tokens": 512, "context_tokens": 0}])
+    lines = {o.op: o for o in p.breakdown}
+    assert "Vidur" in (p.profile or "") and "MIT" in (p.profile or "")
+    # in-stream rows are GPU times: a graph step pays exactly the table's time per layer
+    assert lines["qkv"].source == "table"
+    assert lines["qkv"].ms / 32 == pytest.approx(table["ms"][i], rel=1e-6)
+    assert lines["rms_norm"].source in ("table", "interpolated")
+    # Vidur's attention tables are not available: attention is the roofline, and says so
+    assert lines["attention_prefill"].source == "roofline" and lines["lm_head"].source == "roofline"
+    h100 = o1sim.predict_step({"preset": "llama-3-70b", "layers": 80}, "h100", tp=4, batch=[{"new_tokens": 1, "context_tokens": 1023}] * 8)
+    assert {o.op: o.source for o in h100.breakdown}["gate_up"] == "table"  # Llama-2-70B's shapes = Llama-3-70B's
+    # the A100 is slower than the H200 on the same step, the H100 in between
+    t = {g: o1sim.predict_step("llama-3-70b", g, tp=4, batch=[{"new_tokens": 2048, "context_tokens": 0}]).total_ms
+         for g in ("a100-80g", "h100", "h200")}
+    assert t["a100-80g"] > t["h100"] > t["h200"]
+    assert o1sim.calibration_fidelity("a100-80g") and o1sim.calibration_fidelity("l40s") is None
+
+
+def test_profile_timing_must_be_known() -> None:
+    prof = json.loads((ROOT / "crates" / "sim-core" / "profiles" / "a100-80g.json").read_text())
+    with pytest.raises(o1sim.ConfigError) as e:
+        o1sim.predict_step("llama-3-8b", "a100-80g", batch=[{"new_tokens": 8}], profile={**prof, "timing": "wallclock"})
+    assert e.value.field == "profile.timing" and "in_stream" in str(e.value)

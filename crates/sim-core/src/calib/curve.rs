@@ -79,6 +79,25 @@ impl Curve {
 
     /// `y(x)` and where it came from: `Table` on a measured point, `Interpolated` inside the
     /// range or below it (held at the floor), `Roofline` above it (the tail's throughput).
+    /// The measured range `(first x, last x)`.
+    pub fn range(&self) -> (f64, f64) {
+        (self.x[0], self.x[self.x.len() - 1])
+    }
+
+    /// How far apart the measured points around `x` are (`x_right / x_left`; 1 on a point),
+    /// for `x` inside the measured range; `None` outside it.
+    pub fn gap(&self, x: f64) -> Option<f64> {
+        let (lo, hi) = self.range();
+        if !(lo..=hi).contains(&x) {
+            return None;
+        }
+        let i = self.x.partition_point(|&p| p < x);
+        if i < self.x.len() && (self.x[i] - x).abs() <= HIT_REL * x {
+            return Some(1.0);
+        }
+        Some(self.x[i] / self.x[i - 1])
+    }
+
     /// The largest measured point `(x, y)`.
     pub fn last(&self) -> (f64, f64) {
         let i = self.x.len() - 1;

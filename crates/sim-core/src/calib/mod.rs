@@ -108,6 +108,11 @@ struct RawProfile {
     /// What one isolated timing adds beyond the op's launch and GPU time, µs (absent = 0).
     #[serde(default)]
     isolated_overhead_us: f64,
+    /// How rows were timed: `isolated` (default: one eager call between two events, launch
+    /// included) or `in_stream` (events around the op inside a running forward pass: GPU
+    /// time only).
+    #[serde(default)]
+    timing: Option<String>,
     gemm: Vec<RawGemm>,
     attention_prefill: Vec<RawPrefill>,
     attention_chunk: Vec<RawChunk>,
@@ -161,17 +166,25 @@ pub struct Profile {
     /// event records and the synchronising call around it), s. A step launched back to
     /// back pays none of it.
     pub isolated_overhead_s: f64,
+    /// Rows are GPU times measured inside a forward pass (`timing = "in_stream"`), not
+    /// isolated eager calls: nothing to invert, no launch cost in them.
+    pub in_stream: bool,
     pub gemm: Vec<GemmTable>,
     /// Causal prefill attention over FLOPs, all head layouts merged.
-    prefill: Curve,
+    prefill: Option<Curve>,
     /// Chunked-prefill attention over FLOPs (context > 0), all layouts merged.
-    chunk: Curve,
+    chunk: Option<Curve>,
     /// The chunk kernel with no earlier context, over FLOPs.
-    chunk_fresh: Curve,
+    chunk_fresh: Option<Curve>,
     /// Decode attention over K+V bytes read per layer.
-    decode: Curve,
+    decode: Option<Curve>,
     /// Elementwise ops over elements (tokens × width), all widths merged, by op name.
     elementwise: Vec<(String, Curve)>,
+    /// The same per op and width, over tokens: used for that exact width where its measured
+    /// points around the query are at most [`OWN_WIDTH_GAP`] apart (widths of one op disagree
+    /// at equal element counts; a sparse grid of one width interpolates worse than all widths'
+    /// points together).
+    elementwise_width: Vec<(String, u32, Curve)>,
     raw: RawProfile,
 }
 
@@ -179,12 +192,14 @@ pub struct Profile {
 pub fn builtin_text(gpu: &str) -> Option<&'static str> {
     match gpu {
         "h200" => Some(include_str!("../../profiles/h200.json")),
+        "a100-80g" => Some(include_str!("../../profiles/a100-80g.json")),
+        "h100" => Some(include_str!("../../profiles/h100.json")),
         _ => None,
     }
 }
 
 /// Names of the GPUs with a shipped profile.
-pub const PROFILED_GPUS: [&str; 1] = ["h200"];
+pub const PROFILED_GPUS: [&str; 3] = ["h200", "a100-80g", "h100"];
 
 /// One table row excluded while building (for leave-one-out): (section, table, row).
 type Exclude = Option<(&'static str, usize, usize)>;
@@ -201,6 +216,17 @@ fn section_static(s: &str) -> &'static str {
         "attention_decode" => "attention_decode",
         _ => "elementwise",
     }
+}
+
+/// Largest spacing (ratio of neighbouring token counts) at which an op's table of one width
+/// is used on its own (Vidur's grids: ≤ 2, ≤ 3 with a row left out; our H200 tables: 4–8,
+/// where the merged curve over elements predicts held-out rows better).
+const OWN_WIDTH_GAP: f64 = 3.0;
+
+/// A curve's value, or NaN (flagged roofline) for a table the profile lacks: callers check
+/// [`Profile::has_attention`] first.
+fn eval_or_nan(c: &Option<Curve>, x: f64) -> (f64, Source) {
+    c.as_ref().map_or((f64::NAN, Source::Roofline), |c| c.eval(x))
 }
 
 impl Profile {
@@ -227,6 +253,11 @@ impl Profile {
     }
 
     fn from_raw(raw: RawProfile) -> Result<Profile> {
+        if let Some(t) = raw.timing.as_deref() {
+            if t != "isolated" && t != "in_stream" {
+                return Err(SimError::config("profile.timing", format!("must be 'isolated' or 'in_stream' (got '{t}')")));
+            }
+        }
         Profile::build(raw, None)
             .ok_or_else(|| SimError::config("profile", "a calibration table has no usable point"))
     }
@@ -285,7 +316,13 @@ impl Profile {
             }
         }
         let mut elementwise: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        let mut by_width: Vec<(String, u32, Vec<(f64, f64)>)> = Vec::new();
         for (i, e) in raw.elementwise.iter().enumerate() {
+            let tok = e.m.iter().zip(&e.ms).enumerate().filter(|(r, _)| keep(ex, "elementwise", i, *r)).map(|(_, (m, ms))| (*m, *ms));
+            match by_width.iter_mut().find(|(op, w, _)| *op == e.op && *w == e.width) {
+                Some((_, _, v)) => v.extend(tok),
+                None => by_width.push((e.op.clone(), e.width, tok.collect())),
+            }
             let pts = e
                 .m
                 .iter()
@@ -302,18 +339,21 @@ impl Profile {
             .into_iter()
             .map(|(op, pts)| Curve::new(&pts).map(|c| (op, c)))
             .collect::<Option<Vec<_>>>()?;
+        let elementwise_width = by_width.into_iter().filter_map(|(op, w, pts)| Some((op, w, Curve::new(&pts)?))).collect();
         Some(Profile {
             gpu: raw.gpu.clone(),
             source: raw.source.clone(),
             copy_bps: raw.copy_gbps * 1e9,
             gemm_flops: raw.gemm_tflops * 1e12,
             isolated_overhead_s: raw.isolated_overhead_us.max(0.0) * 1e-6,
+            in_stream: raw.timing.as_deref() == Some("in_stream"),
             gemm,
-            prefill: Curve::new(&pre)?,
-            chunk: Curve::new(&ch)?,
-            chunk_fresh: Curve::new(&fresh)?,
-            decode: Curve::new(&dec)?,
+            prefill: Curve::new(&pre),
+            chunk: Curve::new(&ch),
+            chunk_fresh: Curve::new(&fresh),
+            decode: Curve::new(&dec),
             elementwise,
+            elementwise_width,
             raw,
         })
     }
@@ -340,26 +380,42 @@ impl Profile {
     /// Isolated time (ms) of causal prefill attention of one sequence of `seq` tokens, by
     /// its FLOPs (the tables of all head layouts lie on one curve over FLOPs).
     pub fn attention_prefill(&self, hq: u32, hd: u32, seq: f64) -> (f64, Source) {
-        self.prefill.eval(prefill_flops(hq, hd, seq))
+        eval_or_nan(&self.prefill, prefill_flops(hq, hd, seq))
+    }
+
+    /// Whether the profile has attention tables (every kind: prefill, chunk, decode); without
+    /// them attention is priced by the roofline.
+    pub fn has_attention(&self) -> bool {
+        self.prefill.is_some() && self.chunk.is_some() && self.chunk_fresh.is_some() && self.decode.is_some()
     }
 
     /// Isolated time (ms) of a `chunk`-token prefill chunk over `context` earlier tokens, by
     /// its FLOPs.
     pub fn attention_chunk(&self, hq: u32, hd: u32, chunk: f64, context: f64) -> (f64, Source) {
         let f = chunk_flops(hq, hd, chunk, context);
-        if context > 0.0 { self.chunk.eval(f) } else { self.chunk_fresh.eval(f) }
+        eval_or_nan(if context > 0.0 { &self.chunk } else { &self.chunk_fresh }, f)
     }
 
     /// Isolated time (ms) of batched decode attention reading `bytes` of K and V in one
     /// layer.
     pub fn attention_decode(&self, bytes: f64) -> (f64, Source) {
-        self.decode.eval(bytes)
+        eval_or_nan(&self.decode, bytes)
     }
 
     /// Isolated time (ms) of elementwise `op` over `elements` (tokens × the op's width), if
     /// the profile has the op.
     pub fn elementwise(&self, op: &str, elements: f64) -> Option<(f64, Source)> {
         self.elementwise.iter().find(|(o, _)| o == op).map(|(_, c)| c.eval(elements))
+    }
+
+    /// Isolated time (ms) of elementwise `op` over `tokens` tokens of `width` elements: the
+    /// table of that exact width inside its measured range, else the op's curve over elements.
+    pub fn elementwise_at(&self, op: &str, tokens: f64, width: f64) -> Option<(f64, Source)> {
+        let own = self.elementwise_width.iter().find(|(o, w, _)| o == op && f64::from(*w) == width).map(|(_, _, c)| c);
+        match own {
+            Some(c) if c.gap(tokens).is_some_and(|g| g <= OWN_WIDTH_GAP) => Some(c.eval(tokens)),
+            _ => self.elementwise(op, tokens * width),
+        }
     }
 
     /// The largest measured size of elementwise `op`: (elements, isolated ms).
@@ -406,7 +462,7 @@ impl Profile {
         }
         for (t, e) in raw.elementwise.iter().enumerate() {
             for (r, (m, ms)) in e.m.iter().zip(&e.ms).enumerate() {
-                let f = |pr: &Profile| pr.elementwise(&e.op, m * f64::from(e.width)).map_or(f64::NAN, |v| v.0);
+                let f = |pr: &Profile| pr.elementwise_at(&e.op, *m, f64::from(e.width)).map_or(f64::NAN, |v| v.0);
                 let key = format!("{} m={}", e.label, m);
                 push(e.op.clone(), key, *ms, "elementwise", t, r, &f);
             }

@@ -101,10 +101,20 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 /// * `l40s`: NVIDIA L40S datasheet (BF16 362.05 / FP8 733 TFLOP/s dense, 48 GB GDDR6 =
 ///   44.7 GiB, 864 GB/s, 142 SMs, PCIe Gen4 x16 = 64 GB/s bidirectional, no NVLink).
 ///
+/// * `b200`: NVIDIA HGX/DGX B200 datasheets, per GPU (FP8 4.5 / BF16 2.25 PFLOP/s dense,
+///   i.e. half the sparse figures; 180 GB HBM3e at 8 TB/s; fifth-generation NVLink
+///   1.8 TB/s). 148 SMs is the commonly reported count, not a datasheet figure.
+/// * `mi300x`: AMD Instinct MI300X datasheet (BF16 1,307.4 / FP8 2,614.9 TFLOP/s dense,
+///   192 GB HBM3 at 5.3 TB/s, 304 compute units — `sms` holds CUs —, Infinity Fabric
+///   7 × 128 GB/s = 896 GB/s to its peers). CUDA tile alignment is kept (an approximation).
+///   Like H100 memory, these capacities are taken as GiB (HBM stacks are binary).
+///
 /// Efficiencies: our H200 measurements show an 8192³ BF16 matmul at 767.8 TFLOP/s (0.78 of
 /// peak) and a device-to-device copy at 4,211 GB/s read+write (0.88 of peak); the presets use
 /// slightly lower round figures (0.75 / 0.85) for Hopper since serving GEMMs are smaller, and
-/// 0.70 / 0.80 for A100 and L40S (estimates, not measured).
+/// 0.70 / 0.80 for A100, L40S, B200 and MI300X (estimates, not measured). Calibrated profiles
+/// ship for h200 (our measurements), a100-80g and h100 (derived from Vidur's); the others
+/// price steps with this roofline, flagged `roofline`.
 pub fn gpu_presets() -> Vec<Gpu> {
     #[allow(clippy::too_many_arguments)]
     fn gpu(
@@ -137,12 +147,14 @@ pub fn gpu_presets() -> Vec<Gpu> {
         gpu(
             "l40s", 362.05, 733.0, L40S_GIB, 0.864, 142, 64.0, 0.70, 0.80,
         ),
+        gpu("b200", 2250.0, 4500.0, 180.0, 8.0, 148, 1800.0, 0.70, 0.80),
+        gpu("mi300x", 1307.4, 2614.9, 192.0, 5.3, 304, 896.0, 0.70, 0.80),
     ]
 }
 
 /// Names of the GPU presets, in catalog order.
 pub fn gpu_preset_names() -> Vec<&'static str> {
-    vec!["a100-80g", "h100", "h200", "l40s"]
+    vec!["a100-80g", "h100", "h200", "l40s", "b200", "mi300x"]
 }
 
 fn gpu_preset(name: &str) -> Option<Gpu> {

@@ -198,10 +198,13 @@ impl Rates {
             self.gemm_best_flops = best.max(f);
         }
         self.copy_bw = p.copy_bps;
-        let seq = 32768.0;
-        let (ms, _) = p.attention_prefill(32, 128, seq);
-        self.attn_flops = crate::calib::prefill_flops(32, 128, seq) / (ms * 1e-3);
-        if spec.launch_us.is_none() {
+        if p.has_attention() {
+            let seq = 32768.0;
+            let (ms, _) = p.attention_prefill(32, 128, seq);
+            self.attn_flops = crate::calib::prefill_flops(32, 128, seq) / (ms * 1e-3);
+        }
+        // In-stream rows hold no launch cost to fit: the default (or the spec's) stays.
+        if spec.launch_us.is_none() && !p.in_stream {
             let floors: Vec<f64> = ["residual_add", "attn_out_transpose", "kv_write", "rms_norm"]
                 .iter()
                 .filter_map(|op| p.elementwise(op, 1.0).map(|(ms, _)| self.iso_s(ms) - self.floor))
@@ -257,7 +260,11 @@ impl Rates {
         let prep = self.prepared(MemoKey::Gemm(k, n), || {
             // Launch cost: what the small-M rows exceed their roofline by (median: one noisy
             // row must not set it).
-            let c = median(SMALL_M.iter().map(|&x| iso(x) - self.gemm_roof(x, kf, nf)).collect()).unwrap_or(0.0).max(0.0);
+            let c = if p.in_stream {
+                0.0 // the rows are GPU times already
+            } else {
+                median(SMALL_M.iter().map(|&x| iso(x) - self.gemm_roof(x, kf, nf)).collect()).unwrap_or(0.0).max(0.0)
+            };
             let gpu = |x: f64| gpu_from_isolated(iso(x), 1.0, c, floor(x));
             Prepared { c, envelope: suffix_min(&GEMM_M, gpu) }
         });
@@ -282,7 +289,7 @@ impl Rates {
         let hit = self.profile.as_ref().and_then(|p| Some((p, p.elementwise(op, m * width)?.1)));
         match hit {
             Some((p, src)) => {
-                let at = |tokens: f64| p.elementwise(op, tokens * width).map_or(0.0, |v| self.iso_s(v.0));
+                let at = |tokens: f64| p.elementwise_at(op, tokens, width).map_or(0.0, |v| self.iso_s(v.0));
                 let key = MemoKey::Elem(op.to_string(), width.to_bits(), kernels.to_bits(), bytes_tok.to_bits());
                 let gpu_with = |t: f64, c: f64, per_elem: f64| {
                     let iso = at(t);
@@ -302,14 +309,19 @@ impl Rates {
                     // At the launch-bound floor iso = n·c + G/n with G the roofline; the median
                     // over the small-M rows (one may even lack the kernel: a transpose of one
                     // token is a view).
-                    let c = median(SMALL_M.iter().map(|&t| (at(t) - roof(t) / kernels) / kernels).collect()).unwrap_or(0.0).max(0.0);
+                    let c = if p.in_stream {
+                        0.0 // the rows are GPU times already
+                    } else {
+                        median(SMALL_M.iter().map(|&t| (at(t) - roof(t) / kernels) / kernels).collect()).unwrap_or(0.0).max(0.0)
+                    };
                     let pe = per_elem_of(c);
                     Prepared { c, envelope: suffix_min(&ELEM_M, |t| gpu_with(t, c, pe)) }
                 });
                 let c = prep.c;
                 // More tokens never take less time: a row slower than a larger one is noise.
                 let g = envelope(m, &ELEM_M, &prep.envelope, || gpu_with(m, c, per_elem_of(c)), roof);
-                OpT { gpu_s: g, cpu_s: kernels * c, src }
+                let cpu = if p.in_stream { kernels * self.launch } else { kernels * c };
+                OpT { gpu_s: g, cpu_s: cpu, src }
             }
             None => OpT { gpu_s: roof(m), cpu_s: kernels * self.launch, src: Source::Roofline },
         }
@@ -322,7 +334,7 @@ impl Rates {
         let bytes = (context + new) * crate::calib::kv_bytes(hkv, hd, 1.0) * self.kv_bytes / 2.0
             + 2.0 * new * f64::from(hq * hd) * 2.0;
         let roof = self.floor + (flops / self.attn_flops).max(bytes / self.stream_bw);
-        let Some(p) = &self.profile else {
+        let Some(p) = self.profile.as_ref().filter(|p| p.has_attention()) else {
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
         let (iso_ms, src) =
@@ -336,7 +348,11 @@ impl Rates {
     /// `hd` (one query each) in one layer.
     pub fn attention_decode(&self, hkv: u32, hd: u32, tokens: f64) -> OpT {
         // The launch cost: the isolated time of an empty decode above the kernel floor.
-        let c = self.profile.as_ref().map_or(0.0, |p| (self.iso_s(p.attention_decode(0.0).0) - self.floor).max(0.0));
+        let c = self
+            .profile
+            .as_ref()
+            .filter(|p| p.has_attention())
+            .map_or(self.launch, |p| (self.iso_s(p.attention_decode(0.0).0) - self.floor).max(0.0));
         self.attention_decode_given_cpu(hkv, hd, tokens, c)
     }
 
@@ -346,7 +362,7 @@ impl Rates {
     pub fn attention_decode_given_cpu(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
         let bytes = crate::calib::kv_bytes(hkv, hd, tokens) * self.kv_bytes / 2.0;
         let roof = self.floor + bytes / self.stream_bw;
-        let Some(p) = &self.profile else {
+        let Some(p) = self.profile.as_ref().filter(|p| p.has_attention()) else {
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
         let (iso_ms, mut src) = p.attention_decode(bytes);
