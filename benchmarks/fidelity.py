@@ -147,7 +147,7 @@ def vidur_profiles() -> None:
     profile keeps every row it was derived from)."""
     for gpu in ("a100-80g", "h100"):
         rows = o1sim.calibration_fidelity(gpu) or []
-        print(f"\n{gpu}: Vidur-derived profile, {len(rows)} rows (GEMMs and elementwise; no attention tables)")
+        print(f"\n{gpu}: Vidur-derived profile, {len(rows)} rows (GEMMs, elementwise; attention where the profile has it)")
         print(f"{'op type':24} {'rows':>5} {'MAPE in range':>14} {'MAPE leave-one-out':>19}")
         for kind in sorted({r["kind"] for r in rows}):
             of = [r for r in rows if r["kind"] == kind]

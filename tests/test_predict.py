@@ -225,10 +225,17 @@ def test_a100_and_h100_use_the_vidur_derived_tables() -> None:
     assert lines["qkv"].source == "table"
     assert lines["qkv"].ms / 32 == pytest.approx(table["ms"][i], rel=1e-6)
     assert lines["rms_norm"].source in ("table", "interpolated")
-    # Vidur's attention tables are not available: attention is the roofline, and says so
-    assert lines["attention_prefill"].source == "roofline" and lines["lm_head"].source == "roofline"
+    # the A100's attention comes from Vidur's real Llama-3-8B rows: (32 decodes, KV 1,536) is one
+    assert lines["attention_prefill"].source in ("table", "interpolated") and lines["lm_head"].source == "roofline"
+    dec = o1sim.predict_step("llama-3-8b", "a100-80g", batch=[{"new_tokens": 1, "context_tokens": 1535}] * 32)
+    row = next(i for i, (b, c) in enumerate(zip(prof["attention_decode"][0]["b"], prof["attention_decode"][0]["ctx"]))
+               if (b, c) == (32, 1536))
+    att = {o.op: o for o in dec.breakdown}["attention_decode"]
+    assert att.ms / 32 == pytest.approx(prof["attention_decode"][0]["ms"][row], rel=0.02)
+    # the H100 has no attention rows: roofline, and says so
     h100 = o1sim.predict_step({"preset": "llama-3-70b", "layers": 80}, "h100", tp=4, batch=[{"new_tokens": 1, "context_tokens": 1023}] * 8)
-    assert {o.op: o.source for o in h100.breakdown}["gate_up"] == "table"  # Llama-2-70B's shapes = Llama-3-70B's
+    src = {o.op: o.source for o in h100.breakdown}
+    assert src["gate_up"] == "table" and src["attention_decode"] == "roofline"  # Llama-2-70B's shapes = Llama-3-70B's
     # the A100 is slower than the H200 on the same step, the H100 in between
     t = {g: o1sim.predict_step("llama-3-70b", g, tp=4, batch=[{"new_tokens": 2048, "context_tokens": 0}]).total_ms
          for g in ("a100-80g", "h100", "h200")}

@@ -11,8 +11,12 @@ crates/sim-core/profiles/<gpu>.json in the format of profiles/h200.json:
 * elementwise tables: `input_layernorm` → rms_norm (width = hidden), `attn_rope` →
   rope_q_and_k (width = q + k heads × head dim of one shard), `mlp_act` → silu_mul (width =
   intermediate of one shard), `add` → residual_add (width = hidden).
-* no attention tables (Vidur's attention.csv files are not in ../shared): the model uses its
-  roofline for attention on these GPUs and flags it.
+* attention: Vidur's attention.csv files are not in ../shared. For the A100 the 205 real
+  upstream rows of Llama-3-8B at TP 1 that ../shared keeps
+  (`reconstructed/attention_samples_real_llama3-8b_a100_tp1.csv`: only the measured rows,
+  none of the fitted ones) become its attention tables (prefill, chunked prefill by chunk
+  size, decode by batch × KV length); the H100 has none, and the model prices attention
+  there by its roofline and flags it.
 * `timing = "in_stream"`: Vidur times each op with CUDA events inside a running forward
   pass, so a row is the op's GPU time (no isolated-call launch to remove). Its kernels are
   sarathi-serve's fused ones (one RoPE kernel, one SiLU·mul kernel).
@@ -65,6 +69,36 @@ def shapes(r: dict[str, str]) -> tuple[dict[str, tuple[int, int]], dict[str, int
     return gemm, width
 
 
+def attention(src: Path, device: str) -> dict[str, list]:
+    """Attention tables from the real upstream rows kept in ../shared (A100, Llama-3-8B, TP 1:
+    32 query heads, 8 KV heads, head dim 128)."""
+    path = src / "reconstructed" / f"attention_samples_real_llama3-8b_{device}_tp1.csv"
+    out: dict[str, list] = {"attention_prefill": [], "attention_chunk": [], "attention_decode": []}
+    if not path.exists():
+        return out
+    heads = {"hq": 32, "hkv": 8, "hd": 128}
+    prefill: dict[int, float] = {}
+    chunks: dict[int, dict[int, float]] = defaultdict(dict)
+    decode: list[tuple[int, int, float]] = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            ms = float(r["attn_median_ms"])
+            if r["kind"] == "prefill":
+                chunk, ctx = int(r["prefill_chunk_size"]), int(r["kv_cache_size"])
+                chunks[chunk][ctx] = ms
+                if ctx == 0:
+                    prefill[chunk] = ms
+            else:
+                decode.append((int(r["batch_size"]), int(r["kv_cache_size"]), ms))
+    out["attention_prefill"] = [{**heads, "seq": sorted(prefill), "ms": [prefill[k] for k in sorted(prefill)]}]
+    out["attention_chunk"] = [{**heads, "chunk": c, "context": sorted(v), "ms": [v[k] for k in sorted(v)]}
+                              for c, v in sorted(chunks.items())]
+    decode.sort()
+    out["attention_decode"] = [{**heads, "b": [d[0] for d in decode], "ctx": [d[1] for d in decode],
+                                "ms": [d[2] for d in decode]}]
+    return out
+
+
 def profile(src: Path, device: str, gpu: str) -> dict:
     gemm_pts: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     elem_pts: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -110,18 +144,19 @@ def profile(src: Path, device: str, gpu: str) -> dict:
         ts = keep_tokens(sorted(pts))
         elementwise.append({"op": op, "label": model, "width": width, "m": ts,
                             "ms": [round(sorted(pts[t])[len(pts[t]) // 2], 5) for t in ts]})
+    att = attention(src, device)
+    what = ("attention from its 205 real Llama-3-8B TP1 rows" if att["attention_decode"]
+            else "no attention tables")
     return {
         "gpu": gpu,
-        "source": f"Vidur's {device.upper()} operator profiles (microsoft/vidur {COMMIT[:7]}, data/profiling/compute, "
+        "source": f"Vidur's {device.upper()} operator profiles (microsoft/vidur {COMMIT[:7]}, data/profiling, "
                   "MIT licence, Copyright (c) Microsoft Corporation; sarathi-serve kernels, median of CUDA-event "
-                  "timings inside the forward pass); derived by tools/vidur_profile.py; no attention tables",
+                  f"timings inside the forward pass); derived by tools/vidur_profile.py; {what}",
         "timing": "in_stream",
         "copy_gbps": round(copy_bps / 1e9, 1),
         "gemm_tflops": round(best_flops / 1e12, 1),
         "gemm": gemm,
-        "attention_prefill": [],
-        "attention_chunk": [],
-        "attention_decode": [],
+        **att,
         "elementwise": elementwise,
     }
 

@@ -339,6 +339,9 @@ impl Rates {
         };
         let (iso_ms, src) =
             if context > 0.0 { p.attention_chunk(hq, hd, new, context) } else { p.attention_prefill(hq, hd, new) };
+        if p.in_stream {
+            return OpT { gpu_s: (iso_ms * 1e-3).max(roof), cpu_s: self.launch, src };
+        }
         let (iso1_ms, _) = p.attention_prefill(hq, hd, 1.0);
         let c = (self.iso_s(iso1_ms) - self.floor).max(0.0);
         OpT { gpu_s: gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof), cpu_s: c, src }
@@ -351,7 +354,7 @@ impl Rates {
         let c = self
             .profile
             .as_ref()
-            .filter(|p| p.has_attention())
+            .filter(|p| p.has_attention() && !p.in_stream)
             .map_or(self.launch, |p| (self.iso_s(p.attention_decode(0.0).0) - self.floor).max(0.0));
         self.attention_decode_given_cpu(hkv, hd, tokens, c)
     }
@@ -369,7 +372,8 @@ impl Rates {
         if self.kv_bytes != 2.0 {
             src = src.max(Source::Model);
         }
-        OpT { gpu_s: gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof), cpu_s: c, src }
+        let gpu_s = if p.in_stream { (iso_ms * 1e-3).max(roof) } else { gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof) };
+        OpT { gpu_s, cpu_s: c, src }
     }
 
     /// Ring all-reduce of `bytes` over `tp` GPUs (one kernel).
