@@ -318,6 +318,15 @@ impl Rates {
     /// Causal prefill attention of one request: `new` tokens over `context` earlier ones,
     /// with `hq` query and `hkv` KV heads of width `hd` on this GPU.
     pub fn attention_prefill(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64) -> OpT {
+        // The launch cost: the isolated time of a one-token prefill above the kernel floor.
+        let c = self.profile.as_ref().map_or(0.0, |p| (self.iso_s(p.attention_prefill(hq, hd, 1.0).0) - self.floor).max(0.0));
+        self.attention_prefill_given_cpu(hq, hkv, hd, new, context, c)
+    }
+
+    /// [`Rates::attention_prefill`] given its launch cost `c` (`attention_prefill(..).cpu_s`,
+    /// which depends only on the head layout), saving one curve evaluation per request.
+    #[inline]
+    pub fn attention_prefill_given_cpu(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64, c: f64) -> OpT {
         let flops = crate::calib::chunk_flops(hq, hd, new, context);
         let bytes = (context + new) * crate::calib::kv_bytes(hkv, hd, 1.0) * self.kv_bytes / 2.0
             + 2.0 * new * f64::from(hq * hd) * 2.0;
@@ -327,8 +336,6 @@ impl Rates {
         };
         let (iso_ms, src) =
             if context > 0.0 { p.attention_chunk(hq, hd, new, context) } else { p.attention_prefill(hq, hd, new) };
-        let (iso1_ms, _) = p.attention_prefill(hq, hd, 1.0);
-        let c = (self.iso_s(iso1_ms) - self.floor).max(0.0);
         OpT { gpu_s: gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof), cpu_s: c, src }
     }
 

@@ -15,9 +15,13 @@
 //!
 //! Everything that depends only on the step's token count M (all but attention and the
 //! sampled rows) is evaluated exactly on a grid of M (every integer to 64, then 16 points
-//! per doubling to 65,536) when the model is built; a step interpolates linearly between
-//! neighbours (within 0.2% of the exact sum; tested), so pricing a step costs a few dozen
-//! floating-point operations and at most one table lookup for decode attention.
+//! per doubling to 65,536); a step interpolates linearly between neighbours (within 0.2% of
+//! the exact sum; tested), so pricing a step costs a few dozen floating-point operations and
+//! at most one table lookup for decode attention. A grid point is computed the first time a
+//! step needs it (a run visits a few dozen of the 224 points), so building a model is cheap
+//! and the values are the same whichever step asks first.
+
+use std::sync::OnceLock;
 
 use crate::calib::Source;
 use crate::catalog::Model;
@@ -135,9 +139,10 @@ pub struct StepModel {
     cpu_overhead: f64,
     block_size: f64,
     grid_m: Vec<f64>,
-    grid: Vec<Agg>,
-    /// (GPU, CPU) of the epilogue at each grid point of sampled rows.
-    epi: Vec<(f64, f64)>,
+    /// The dense part's aggregates at each grid point, computed on first use.
+    grid: Vec<OnceLock<Agg>>,
+    /// (GPU, CPU) of the epilogue at each grid point of sampled rows, computed on first use.
+    epi: Vec<OnceLock<(f64, f64)>>,
     /// Launch cost of the decode attention kernel and its lookup, cached at build.
     decode_cpu: f64,
     prefill_cpu: f64,
@@ -197,16 +202,30 @@ impl StepModel {
         };
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
         s.prefill_cpu = s.r.attention_prefill(hq, hkv, hd, 1.0, 0.0).cpu_s;
+        let ratio = libm::exp2(1.0 / GRID_PER_DOUBLING);
         let mut m = 1.0;
         while m <= GRID_MAX_M {
             s.grid_m.push(m);
-            m = if s.grid_m.len() < GRID_LINEAR_MAX { m + 1.0 } else { m * libm::exp2(1.0 / GRID_PER_DOUBLING) };
+            m = if s.grid_m.len() < GRID_LINEAR_MAX { m + 1.0 } else { m * ratio };
         }
-        let grid: Vec<Agg> = s.grid_m.iter().map(|&m| s.agg(&s.dense(m), m)).collect();
-        let epi: Vec<(f64, f64)> = s.grid_m.iter().map(|&m| s.epilogue_sum(m)).collect();
-        s.grid = grid;
-        s.epi = epi;
+        s.grid = s.grid_m.iter().map(|_| OnceLock::new()).collect();
+        s.epi = s.grid_m.iter().map(|_| OnceLock::new()).collect();
         s
+    }
+
+    /// The dense aggregates at grid point `i`.
+    #[inline]
+    fn grid_at(&self, i: usize) -> &Agg {
+        self.grid[i].get_or_init(|| {
+            let m = self.grid_m[i];
+            self.agg(&self.dense(m), m)
+        })
+    }
+
+    /// The epilogue (GPU s, CPU s) at grid point `i`.
+    #[inline]
+    fn epi_at(&self, i: usize) -> (f64, f64) {
+        *self.epi[i].get_or_init(|| self.epilogue_sum(self.grid_m[i]))
     }
 
     /// Use a paged KV cache of `block_size` tokens (adds the block-table remap cost, §2.5).
@@ -355,6 +374,7 @@ impl StepModel {
     }
 
     /// Grid position of `m`: (index of the point at or below, weight of the next).
+    #[inline(always)]
     fn locate(&self, m: f64) -> Option<(usize, f64)> {
         if !(1.0..=GRID_MAX_M).contains(&m) {
             return None;
@@ -362,11 +382,32 @@ impl StepModel {
         let i = if m <= GRID_LINEAR_MAX as f64 {
             (m as usize).saturating_sub(1)
         } else {
-            self.grid_m.partition_point(|&x| x <= m).saturating_sub(1)
+            self.geometric_index(m)
         };
         let next = (i + 1).min(self.grid_m.len() - 1);
         let span = self.grid_m[next] - self.grid_m[i];
         Some((i, if span > 0.0 { (m - self.grid_m[i]) / span } else { 0.0 }))
+    }
+
+    /// For `m` in (64, 65,536]: the last grid point at or below `m`, without a logarithm.
+    /// The bits of an f64 read as an integer are a piecewise-linear log2 that never exceeds
+    /// the true one by more than 0.09 (exact at powers of two); the guess is then moved to the
+    /// exact point by comparisons with the stored grid (0–2 steps), so the result is the
+    /// binary search's.
+    #[inline(always)]
+    fn geometric_index(&self, m: f64) -> usize {
+        const MANTISSA: f64 = (1u64 << 52) as f64;
+        let log2_approx = m.to_bits() as f64 / MANTISSA - 1023.0;
+        let above = ((log2_approx - 6.0) * GRID_PER_DOUBLING).max(0.0) as usize;
+        let g = &self.grid_m;
+        let mut i = (GRID_LINEAR_MAX - 1 + above).min(g.len() - 1);
+        while i + 1 < g.len() && g[i + 1] <= m {
+            i += 1;
+        }
+        while i > 0 && g[i] > m {
+            i -= 1;
+        }
+        i
     }
 
     /// Block-remap cost of decode attention (see [`super::seed::remap_s`]).
@@ -381,7 +422,7 @@ impl StepModel {
         let (mut g, mut c) = (0.0, 0.0);
         let mut pre = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
         for item in b.prefill {
-            let t = self.r.attention_prefill(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before));
+            let t = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before), self.prefill_cpu);
             pre.gpu_s += t.gpu_s;
             pre.cpu_s += t.cpu_s;
             pre.src = pre.src.max(t.src);
@@ -441,7 +482,7 @@ impl StepModel {
     #[inline]
     fn dense_at(&self, m: f64) -> Agg {
         match self.locate(m) {
-            Some((i, t)) => Agg::lerp(&self.grid[i], &self.grid[(i + 1).min(self.grid.len() - 1)], t),
+            Some((i, t)) => Agg::lerp(self.grid_at(i), self.grid_at((i + 1).min(self.grid.len() - 1)), t),
             None if m <= 0.0 => Agg::default(),
             None => self.agg(&self.dense(m), m),
         }
@@ -452,7 +493,7 @@ impl StepModel {
     fn epilogue_at(&self, s: f64) -> (f64, f64) {
         match self.locate(s) {
             Some((i, t)) => {
-                let (a, c) = (self.epi[i], self.epi[(i + 1).min(self.epi.len() - 1)]);
+                let (a, c) = (self.epi_at(i), self.epi_at((i + 1).min(self.epi.len() - 1)));
                 (a.0 + t * (c.0 - a.0), a.1 + t * (c.1 - a.1))
             }
             None => self.epilogue_sum(s),
@@ -504,7 +545,7 @@ impl StepModel {
         // decode over 1/mb of the sequences and their KV.
         let (mut ga, mut ca) = (0.0, 0.0);
         for item in b.prefill {
-            let t = self.r.attention_prefill(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before));
+            let t = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before), self.prefill_cpu);
             ga += t.gpu_s / k;
             ca += t.cpu_s / k;
         }
@@ -601,4 +642,46 @@ fn launch_overlap(ops: &[Named]) -> (f64, f64, f64) {
         suffix -= o.t.gpu_s;
     }
     (g, c, longest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{resolve_gpu, resolve_model};
+
+    fn model_8b() -> StepModel {
+        let (m, g) = (resolve_model(&"llama-3-8b".into()).unwrap(), resolve_gpu(&"h200".into()).unwrap());
+        StepModel::new(&StepSpec::default(), true, &m, &g, 1, 1, false)
+    }
+
+    #[test]
+    fn grid_index_is_the_binary_search() {
+        let s = model_8b();
+        let search = |m: f64| s.grid_m.partition_point(|&x| x <= m) - 1;
+        let mut probes: Vec<f64> = Vec::new();
+        for &g in &s.grid_m[GRID_LINEAR_MAX - 1..] {
+            for d in [-1e-9, 0.0, 1e-9, 0.5, 1.0] {
+                probes.push(g * (1.0 + d));
+                probes.push(g + d);
+                probes.push(g.floor() + d);
+            }
+        }
+        probes.extend((65..=70_000).map(f64::from));
+        for m in probes.into_iter().filter(|&m| m > GRID_LINEAR_MAX as f64 && m <= GRID_MAX_M) {
+            assert_eq!(s.geometric_index(m), search(m), "m = {m}");
+        }
+    }
+
+    #[test]
+    fn lazy_grid_points_equal_the_eager_ones() {
+        // Whatever order steps ask in, a grid point is the exact composition at its M.
+        let s = model_8b();
+        for i in [300usize.min(s.grid_m.len() - 1), 0, 63, 64, 150, 17] {
+            let m = s.grid_m[i];
+            let exact = s.agg(&s.dense(m), m);
+            let lazy = s.grid_at(i);
+            assert_eq!(format!("{lazy:?}"), format!("{exact:?}"), "point {i}");
+            assert_eq!(s.epi_at(i), s.epilogue_sum(m));
+        }
+    }
 }
