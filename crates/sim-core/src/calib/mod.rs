@@ -209,6 +209,17 @@ impl Profile {
         builtin_text(gpu).and_then(|t| Profile::parse(t).ok())
     }
 
+    /// [`Profile::builtin`], parsed once per process and shared: the embedded text is a
+    /// constant, and so is what it parses to (every simulation on an H200 used to parse the
+    /// 19 KB of JSON and take the logs of every point again).
+    pub fn builtin_shared(gpu: &str) -> Option<std::sync::Arc<Profile>> {
+        static H200: std::sync::OnceLock<Option<std::sync::Arc<Profile>>> = std::sync::OnceLock::new();
+        match gpu {
+            "h200" => H200.get_or_init(|| Profile::builtin("h200").map(std::sync::Arc::new)).clone(),
+            _ => Profile::builtin(gpu).map(std::sync::Arc::new),
+        }
+    }
+
     /// Parse a profile from its JSON text.
     pub fn parse(text: &str) -> Result<Profile> {
         let raw: RawProfile = serde_json::from_str(text)

@@ -38,7 +38,7 @@ pub fn gpu_from_isolated(iso: f64, n: f64, c: f64, roof: f64) -> f64 {
 /// Rates and tables for one GPU, precision and spec.
 #[derive(Debug, Clone)]
 pub struct Rates {
-    pub profile: Option<Profile>,
+    pub profile: Option<std::sync::Arc<Profile>>,
     pub dtype: Dtype,
     /// Bytes per KV value.
     pub kv_bytes: f64,
@@ -153,8 +153,8 @@ impl Rates {
             memo: Default::default(),
         };
         // A given profile was checked when the spec was validated.
-        let custom = if use_tables { spec.custom_profile().ok().flatten() } else { None };
-        let profile = if use_tables { custom.or_else(|| Profile::builtin(&gpu.name)) } else { None };
+        let custom = if use_tables { spec.custom_profile().ok().flatten().map(std::sync::Arc::new) } else { None };
+        let profile = if use_tables { custom.or_else(|| Profile::builtin_shared(&gpu.name)) } else { None };
         if let Some(p) = &profile {
             r.fit(p, spec);
         }
