@@ -17,9 +17,13 @@
 //! sampled rows) is evaluated exactly on a grid of M (every integer to 64, then 16 points
 //! per doubling to 65,536); a step interpolates linearly between neighbours (within 0.2% of
 //! the exact sum; tested), so pricing a step costs a few dozen floating-point operations and
-//! at most one table lookup for decode attention. A grid point is computed the first time a
-//! step needs it (a run visits a few dozen of the 224 points), so building a model is cheap
-//! and the values are the same whichever step asks first.
+//! no logarithm. Decode attention, which depends on the KV tokens read, is tabulated the same
+//! way over tokens (with a calibration profile, whose curve costs a log and an exp per
+//! lookup): 128 points per doubling, placed where the f64's top mantissa bits change, so
+//! finding a point is a shift (within 0.03% of the exact op; tested). A grid point is
+//! computed the first time a step needs it (a run visits a few dozen of the 224 dense
+//! points), so building a model is cheap and the values are the same whichever step asks
+//! first. Breakdowns ([`StepModel::breakdown`]) are always exact.
 
 use std::sync::OnceLock;
 
@@ -62,6 +66,12 @@ fn kernels_of(name: &str) -> f64 {
 const GRID_LINEAR_MAX: usize = 64;
 const GRID_PER_DOUBLING: f64 = 16.0;
 const GRID_MAX_M: f64 = 65536.0;
+/// Decode attention's grid: 2^7 = 128 points per doubling of the KV tokens read, from 1 to
+/// 2^26 tokens (a replica's whole KV cache is far below; beyond, the curve is evaluated).
+const DECODE_SUB_BITS: u32 = 7;
+const DECODE_MAX_LOG2: u32 = 26;
+/// Mantissa bits below a decode grid cell's index.
+const DECODE_SHIFT: u32 = 52 - DECODE_SUB_BITS;
 
 /// Sums of the M-dependent part of a step (all times s).
 #[derive(Debug, Clone, Copy, Default)]
@@ -143,6 +153,9 @@ pub struct StepModel {
     grid: Vec<OnceLock<Agg>>,
     /// (GPU, CPU) of the epilogue at each grid point of sampled rows, computed on first use.
     epi: Vec<OnceLock<(f64, f64)>>,
+    /// Decode attention's GPU time (s) at each point of its token grid, computed on first use;
+    /// empty without a profile (the roofline is a line: evaluated directly).
+    decode_grid: Vec<OnceLock<f64>>,
     /// Launch cost of the decode attention kernel and its lookup, cached at build.
     decode_cpu: f64,
     prefill_cpu: f64,
@@ -195,6 +208,7 @@ impl StepModel {
             grid_m: Vec::new(),
             grid: Vec::new(),
             epi: Vec::new(),
+            decode_grid: Vec::new(),
             decode_cpu: 0.0,
             prefill_cpu: 0.0,
             external_comm,
@@ -210,7 +224,40 @@ impl StepModel {
         }
         s.grid = s.grid_m.iter().map(|_| OnceLock::new()).collect();
         s.epi = s.grid_m.iter().map(|_| OnceLock::new()).collect();
+        if s.r.profile.is_some() {
+            s.decode_grid = (0..=DECODE_MAX_LOG2 << DECODE_SUB_BITS).map(|_| OnceLock::new()).collect();
+        }
         s
+    }
+
+    /// Exact GPU time (s) of one layer's decode attention reading `tokens` cached tokens.
+    fn decode_exact_s(&self, tokens: f64) -> f64 {
+        self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).gpu_s
+    }
+
+    /// Decode attention's GPU time (s) at `tokens`, interpolated linearly on its grid. Point
+    /// `i` sits at the f64 whose exponent and top [`DECODE_SUB_BITS`] mantissa bits are `i`
+    /// (offset by the exponent bias), so the cell of `tokens` is its bits shifted, and the
+    /// weight of the next point its remaining mantissa bits (both exact).
+    #[inline]
+    fn decode_s(&self, tokens: f64) -> f64 {
+        if self.decode_grid.is_empty() || !(1.0..(1u64 << DECODE_MAX_LOG2) as f64).contains(&tokens) {
+            return self.decode_exact_s(tokens);
+        }
+        let bits = tokens.to_bits();
+        let i = ((bits >> DECODE_SHIFT) - (1023 << DECODE_SUB_BITS)) as usize;
+        let t = (bits & ((1 << DECODE_SHIFT) - 1)) as f64 * (1.0 / (1u64 << DECODE_SHIFT) as f64);
+        let (a, b) = (self.decode_point(i), self.decode_point(i + 1));
+        a + t * (b - a)
+    }
+
+    /// Decode attention's GPU time at grid point `i` (see [`StepModel::decode_s`]).
+    #[inline]
+    fn decode_point(&self, i: usize) -> f64 {
+        *self.decode_grid[i].get_or_init(|| {
+            let x = f64::from_bits((i as u64 + (1023 << DECODE_SUB_BITS)) << DECODE_SHIFT);
+            self.decode_exact_s(x)
+        })
     }
 
     /// The dense aggregates at grid point `i`.
@@ -437,14 +484,16 @@ impl StepModel {
         if b.decode_seqs > 0 {
             // KV read excludes the token written this step.
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
-            if self.block_size > 0.0 {
-                t.gpu_s += self.remap(tokens, b.decode_seqs as f64);
-            }
-            g += t.gpu_s;
+            let remap = if self.block_size > 0.0 { self.remap(tokens, b.decode_seqs as f64) } else { 0.0 };
             c += self.decode_cpu;
-            if let Some(d) = detail {
-                d.push(Named { name: "attention_decode".into(), t });
+            match detail {
+                Some(d) => {
+                    let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
+                    t.gpu_s += remap;
+                    g += t.gpu_s;
+                    d.push(Named { name: "attention_decode".into(), t });
+                }
+                None => g += self.decode_s(tokens) + remap,
             }
         }
         (g, c)
@@ -551,11 +600,8 @@ impl StepModel {
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
-            if self.block_size > 0.0 {
-                t.gpu_s += self.remap(tokens, b.decode_seqs as f64 / k);
-            }
-            ga += t.gpu_s;
+            let remap = if self.block_size > 0.0 { self.remap(tokens, b.decode_seqs as f64 / k) } else { 0.0 };
+            ga += self.decode_s(tokens) + remap;
             ca += self.decode_cpu;
         }
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
@@ -670,6 +716,30 @@ mod tests {
         for m in probes.into_iter().filter(|&m| m > GRID_LINEAR_MAX as f64 && m <= GRID_MAX_M) {
             assert_eq!(s.geometric_index(m), search(m), "m = {m}");
         }
+    }
+
+    #[test]
+    fn decode_attention_grid_is_within_three_hundredths_of_a_percent() {
+        for (name, tp) in [("llama-3-8b", 1), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2)] {
+            let (m, g) = (resolve_model(&name.into()).unwrap(), resolve_gpu(&"h200".into()).unwrap());
+            let s = StepModel::new(&StepSpec::default(), true, &m, &g, tp, 1, false);
+            assert!(!s.decode_grid.is_empty());
+            let mut x = 1.0f64;
+            while x < 7e7 {
+                for v in [x, x + 0.5, x / 3.0] {
+                    let (a, e) = (s.decode_s(v), s.decode_exact_s(v));
+                    assert!((a / e - 1.0).abs() < 3e-4, "{name} tp{tp} at {v}: {a} vs {e}");
+                }
+                x = (x * 1.0007).floor() + 1.0;
+            }
+            // Integers below 128 and the points themselves are exact.
+            for v in (1..128).map(f64::from).chain([4096.0, 4128.0, 1048576.0]) {
+                assert_eq!(s.decode_s(v), s.decode_exact_s(v), "{v}");
+            }
+        }
+        // Without a profile the roofline line is evaluated directly.
+        let (m, g) = (resolve_model(&"llama-3-8b".into()).unwrap(), resolve_gpu(&"h100".into()).unwrap());
+        assert!(StepModel::new(&StepSpec::default(), true, &m, &g, 1, 1, false).decode_grid.is_empty());
     }
 
     #[test]
