@@ -64,6 +64,10 @@ const PRESETS = {
     "deployment.tp": 8, "deployment.pp": 2, "deployment.replicas": 1, "workload.num_requests": 600,
     "workload.arrival.rate": 6, topology: "2x-hgx-h200-ib",
   },
+  "disagg vs co-located: llama-3-70b tp8, prefill node + decode node over InfiniBand (2x-hgx-h200-ib)": {
+    "deployment.tp": 8, "deployment.replicas": 2, "deployment.prefill_replicas": 1, "workload.num_requests": 300,
+    "workload.arrival.rate": 4, topology: "2x-hgx-h200-ib", policies: ["vllm", "disagg"],
+  },
   "long context (llama-3.1-405b tp8, 8×H200)": {
     model: "llama-3.1-405b", "deployment.tp": 8, "deployment.replicas": 1, "workload.num_requests": 100,
     "workload.arrival.rate": 0.3, "workload.prompt.mean": 20000, "workload.prompt.sigma": 0.5,
@@ -73,6 +77,10 @@ const PRESETS = {
 };
 const DEFAULT_PRESET = Object.keys(PRESETS)[0];
 const DEFAULT_POLICIES = ["orca", "vllm", "sarathi", "o1pro"];
+// `disagg` runs prefill and decode on separate replicas and moves each request's KV cache
+// over the fabric, so it needs a topology; only its scenario carries prefill_replicas.
+const DISAGG = "disagg";
+const PREFILL_REPLICAS = "deployment.prefill_replicas";
 
 function flatten(obj, prefix = "", out = {}) {
   for (const [k, v] of Object.entries(obj)) {
@@ -107,11 +115,28 @@ function writeForm(flat, policies, preset) {
   form.classList.toggle("gamma", flat["workload.arrival.kind"] === "gamma");
 }
 
+/** The disagg choice follows the fabric: offered once a topology is chosen, else unticked. */
+function updateDisagg() {
+  const box = $(`#policies input[value=${DISAGG}]`);
+  if (!box) return;
+  const fabric = topology.enabled && topology.preset ? topology.preset : "";
+  box.disabled = !fabric;
+  if (!fabric) box.checked = false;
+  const gpus = (topology.base?.nodes || []).filter((n) => n.kind === "gpu").length;
+  $("#disagg-note").textContent = fabric
+    ? `disagg: separate prefill and decode replicas; each request's KV cache crosses ${fabric}` +
+      (gpus ? ` (${gpus} GPUs; needs ≥ 2 replicas of tp × pp GPUs)` : "")
+    : "disagg (prefill and decode on separate replicas) needs a fabric: choose one under Topology.";
+  form.classList.toggle("disagg", box.checked);
+}
+
 async function applyPreset(name) {
-  const { topology: topo = "", ...fields } = PRESETS[name] || {};
+  const { topology: topo = "", policies, ...fields } = PRESETS[name] || {};
   const flat = { ...defaults, ...fields };
-  writeForm(flat, readForm().policies.length ? readForm().policies : DEFAULT_POLICIES, name);
+  const current = readForm().policies;
+  writeForm(flat, policies || (current.length ? current.filter((p) => p !== DISAGG) : DEFAULT_POLICIES), name);
   await topology.use(topo);
+  updateDisagg();
 }
 
 /** One scenario object per chosen policy (the form's numbers as numbers, blanks left out). */
@@ -119,7 +144,7 @@ function scenarios(state) {
   const base = {};
   for (const el of fields()) {
     const raw = state.flat[el.name];
-    if (raw === "" || raw === undefined) continue;
+    if (raw === "" || raw === undefined || el.name === PREFILL_REPLICAS) continue;
     if (el.name === "workload.arrival.cv" && state.flat["workload.arrival.kind"] !== "gamma") continue;
     const isNum = el.type === "number";
     setDeep(base, el.name, isNum ? Number(raw) : raw);
@@ -134,6 +159,10 @@ function scenarios(state) {
   return state.policies.map((policy) => {
     const s = structuredClone(base);
     s.scheduler = { ...(s.scheduler || {}), policy };
+    const prefill = state.flat[PREFILL_REPLICAS];
+    if (policy === DISAGG && prefill !== "" && prefill !== undefined) {
+      s.deployment = { ...(s.deployment || {}), prefill_replicas: Number(prefill) };
+    }
     return { label: policy, scenario: s };
   });
 }
@@ -163,6 +192,7 @@ async function fromHash(hash) {
   const policies = p.has("policies") ? p.get("policies").split(",").filter(Boolean) : DEFAULT_POLICIES;
   writeForm(flat, policies, preset);
   await topology.load(p.get("topology"), p.get("links_down"));
+  updateDisagg();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -267,6 +297,14 @@ function renderSummary(results) {
     ];
     const name = document.createElement("td");
     name.textContent = r.label;
+    const kv = s.topology?.kv_transfers;
+    if (kv) {
+      // disagg: how many KV caches crossed the fabric, and what a move took.
+      const small = document.createElement("small");
+      small.className = "kv";
+      small.textContent = `${kv} KV moves, ${fmt(s.topology.kv_transfer_ms?.mean, 2)} ms mean`;
+      name.append(small);
+    }
     tr.append(name);
     for (const [key, value, f] of cells) {
       const td = document.createElement("td");
@@ -284,7 +322,8 @@ const topology = new TopologyPanel({
   select: $("#topology-preset"),
   root: $("#topology-body"),
   expand: async (name) => (await ask("topology", name)).result,
-  onChange: () => schedule(),
+  routes: async (t, src, dst) => (await ask("routes", t, src, dst)).result,
+  onChange: () => { updateDisagg(); schedule(); },
 });
 
 let debounce = null;
@@ -304,13 +343,15 @@ async function main() {
   defaults = flatten(result.defaultScenario);
   delete defaults.name;
   delete defaults["scheduler.policy"];
+  defaults[PREFILL_REPLICAS] = 1; // disagg's split when the form leaves it: one prefill replica
 
   const opts = (sel, names) => { sel.innerHTML = names.map((n) => `<option>${n}</option>`).join(""); };
   opts($("[name=model]"), catalog.models.map((m) => m.name));
   opts($("[name=gpu]"), catalog.gpus.map((g) => g.name));
   opts($("[name='deployment.router']"), catalog.routers);
   opts($("#preset"), Object.keys(PRESETS));
-  $("#policies").innerHTML = catalog.policies
+  const policyNames = [...catalog.policies, ...(catalog.topology_policies || [])];
+  $("#policies").innerHTML = policyNames
     .map((p) => `<label><input type="checkbox" value="${p}"> ${p}</label>`).join("");
   topology.init(catalog, result.features);
   // The Model check panel: outside the form, so neither the experiment's runs nor its URL
@@ -326,6 +367,7 @@ async function main() {
   form.addEventListener("input", (e) => {
     if (e.target.id === "preset" || e.target.id === "live" || e.target.id === "topology-preset") return;
     form.classList.toggle("gamma", $("[name='workload.arrival.kind']").value === "gamma");
+    updateDisagg();
     schedule();
   });
   form.addEventListener("submit", (e) => { e.preventDefault(); run(); });

@@ -1,6 +1,9 @@
 // The Topology panel: a preset picker (in the form), a graph view and a table of links and
 // nodes. Clicking a link (in the graph or the table) selects it; its bandwidth and latency
-// can be changed and it can be taken down.
+// can be changed and it can be taken down. Picking two GPUs (two clicks on the graph, or the
+// route selects) lists the RTMPv2 candidate paths between them, from the core
+// (`o1sim.routes` on the topology as edited: path, bottleneck bandwidth, latency, score,
+// chosen, Pareto frontier), and highlights the chosen one (or a clicked row) on the graph.
 //
 // What it sends (the scenario's shapes, README "Topology"):
 // - no edits: `topology = "<preset>"`;
@@ -18,12 +21,14 @@ const natural = (a, b) => a.localeCompare(b, "en", { numeric: true });
 export class TopologyPanel {
   /**
    * `select`: the form's preset <select>; `root`: the panel's container; `expand(name)`:
-   * async, the core's full table of a preset; `onChange()`: the experiment changed.
+   * async, the core's full table of a preset; `routes(topology, src, dst)`: async, the
+   * core's route candidates; `onChange()`: the experiment changed.
    */
-  constructor({ select, root, expand, onChange }) {
+  constructor({ select, root, expand, routes, onChange }) {
     this.select = select;
     this.root = root;
     this.expand = expand;
+    this.routesOf = routes;
     this.onChange = onChange;
     this.enabled = false;
     this.preset = "";
@@ -36,6 +41,9 @@ export class TopologyPanel {
     this.util = null; // key → utilisation of the last run
     this.cache = new Map();
     this.loading = Promise.resolve();
+    // Route view: the two GPUs picked, the candidates between them, the one drawn.
+    this.route = { src: "", dst: "", list: null, error: null, shown: -1, seq: 0 };
+    this.routing = Promise.resolve();
   }
 
   init(catalog, features) {
@@ -71,6 +79,7 @@ export class TopologyPanel {
     this.selected = null;
     this.util = null;
     this.base = null;
+    this.route = { src: "", dst: "", list: null, error: null, shown: -1, seq: this.route.seq + 1 };
     if (this.preset) {
       const job = (async () => {
         if (!this.cache.has(this.preset)) this.cache.set(this.preset, await this.expand(this.preset));
@@ -101,6 +110,12 @@ export class TopologyPanel {
     }
     for (const [k, l] of this.edits) if (!seen.has(k)) out.push({ k, ...l, edited: true, added: true, up: !this.down.has(k) });
     return out;
+  }
+
+  /** The topology as edited (preset name, or `{preset, links}`), without side effects. */
+  current() {
+    if (!this.edits.size) return this.preset;
+    return { preset: this.preset, links: [...this.edits.values()].map((l) => ({ ...l })) };
   }
 
   /** What goes into the scenario's `topology` field (undefined: none). */
@@ -206,6 +221,7 @@ export class TopologyPanel {
     const tr = this.root.querySelector(`tr[data-key="${CSS.escape(k)}"]`);
     if (tr) tr.classList.toggle("edited", this.edits.has(k) || this.down.has(k));
     this.onChange();
+    this.refreshRoutes();
   }
 
   /** Put every link back as the preset has it. */
@@ -214,6 +230,43 @@ export class TopologyPanel {
     this.down.clear();
     this.render();
     this.onChange();
+    this.refreshRoutes();
+  }
+
+  /** Pick the route's endpoints (GPU ids; "" leaves one open) and fetch the candidates. */
+  pickRoute(src, dst) {
+    this.route = { ...this.route, src: src || "", dst: dst || "", list: null, error: null, shown: -1 };
+    this.renderRoutes();
+    this.renderGraph();
+    this.refreshRoutes();
+  }
+
+  /** A GPU clicked on the graph: the first click picks the source, the second the destination. */
+  clickGpu(id) {
+    const { src, dst } = this.route;
+    if (!src || (src && dst)) this.pickRoute(id, "");
+    else if (id !== src) this.pickRoute(src, id);
+  }
+
+  /** Ask the core for the candidates between the picked GPUs on the topology as edited. */
+  refreshRoutes() {
+    const { src, dst } = this.route;
+    if (!this.preset || !src || !dst || !this.routesOf) return this.routing;
+    const seq = ++this.route.seq;
+    this.routing = (async () => {
+      let list = null;
+      let error = null;
+      try {
+        list = await this.routesOf(this.current(), src, dst);
+      } catch (e) {
+        error = e;
+      }
+      if (seq !== this.route.seq) return; // a newer pick or edit superseded this one
+      this.route = { ...this.route, list, error, shown: list ? list.findIndex((c) => c.chosen) : -1 };
+      this.renderRoutes();
+      this.renderGraph();
+    })();
+    return this.routing;
   }
 
   render() {
@@ -235,7 +288,15 @@ export class TopologyPanel {
     this.root.innerHTML = `<div class="topo-grid">
       <div><svg data-role="graph" role="img" aria-label="topology graph"></svg>
         <p class="muted legend">Click a link to edit it. Width: bandwidth; colour: utilisation in the last run
-        (first policy); dashed red: down; orange ring: edited.</p></div>
+        (first policy); dashed red: down; orange ring: edited; purple: the route shown below.</p>
+        <div class="routes" data-role="routes">
+          <div class="row">
+            <label>Route from <select data-role="route-src" aria-label="route source GPU"></select></label>
+            <label>to <select data-role="route-dst" aria-label="route destination GPU"></select></label>
+          </div>
+          <div class="field-error" data-role="route-error"></div>
+          <div data-role="route-body"></div>
+        </div></div>
       <div class="topo-tables">
         <div class="topo-head"><strong>${esc(this.preset)}</strong> · ${nodes.length} nodes · ${(this.base?.links || []).length} links
           <button type="button" data-role="reset">Reset links</button></div>
@@ -245,8 +306,82 @@ export class TopologyPanel {
           <thead><tr><th>id</th><th>kind</th><th>links</th></tr></thead><tbody>${this.nodeRows()}</tbody></table></div></details>
       </div></div>`;
     this.root.querySelector("[data-role=reset]").addEventListener("click", () => this.reset());
+    const gpus = nodes.filter((n) => n.kind === "gpu").map((n) => n.id).sort(natural);
+    for (const role of ["route-src", "route-dst"]) {
+      const sel = this.root.querySelector(`select[data-role=${role}]`);
+      sel.innerHTML = `<option value="">—</option>` + gpus.map((g) => `<option>${esc(g)}</option>`).join("");
+      sel.addEventListener("change", (e) => {
+        e.stopPropagation();
+        const other = this.root.querySelector(`select[data-role=${role === "route-src" ? "route-dst" : "route-src"}]`).value;
+        if (role === "route-src") this.pickRoute(sel.value, other);
+        else this.pickRoute(other, sel.value);
+      });
+    }
     this.renderTable();
     this.renderGraph();
+    this.renderRoutes();
+  }
+
+  /** The route selects, the error slot and the candidates table. */
+  renderRoutes() {
+    const box = this.root.querySelector("[data-role=routes]");
+    if (!box) return;
+    const { src, dst, list, error, shown } = this.route;
+    box.querySelector("select[data-role=route-src]").value = src;
+    box.querySelector("select[data-role=route-dst]").value = dst;
+    box.querySelector("[data-role=route-error]").textContent = error ? `${error.name || "Error"}: ${error.message}` : "";
+    const body = box.querySelector("[data-role=route-body]");
+    if (!src || !dst || !list) {
+      const hint = error ? ""
+        : src && dst ? "finding routes…"
+        : src ? `From ${esc(src)}: click a second GPU (or pick one above) for the RTMPv2 candidates.`
+        : "Click two GPUs in the graph (or pick them above) to see the RTMPv2 candidate routes between them.";
+      body.innerHTML = hint ? `<p class="muted">${hint}</p>` : "";
+      return;
+    }
+    const note = this.down.size
+      ? `<p class="muted">Links taken down are not in these routes: the simulation takes them down at t = 0 and re-routes.</p>` : "";
+    body.innerHTML = `<div class="scroll"><table class="routes"><thead><tr><th>#</th><th>path</th><th>GB/s</th><th>µs</th>
+      <th>score</th><th>chosen</th><th>frontier</th></tr></thead><tbody></tbody></table></div>
+      <p class="muted">Candidates: the k shortest loop-free paths by latency; score = α·B/B<sub>min</sub> + (1−α)·D<sub>max</sub>/D;
+      frontier: not beaten on both bandwidth and latency. Click a row to draw it.</p>${note}`;
+    const tbody = body.querySelector("tbody");
+    list.forEach((c, i) => {
+      const tr = document.createElement("tr");
+      tr.dataset.index = String(i);
+      tr.dataset.chosen = c.chosen ? "1" : "0";
+      tr.dataset.frontier = c.frontier ? "1" : "0";
+      tr.className = [c.chosen ? "chosen" : "", i === shown ? "shown" : ""].join(" ").trim();
+      tr.innerHTML = `<td>${i + 1}</td><td></td><td>${c.bandwidth_gbps}</td><td>${c.latency_us}</td>
+        <td>${c.score.toFixed(3)}</td><td>${c.chosen ? "✓" : ""}</td><td>${c.frontier ? "✓" : ""}</td>`;
+      tr.children[1].textContent = c.path.join(" → ");
+      tr.addEventListener("click", () => {
+        this.route = { ...this.route, shown: i };
+        this.renderRoutes();
+        this.renderGraph();
+      });
+      tbody.append(tr);
+    });
+  }
+
+  /** Link keys (as the table's rows name them) along the route shown, and its endpoints. */
+  routeLinks(rows) {
+    const { src, dst, list, shown } = this.route;
+    const ends = new Set([src, dst].filter(Boolean));
+    const keys = new Set();
+    const path = list && shown >= 0 ? list[shown]?.path : null;
+    if (path) {
+      const byPair = new Map();
+      for (const r of rows) {
+        byPair.set(key(r.src, r.dst), r.k);
+        byPair.set(key(r.dst, r.src), r.k);
+      }
+      for (let i = 0; i + 1 < path.length; i++) {
+        const k = byPair.get(key(path[i], path[i + 1]));
+        if (k) keys.add(k);
+      }
+    }
+    return { keys, ends, picking: !!src && !dst };
   }
 
   nodeRows() {
@@ -326,6 +461,7 @@ export class TopologyPanel {
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     const pos = this.layout(W, H);
     const rows = this.rows();
+    const route = this.routeLinks(rows);
     const maxBw = Math.max(1, ...rows.map((r) => Number(r.bandwidth_gbps) || 0));
     const lines = rows.map((r) => {
       const [x1, y1] = pos.get(r.src) || [0, 0];
@@ -333,7 +469,8 @@ export class TopologyPanel {
       const w = 1 + 4 * Math.sqrt(Math.max(0, Number(r.bandwidth_gbps) || 0) / maxBw);
       const u = this.util?.get(r.k);
       const color = u === undefined ? "#8aa4d6" : `hsl(${Math.round(210 - 210 * Math.min(1, u * 4))} 65% 50%)`;
-      const cls = [r.up ? "" : "down", r.k === this.selected ? "selected" : "", r.edited ? "edited" : ""].join(" ").trim();
+      const cls = [r.up ? "" : "down", r.k === this.selected ? "selected" : "", r.edited ? "edited" : "",
+        route.keys.has(r.k) ? "route" : ""].join(" ").trim();
       const title = `${r.src}–${r.dst}: ${r.bandwidth_gbps} GB/s, ${r.latency_us} µs${r.up ? "" : " (down)"}${u === undefined ? "" : `, ${(100 * u).toFixed(1)}% used`}`;
       return `<g class="link ${cls}" data-key="${esc(r.k)}"><line class="hit" x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}"></line>` +
         `<line class="wire" x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}" style="stroke:${color};stroke-width:${w.toFixed(1)}"></line><title>${esc(title)}</title></g>`;
@@ -342,7 +479,8 @@ export class TopologyPanel {
       const [x, y] = pos.get(n.id) || [0, 0];
       const bare = String(n.id).replace(/^n\d+\./, "");
       const label = n.kind === "nvswitch" ? "NVS" : n.kind === "gpu" || n.kind === "nic" ? bare.replace(/^\D+/, "") : bare;
-      return `<g class="node ${esc(n.kind)}"><circle cx="${x}" cy="${y}" r="${n.kind === "switch" ? 11 : 9}"></circle>` +
+      const end = route.ends.has(n.id) ? (route.picking ? " route-pick" : " route-end") : "";
+      return `<g class="node ${esc(n.kind)}${end}" data-id="${esc(n.id)}"><circle cx="${x}" cy="${y}" r="${n.kind === "switch" ? 11 : 9}"></circle>` +
         `<text x="${x}" y="${y + 3}">${esc(label.slice(0, 5))}</text><title>${esc(n.id)} (${esc(n.kind)})</title></g>`;
     });
     // Tier names on the left, and each host's id under its GPUs.
@@ -366,5 +504,6 @@ export class TopologyPanel {
     }
     svg.innerHTML = tiers.join("") + lines.join("") + circles.join("");
     svg.querySelectorAll("g.link").forEach((el) => el.addEventListener("click", () => this.select_(el.dataset.key)));
+    svg.querySelectorAll("g.node.gpu").forEach((el) => el.addEventListener("click", () => this.clickGpu(el.dataset.id)));
   }
 }

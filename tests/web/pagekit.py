@@ -1,7 +1,9 @@
-"""Helpers of the browser tests (the page's run counter, the screenshot folder)."""
+"""Helpers of the browser tests (the page's run counter, the summary table, the scenario
+the page sent, the screenshot folder)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,3 +21,18 @@ def wait_ready(pg: Any, runs_before: int = 0) -> None:
 
 def runs(pg: Any) -> int:
     return int(pg.evaluate("Number(document.body.dataset.runs || 0)"))
+
+
+def rows(pg: Any) -> dict[str, dict[str, str]]:
+    """Summary table: policy → {key: exact value (data-value)}, plus the shown text."""
+    return pg.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('#summary tbody tr')].map(tr => [
+            tr.dataset.policy,
+            Object.fromEntries([...tr.querySelectorAll('td[data-key]')].flatMap(td => [
+                [td.dataset.key, td.dataset.value ?? null], [td.dataset.key + '_text', td.textContent]]))]))"""
+    )
+
+
+def page_scenario(pg: Any) -> dict[str, Any]:
+    """The scenario the page sent for its first policy (the *Scenario JSON* box)."""
+    return json.loads(pg.text_content("#scenario-json"))

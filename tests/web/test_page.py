@@ -13,20 +13,8 @@ import o1sim
 import pytest
 
 from pagekit import OUT, runs, wait_ready
-
-
-def _rows(pg: Any) -> dict[str, dict[str, str]]:
-    """Summary table: policy → {key: exact value (data-value)}, plus the shown text."""
-    return pg.evaluate(
-        """() => Object.fromEntries([...document.querySelectorAll('#summary tbody tr')].map(tr => [
-            tr.dataset.policy,
-            Object.fromEntries([...tr.querySelectorAll('td[data-key]')].flatMap(td => [
-                [td.dataset.key, td.dataset.value ?? null], [td.dataset.key + '_text', td.textContent]]))]))"""
-    )
-
-
-def _page_scenario(pg: Any) -> dict[str, Any]:
-    return json.loads(pg.text_content("#scenario-json"))
+from pagekit import page_scenario as _page_scenario
+from pagekit import rows as _rows
 
 
 def test_page_runs_the_default_scenario_with_python_numbers(page: Any, server: str) -> None:

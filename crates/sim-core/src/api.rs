@@ -101,11 +101,12 @@ pub struct SimResult {
 }
 
 impl SimResult {
-    pub fn to_json(&self) -> String { serde_json::to_string(self).unwrap_or_default() }
-    pub fn summary_json(&self) -> String { serde_json::to_string(&self.summary).unwrap_or_default() }
-    pub fn steps_json(&self) -> String { serde_json::to_string(&self.steps).unwrap_or_default() }
+    /// The whole result as compact JSON (`serde_json::to_string`'s bytes, see [`crate::json`]).
+    pub fn to_json(&self) -> String { crate::json::to_string(self).unwrap_or_default() }
+    pub fn summary_json(&self) -> String { crate::json::to_string(&self.summary).unwrap_or_default() }
+    pub fn steps_json(&self) -> String { crate::json::to_string(&self.steps).unwrap_or_default() }
     /// The per-link table as JSON columns (`None` without a topology).
-    pub fn links_json(&self) -> Option<String> { self.links.as_ref().map(|l| serde_json::to_string(l).unwrap_or_default()) }
+    pub fn links_json(&self) -> Option<String> { self.links.as_ref().map(|l| crate::json::to_string(l).unwrap_or_default()) }
 }
 
 

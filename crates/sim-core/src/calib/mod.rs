@@ -235,6 +235,16 @@ impl Profile {
         builtin_text(gpu).and_then(|t| Profile::parse(t).ok())
     }
 
+    /// [`Profile::builtin`], parsed once per process and shared: the embedded text is a
+    /// constant, and so is what it parses to (every simulation on a profiled GPU used to parse
+    /// its JSON and take the logs of every point again).
+    pub fn builtin_shared(gpu: &str) -> Option<std::sync::Arc<Profile>> {
+        type Slot = std::sync::OnceLock<Option<std::sync::Arc<Profile>>>;
+        static SLOTS: [Slot; PROFILED_GPUS.len()] = [const { Slot::new() }; PROFILED_GPUS.len()];
+        let i = PROFILED_GPUS.iter().position(|g| *g == gpu)?;
+        SLOTS[i].get_or_init(|| Profile::builtin(gpu).map(std::sync::Arc::new)).clone()
+    }
+
     /// Parse a profile from its JSON text.
     pub fn parse(text: &str) -> Result<Profile> {
         let raw: RawProfile = serde_json::from_str(text)

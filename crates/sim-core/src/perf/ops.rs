@@ -38,7 +38,7 @@ pub fn gpu_from_isolated(iso: f64, n: f64, c: f64, roof: f64) -> f64 {
 /// Rates and tables for one GPU, precision and spec.
 #[derive(Debug, Clone)]
 pub struct Rates {
-    pub profile: Option<Profile>,
+    pub profile: Option<std::sync::Arc<Profile>>,
     pub dtype: Dtype,
     /// Bytes per KV value.
     pub kv_bytes: f64,
@@ -153,8 +153,8 @@ impl Rates {
             memo: Default::default(),
         };
         // A given profile was checked when the spec was validated.
-        let custom = if use_tables { spec.custom_profile().ok().flatten() } else { None };
-        let profile = if use_tables { custom.or_else(|| Profile::builtin(&gpu.name)) } else { None };
+        let custom = if use_tables { spec.custom_profile().ok().flatten().map(std::sync::Arc::new) } else { None };
+        let profile = if use_tables { custom.or_else(|| Profile::builtin_shared(&gpu.name)) } else { None };
         if let Some(p) = &profile {
             r.fit(p, spec);
         }
@@ -330,6 +330,20 @@ impl Rates {
     /// Causal prefill attention of one request: `new` tokens over `context` earlier ones,
     /// with `hq` query and `hkv` KV heads of width `hd` on this GPU.
     pub fn attention_prefill(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64) -> OpT {
+        // The launch cost: the isolated time of a one-token prefill above the kernel floor
+        // (in-stream rows hold none: the default launch).
+        let c = self
+            .profile
+            .as_ref()
+            .filter(|p| p.has_attention() && !p.in_stream)
+            .map_or(self.launch, |p| (self.iso_s(p.attention_prefill(hq, hd, 1.0).0) - self.floor).max(0.0));
+        self.attention_prefill_given_cpu(hq, hkv, hd, new, context, c)
+    }
+
+    /// [`Rates::attention_prefill`] given its launch cost `c` (`attention_prefill(..).cpu_s`,
+    /// which depends only on the head layout), saving one curve evaluation per request.
+    #[inline]
+    pub fn attention_prefill_given_cpu(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64, c: f64) -> OpT {
         let flops = crate::calib::chunk_flops(hq, hd, new, context);
         let bytes = (context + new) * crate::calib::kv_bytes(hkv, hd, 1.0) * self.kv_bytes / 2.0
             + 2.0 * new * f64::from(hq * hd) * 2.0;
@@ -340,10 +354,8 @@ impl Rates {
         let (iso_ms, src) =
             if context > 0.0 { p.attention_chunk(hq, hd, new, context) } else { p.attention_prefill(hq, hd, new) };
         if p.in_stream {
-            return OpT { gpu_s: (iso_ms * 1e-3).max(roof), cpu_s: self.launch, src };
+            return OpT { gpu_s: (iso_ms * 1e-3).max(roof), cpu_s: c, src };
         }
-        let (iso1_ms, _) = p.attention_prefill(hq, hd, 1.0);
-        let c = (self.iso_s(iso1_ms) - self.floor).max(0.0);
         OpT { gpu_s: gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof), cpu_s: c, src }
     }
 

@@ -15,9 +15,17 @@
 //!
 //! Everything that depends only on the step's token count M (all but attention and the
 //! sampled rows) is evaluated exactly on a grid of M (every integer to 64, then 16 points
-//! per doubling to 65,536) when the model is built; a step interpolates linearly between
-//! neighbours (within 0.2% of the exact sum; tested), so pricing a step costs a few dozen
-//! floating-point operations and at most one table lookup for decode attention.
+//! per doubling to 65,536); a step interpolates linearly between neighbours (within 0.2% of
+//! the exact sum; tested), so pricing a step costs a few dozen floating-point operations and
+//! no logarithm. Decode attention, which depends on the KV tokens read, is tabulated the same
+//! way over tokens (with a calibration profile, whose curve costs a log and an exp per
+//! lookup): 128 points per doubling, placed where the f64's top mantissa bits change, so
+//! finding a point is a shift (within 0.03% of the exact op; tested). A grid point is
+//! computed the first time a step needs it (a run visits a few dozen of the 224 dense
+//! points), so building a model is cheap and the values are the same whichever step asks
+//! first. Breakdowns ([`StepModel::breakdown`]) are always exact.
+
+use std::sync::OnceLock;
 
 use crate::calib::Source;
 use crate::catalog::Model;
@@ -58,6 +66,12 @@ fn kernels_of(name: &str) -> f64 {
 const GRID_LINEAR_MAX: usize = 64;
 const GRID_PER_DOUBLING: f64 = 16.0;
 const GRID_MAX_M: f64 = 65536.0;
+/// Decode attention's grid: 2^7 = 128 points per doubling of the KV tokens read, from 1 to
+/// 2^26 tokens (a replica's whole KV cache is far below; beyond, the curve is evaluated).
+const DECODE_SUB_BITS: u32 = 7;
+const DECODE_MAX_LOG2: u32 = 26;
+/// Mantissa bits below a decode grid cell's index.
+const DECODE_SHIFT: u32 = 52 - DECODE_SUB_BITS;
 
 /// Sums of the M-dependent part of a step (all times s).
 #[derive(Debug, Clone, Copy, Default)]
@@ -135,9 +149,13 @@ pub struct StepModel {
     cpu_overhead: f64,
     block_size: f64,
     grid_m: Vec<f64>,
-    grid: Vec<Agg>,
-    /// (GPU, CPU) of the epilogue at each grid point of sampled rows.
-    epi: Vec<(f64, f64)>,
+    /// The dense part's aggregates at each grid point, computed on first use.
+    grid: Vec<OnceLock<Agg>>,
+    /// (GPU, CPU) of the epilogue at each grid point of sampled rows, computed on first use.
+    epi: Vec<OnceLock<(f64, f64)>>,
+    /// Decode attention's GPU time (s) at each point of its token grid, computed on first use;
+    /// empty without a profile (the roofline is a line: evaluated directly).
+    decode_grid: Vec<OnceLock<f64>>,
     /// Launch cost of the decode attention kernel and its lookup, cached at build.
     decode_cpu: f64,
     prefill_cpu: f64,
@@ -190,6 +208,7 @@ impl StepModel {
             grid_m: Vec::new(),
             grid: Vec::new(),
             epi: Vec::new(),
+            decode_grid: Vec::new(),
             decode_cpu: 0.0,
             prefill_cpu: 0.0,
             external_comm,
@@ -197,16 +216,63 @@ impl StepModel {
         };
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
         s.prefill_cpu = s.r.attention_prefill(hq, hkv, hd, 1.0, 0.0).cpu_s;
+        let ratio = libm::exp2(1.0 / GRID_PER_DOUBLING);
         let mut m = 1.0;
         while m <= GRID_MAX_M {
             s.grid_m.push(m);
-            m = if s.grid_m.len() < GRID_LINEAR_MAX { m + 1.0 } else { m * libm::exp2(1.0 / GRID_PER_DOUBLING) };
+            m = if s.grid_m.len() < GRID_LINEAR_MAX { m + 1.0 } else { m * ratio };
         }
-        let grid: Vec<Agg> = s.grid_m.iter().map(|&m| s.agg(&s.dense(m), m)).collect();
-        let epi: Vec<(f64, f64)> = s.grid_m.iter().map(|&m| s.epilogue_sum(m)).collect();
-        s.grid = grid;
-        s.epi = epi;
+        s.grid = s.grid_m.iter().map(|_| OnceLock::new()).collect();
+        s.epi = s.grid_m.iter().map(|_| OnceLock::new()).collect();
+        if s.r.profile.as_ref().is_some_and(|p| p.has_attention()) {
+            s.decode_grid = (0..=DECODE_MAX_LOG2 << DECODE_SUB_BITS).map(|_| OnceLock::new()).collect();
+        }
         s
+    }
+
+    /// Exact GPU time (s) of one layer's decode attention reading `tokens` cached tokens.
+    fn decode_exact_s(&self, tokens: f64) -> f64 {
+        self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).gpu_s
+    }
+
+    /// Decode attention's GPU time (s) at `tokens`, interpolated linearly on its grid. Point
+    /// `i` sits at the f64 whose exponent and top [`DECODE_SUB_BITS`] mantissa bits are `i`
+    /// (offset by the exponent bias), so the cell of `tokens` is its bits shifted, and the
+    /// weight of the next point its remaining mantissa bits (both exact).
+    #[inline]
+    fn decode_s(&self, tokens: f64) -> f64 {
+        if self.decode_grid.is_empty() || !(1.0..(1u64 << DECODE_MAX_LOG2) as f64).contains(&tokens) {
+            return self.decode_exact_s(tokens);
+        }
+        let bits = tokens.to_bits();
+        let i = ((bits >> DECODE_SHIFT) - (1023 << DECODE_SUB_BITS)) as usize;
+        let t = (bits & ((1 << DECODE_SHIFT) - 1)) as f64 * (1.0 / (1u64 << DECODE_SHIFT) as f64);
+        let (a, b) = (self.decode_point(i), self.decode_point(i + 1));
+        a + t * (b - a)
+    }
+
+    /// Decode attention's GPU time at grid point `i` (see [`StepModel::decode_s`]).
+    #[inline]
+    fn decode_point(&self, i: usize) -> f64 {
+        *self.decode_grid[i].get_or_init(|| {
+            let x = f64::from_bits((i as u64 + (1023 << DECODE_SUB_BITS)) << DECODE_SHIFT);
+            self.decode_exact_s(x)
+        })
+    }
+
+    /// The dense aggregates at grid point `i`.
+    #[inline]
+    fn grid_at(&self, i: usize) -> &Agg {
+        self.grid[i].get_or_init(|| {
+            let m = self.grid_m[i];
+            self.agg(&self.dense(m), m)
+        })
+    }
+
+    /// The epilogue (GPU s, CPU s) at grid point `i`.
+    #[inline]
+    fn epi_at(&self, i: usize) -> (f64, f64) {
+        *self.epi[i].get_or_init(|| self.epilogue_sum(self.grid_m[i]))
     }
 
     /// Use a paged KV cache of `block_size` tokens (adds the block-table remap cost, §2.5).
@@ -355,6 +421,7 @@ impl StepModel {
     }
 
     /// Grid position of `m`: (index of the point at or below, weight of the next).
+    #[inline(always)]
     fn locate(&self, m: f64) -> Option<(usize, f64)> {
         if !(1.0..=GRID_MAX_M).contains(&m) {
             return None;
@@ -362,11 +429,32 @@ impl StepModel {
         let i = if m <= GRID_LINEAR_MAX as f64 {
             (m as usize).saturating_sub(1)
         } else {
-            self.grid_m.partition_point(|&x| x <= m).saturating_sub(1)
+            self.geometric_index(m)
         };
         let next = (i + 1).min(self.grid_m.len() - 1);
         let span = self.grid_m[next] - self.grid_m[i];
         Some((i, if span > 0.0 { (m - self.grid_m[i]) / span } else { 0.0 }))
+    }
+
+    /// For `m` in (64, 65,536]: the last grid point at or below `m`, without a logarithm.
+    /// The bits of an f64 read as an integer are a piecewise-linear log2 that never exceeds
+    /// the true one by more than 0.09 (exact at powers of two); the guess is then moved to the
+    /// exact point by comparisons with the stored grid (0–2 steps), so the result is the
+    /// binary search's.
+    #[inline(always)]
+    fn geometric_index(&self, m: f64) -> usize {
+        const MANTISSA: f64 = (1u64 << 52) as f64;
+        let log2_approx = m.to_bits() as f64 / MANTISSA - 1023.0;
+        let above = ((log2_approx - 6.0) * GRID_PER_DOUBLING).max(0.0) as usize;
+        let g = &self.grid_m;
+        let mut i = (GRID_LINEAR_MAX - 1 + above).min(g.len() - 1);
+        while i + 1 < g.len() && g[i + 1] <= m {
+            i += 1;
+        }
+        while i > 0 && g[i] > m {
+            i -= 1;
+        }
+        i
     }
 
     /// Block-remap cost of decode attention (see [`super::seed::remap_s`]).
@@ -381,7 +469,7 @@ impl StepModel {
         let (mut g, mut c) = (0.0, 0.0);
         let mut pre = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
         for item in b.prefill {
-            let t = self.r.attention_prefill(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before));
+            let t = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before), self.prefill_cpu);
             pre.gpu_s += t.gpu_s;
             pre.cpu_s += t.cpu_s;
             pre.src = pre.src.max(t.src);
@@ -396,14 +484,16 @@ impl StepModel {
         if b.decode_seqs > 0 {
             // KV read excludes the token written this step.
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
-            if self.block_size > 0.0 {
-                t.gpu_s += self.remap(tokens, b.decode_seqs as f64);
-            }
-            g += t.gpu_s;
+            let remap = if self.block_size > 0.0 { self.remap(tokens, b.decode_seqs as f64) } else { 0.0 };
             c += self.decode_cpu;
-            if let Some(d) = detail {
-                d.push(Named { name: "attention_decode".into(), t });
+            match detail {
+                Some(d) => {
+                    let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
+                    t.gpu_s += remap;
+                    g += t.gpu_s;
+                    d.push(Named { name: "attention_decode".into(), t });
+                }
+                None => g += self.decode_s(tokens) + remap,
             }
         }
         (g, c)
@@ -441,7 +531,7 @@ impl StepModel {
     #[inline]
     fn dense_at(&self, m: f64) -> Agg {
         match self.locate(m) {
-            Some((i, t)) => Agg::lerp(&self.grid[i], &self.grid[(i + 1).min(self.grid.len() - 1)], t),
+            Some((i, t)) => Agg::lerp(self.grid_at(i), self.grid_at((i + 1).min(self.grid.len() - 1)), t),
             None if m <= 0.0 => Agg::default(),
             None => self.agg(&self.dense(m), m),
         }
@@ -452,7 +542,7 @@ impl StepModel {
     fn epilogue_at(&self, s: f64) -> (f64, f64) {
         match self.locate(s) {
             Some((i, t)) => {
-                let (a, c) = (self.epi[i], self.epi[(i + 1).min(self.epi.len() - 1)]);
+                let (a, c) = (self.epi_at(i), self.epi_at((i + 1).min(self.epi.len() - 1)));
                 (a.0 + t * (c.0 - a.0), a.1 + t * (c.1 - a.1))
             }
             None => self.epilogue_sum(s),
@@ -504,17 +594,14 @@ impl StepModel {
         // decode over 1/mb of the sequences and their KV.
         let (mut ga, mut ca) = (0.0, 0.0);
         for item in b.prefill {
-            let t = self.r.attention_prefill(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before));
+            let t = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before), self.prefill_cpu);
             ga += t.gpu_s / k;
             ca += t.cpu_s / k;
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
-            if self.block_size > 0.0 {
-                t.gpu_s += self.remap(tokens, b.decode_seqs as f64 / k);
-            }
-            ga += t.gpu_s;
+            let remap = if self.block_size > 0.0 { self.remap(tokens, b.decode_seqs as f64 / k) } else { 0.0 };
+            ga += self.decode_s(tokens) + remap;
             ca += self.decode_cpu;
         }
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
@@ -601,4 +688,73 @@ fn launch_overlap(ops: &[Named]) -> (f64, f64, f64) {
         suffix -= o.t.gpu_s;
     }
     (g, c, longest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{resolve_gpu, resolve_model};
+
+    fn model_8b() -> StepModel {
+        let (m, g) = (resolve_model(&"llama-3-8b".into()).unwrap(), resolve_gpu(&"h200".into()).unwrap());
+        StepModel::new(&StepSpec::default(), true, &m, &g, 1, 1, false)
+    }
+
+    #[test]
+    fn grid_index_is_the_binary_search() {
+        let s = model_8b();
+        let search = |m: f64| s.grid_m.partition_point(|&x| x <= m) - 1;
+        let mut probes: Vec<f64> = Vec::new();
+        for &g in &s.grid_m[GRID_LINEAR_MAX - 1..] {
+            for d in [-1e-9, 0.0, 1e-9, 0.5, 1.0] {
+                probes.push(g * (1.0 + d));
+                probes.push(g + d);
+                probes.push(g.floor() + d);
+            }
+        }
+        probes.extend((65..=70_000).map(f64::from));
+        for m in probes.into_iter().filter(|&m| m > GRID_LINEAR_MAX as f64 && m <= GRID_MAX_M) {
+            assert_eq!(s.geometric_index(m), search(m), "m = {m}");
+        }
+    }
+
+    #[test]
+    fn decode_attention_grid_is_within_three_hundredths_of_a_percent() {
+        for (name, tp) in [("llama-3-8b", 1), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2)] {
+            let (m, g) = (resolve_model(&name.into()).unwrap(), resolve_gpu(&"h200".into()).unwrap());
+            let s = StepModel::new(&StepSpec::default(), true, &m, &g, tp, 1, false);
+            assert!(!s.decode_grid.is_empty());
+            let mut x = 1.0f64;
+            while x < 7e7 {
+                for v in [x, x + 0.5, x / 3.0] {
+                    let (a, e) = (s.decode_s(v), s.decode_exact_s(v));
+                    assert!((a / e - 1.0).abs() < 3e-4, "{name} tp{tp} at {v}: {a} vs {e}");
+                }
+                x = (x * 1.0007).floor() + 1.0;
+            }
+            // Integers below 128 and the points themselves are exact.
+            for v in (1..128).map(f64::from).chain([4096.0, 4128.0, 1048576.0]) {
+                assert_eq!(s.decode_s(v), s.decode_exact_s(v), "{v}");
+            }
+        }
+        // Without attention tables the roofline line is evaluated directly.
+        let m = resolve_model(&"llama-3-8b".into()).unwrap();
+        for gpu in ["l40s", "h100"] {
+            let g = resolve_gpu(&gpu.into()).unwrap();
+            assert!(StepModel::new(&StepSpec::default(), true, &m, &g, 1, 1, false).decode_grid.is_empty(), "{gpu}");
+        }
+    }
+
+    #[test]
+    fn lazy_grid_points_equal_the_eager_ones() {
+        // Whatever order steps ask in, a grid point is the exact composition at its M.
+        let s = model_8b();
+        for i in [300usize.min(s.grid_m.len() - 1), 0, 63, 64, 150, 17] {
+            let m = s.grid_m[i];
+            let exact = s.agg(&s.dense(m), m);
+            let lazy = s.grid_at(i);
+            assert_eq!(format!("{lazy:?}"), format!("{exact:?}"), "point {i}");
+            assert_eq!(s.epi_at(i), s.epilogue_sum(m));
+        }
+    }
 }
