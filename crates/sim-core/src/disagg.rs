@@ -171,6 +171,8 @@ impl Engine {
     /// Stop replica `rep` and move its requests to the others.
     fn stop_replica(&mut self, rep: usize) {
         let replica = &mut self.replicas[rep];
+        replica.steady.settle(&replica.sched, &mut self.reqs);
+        replica.steady = crate::steady::Steady::default();
         let mut ids: Vec<u32> = std::mem::take(&mut replica.sched.running);
         ids.extend(replica.sched.waiting.iter());
         replica.sched.waiting.clear();

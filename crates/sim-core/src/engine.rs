@@ -18,6 +18,7 @@ use crate::metrics::{ReplicaStats, Series, StepSample};
 use crate::perf::{BatchShape, StepCostModel};
 use crate::request::{Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
+use crate::steady::Steady;
 use crate::workload::RequestSpec;
 
 /// Longest simulated time a run may reach: 10⁹ s (about 31.7 years). Beyond it a rate,
@@ -34,6 +35,8 @@ pub struct Replica {
     pub outstanding_tokens: u64,
     pub series: Series,
     pub stats: ReplicaStats,
+    /// Steady decode steps applied lazily ([`crate::steady`]).
+    pub(crate) steady: Steady,
 }
 
 /// Router policies.
@@ -80,6 +83,9 @@ pub struct Engine {
     pub(crate) fabric: Option<Box<crate::fabric::Fabric>>,
     /// Round-robin cursor over decode replicas (`disagg`).
     pub(crate) rr_decode: usize,
+    /// Steady decode steps may run lazily ([`crate::steady`]); off when every step is
+    /// recorded or checked, and for the model checker (it drives steps itself).
+    pub(crate) steady_ok: bool,
 }
 
 impl Engine {
@@ -135,6 +141,7 @@ impl Engine {
                 outstanding_tokens: 0,
                 series: Series::default(),
                 stats: ReplicaStats::default(),
+                steady: Steady::default(),
             })
             .collect();
         Engine {
@@ -167,6 +174,7 @@ impl Engine {
             kick_flag: vec![false; scenario.deployment.replicas as usize],
             fabric: None,
             rr_decode: 0,
+            steady_ok: !options.record_steps && !options.check_invariants,
         }
     }
 
@@ -237,6 +245,7 @@ impl Engine {
                 })?;
             }
         }
+        self.settle_steady();
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
         if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() && !transfers {
             // Nothing more can happen: whatever is still in the router queue times out.
@@ -398,16 +407,35 @@ impl Engine {
         })
     }
 
-    /// Ask the policy for a plan, price it, schedule its completion. `false` if empty.
+    /// Apply every replica's owed steady steps to its requests ([`crate::steady`]), so that
+    /// whoever reads the requests next sees them current.
+    pub(crate) fn settle_steady(&mut self) {
+        for replica in &mut self.replicas {
+            replica.steady.settle(&replica.sched, &mut self.reqs);
+        }
+    }
+
+    /// Ask the policy for a plan (or continue a steady decode run), price it, schedule its
+    /// completion. `false` if empty.
     fn start_step(&mut self, rep: usize) -> bool {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        st.schedule(&self.params, &mut self.reqs, now);
-        if st.plan.is_empty() {
-            return false;
+        if replica.steady.left > 0 && st.waiting.is_empty() {
+            replica.steady.advance(st);
+        } else {
+            replica.steady.settle(st, &mut self.reqs);
+            replica.steady.left = 0;
+            st.schedule(&self.params, &mut self.reqs, now);
+            if st.plan.is_empty() {
+                return false;
+            }
+            st.settle_shape(&self.reqs);
+            // Not on prefill replicas of `disagg`: their completions hand requests off.
+            if self.steady_ok && self.fabric.as_ref().is_none_or(|f| rep >= f.prefill_replicas) {
+                replica.steady.left = Steady::window(st, &self.reqs);
+            }
         }
-        st.settle_shape(&self.reqs);
         let sh = st.shape;
         let tokens = sh.tokens as u32;
         let shape = BatchShape {
@@ -471,6 +499,11 @@ impl Engine {
         let replica = &mut self.replicas[rep];
         replica.busy = false;
         let st = &mut replica.sched;
+        if replica.steady.in_flight {
+            // No token is a first or a last one, no block changes hands ([`crate::steady`]).
+            replica.steady.complete(st, &mut replica.outstanding_tokens);
+            return;
+        }
         self.finished_buf.clear();
         // Hot loop: counters in locals, written back once.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
@@ -526,6 +559,7 @@ impl Engine {
     /// the model checker can load a state into this engine.
     pub(crate) fn reset_transient(&mut self) {
         self.heap.clear();
+        self.replicas.iter_mut().for_each(|r| r.steady = Steady::default());
         self.kick.clear();
         self.kick_flag.iter_mut().for_each(|f| *f = false);
     }
