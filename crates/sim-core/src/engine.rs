@@ -219,8 +219,11 @@ impl Engine {
                 self.heap.pop();
                 self.events += 1;
                 budget = budget.saturating_sub(1);
-                if self.fabric.as_ref().is_some_and(|f| !f.alive[rep as usize]) {
-                    continue; // the replica stopped mid-step; its requests moved on
+                if let Some(f) = self.fabric.as_mut() {
+                    if !f.alive[rep as usize] {
+                        continue; // the replica stopped mid-step; its requests moved on
+                    }
+                    f.end_step(rep as usize);
                 }
                 self.finish_step(rep as usize);
                 self.mark(rep as usize);

@@ -199,3 +199,55 @@ fn bad_topology_input_names_the_item() {
     v["topology"]["links"][0]["bandwidth_gbps"] = json!(0);
     assert_eq!(err(&v), "topology.links[0].bandwidth_gbps: must be > 0 (got 0)");
 }
+
+/// Two nodes of 2 H200s joined by one IB switch; replica r = TP 2 over `n0.gpu{r}` and
+/// `n1.gpu{r}`. `shared`: each node has one NIC for both GPUs, so both TP groups' ring
+/// traffic crosses the same `n0.nic0 – ib0 – n1.nic0` links; else each GPU has its own NIC.
+fn two_tp_groups_over_ib(shared: bool) -> SimResult {
+    let mut nodes = vec![json!({"id": "ib0", "kind": "switch"})];
+    let mut links = Vec::new();
+    for n in 0..2 {
+        nodes.push(json!({"id": format!("n{n}.nvswitch0"), "kind": "nvswitch"}));
+        for g in 0..2 {
+            nodes.push(json!({"id": format!("n{n}.gpu{g}"), "kind": "gpu", "gpu": "h200"}));
+            links.push(json!({"src": format!("n{n}.gpu{g}"), "dst": format!("n{n}.nvswitch0"), "kind": "nvswitch", "bandwidth_gbps": 450, "latency_us": 1}));
+        }
+        for j in 0..(if shared { 1 } else { 2 }) {
+            nodes.push(json!({"id": format!("n{n}.nic{j}"), "kind": "nic"}));
+            links.push(json!({"src": format!("n{n}.nic{j}"), "dst": "ib0", "kind": "ib", "bandwidth_gbps": 12.5, "latency_us": 1}));
+        }
+        for g in 0..2 {
+            let nic = if shared { 0 } else { g };
+            links.push(json!({"src": format!("n{n}.gpu{g}"), "dst": format!("n{n}.nic{nic}"), "kind": "pcie", "bandwidth_gbps": 64, "latency_us": 1}));
+        }
+    }
+    let mut v = base(300, 12.0);
+    v["model"] = json!("llama-3-8b");
+    v["deployment"] = json!({"tp": 2, "replicas": 2, "router": "round_robin",
+                             "placement": [["n0.gpu0", "n1.gpu0"], ["n0.gpu1", "n1.gpu1"]]});
+    v["topology"] = json!({"nodes": nodes, "links": links});
+    run(&v)
+}
+
+#[test]
+fn two_tp_groups_sharing_an_ib_link_slow_each_other_down() {
+    let (apart, shared) = (two_tp_groups_over_ib(false), two_tp_groups_over_ib(true));
+    for r in [&apart, &shared] {
+        assert_eq!(r.summary["finished"], 300);
+    }
+    assert_eq!(apart.summary["topology"]["shared_steps"], 0);
+    let steps = shared.summary["steps"].as_u64().unwrap();
+    let together = shared.summary["topology"]["shared_steps"].as_u64().unwrap();
+    assert!(together > steps / 2, "{together} of {steps} steps shared the link");
+    let p99 = |r: &SimResult| r.summary["tpot_ms"]["p99"].as_f64().unwrap();
+    let (a, s) = (p99(&apart), p99(&shared));
+    eprintln!("P99 TPOT apart {a} ms, sharing the IB link {s} ms; {together} of {steps} steps shared");
+    assert!(s > 1.2 * a, "P99 TPOT apart {a} ms, sharing the IB link {s} ms");
+    // The shared link carried both groups' bytes, the separate one replica 0's.
+    let bytes = |r: &SimResult| {
+        let l = r.links.as_ref().unwrap();
+        (0..l.src.len()).find(|&i| l.src[i] == "n0.nic0" && l.dst[i] == "ib0").map(|i| l.bytes[i]).unwrap()
+    };
+    let (one, both) = (bytes(&apart), bytes(&shared));
+    assert!(both > 1.8 * one, "{both} vs {one}");
+}
