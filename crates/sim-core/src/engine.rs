@@ -31,6 +31,9 @@ pub struct Replica {
     pub sched: SchedState,
     pub busy: bool,
     pub step_start_ns: u64,
+    /// Insertion sequence of the step in flight (its heap entry): a replica stopped mid-step
+    /// and started again leaves the old entry behind, which must not complete the new step.
+    pub(crate) step_seq: u64,
     /// Σ (prompt + output − generated) over unfinished requests dispatched here.
     pub outstanding_tokens: u64,
     pub series: Series,
@@ -126,6 +129,7 @@ impl Engine {
                     },
                     blocks: Vec::new(),
                     order: 0,
+                    queued_ns: s.arrival_ns,
                 })
                 .collect();
             v.sort_by_key(|r| r.id);
@@ -138,6 +142,7 @@ impl Engine {
                 sched: SchedState::new(KvPool::new(mode, bs, num_blocks)),
                 busy: false,
                 step_start_ns: 0,
+                step_seq: 0,
                 outstanding_tokens: 0,
                 series: Series::default(),
                 stats: ReplicaStats::default(),
@@ -212,7 +217,7 @@ impl Engine {
                 });
             }
             self.now_ns = t;
-            while let Some(Reverse((ts, _, rep))) = self.heap.peek().copied() {
+            while let Some(Reverse((ts, seq, rep))) = self.heap.peek().copied() {
                 if ts != t {
                     break;
                 }
@@ -220,7 +225,7 @@ impl Engine {
                 self.events += 1;
                 budget = budget.saturating_sub(1);
                 if let Some(f) = self.fabric.as_mut() {
-                    if !f.alive[rep as usize] {
+                    if !f.alive[rep as usize] || self.replicas[rep as usize].step_seq != seq {
                         continue; // the replica stopped mid-step; its requests moved on
                     }
                     f.end_step(rep as usize);
@@ -253,7 +258,7 @@ impl Engine {
         if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() && !transfers {
             // Nothing more can happen: whatever is still in the router queue times out.
             while let Some(id) = self.dispatch.pop_front() {
-                let deadline = self.reqs[id as usize].arrival_ns.saturating_add(self.dispatch_timeout_ns);
+                let deadline = self.reqs[id as usize].queued_ns.saturating_add(self.dispatch_timeout_ns);
                 self.reject(id, Reason::DispatchQueueFull, deadline);
             }
             if !self.is_done() {
@@ -335,7 +340,7 @@ impl Engine {
     /// step boundaries, where this runs, so the lazy check is exact.
     pub(crate) fn drain_dispatch(&mut self) {
         while let Some(&id) = self.dispatch.front() {
-            let deadline = self.reqs[id as usize].arrival_ns.saturating_add(self.dispatch_timeout_ns);
+            let deadline = self.reqs[id as usize].queued_ns.saturating_add(self.dispatch_timeout_ns);
             if self.now_ns > deadline {
                 self.dispatch.pop_front();
                 self.reject(id, Reason::DispatchQueueFull, deadline);
@@ -492,6 +497,7 @@ impl Engine {
             running: st.running.len() as u32,
         });
         self.seq += 1;
+        replica.step_seq = self.seq;
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
         true
     }

@@ -58,6 +58,8 @@ pub struct FabricStats {
     pub events_applied: u64,
     /// Chosen routes that changed over the run.
     pub route_changes: u64,
+    /// Replicas started again after their TP/PP group was connected again (`link_up`).
+    pub restarted_replicas: u64,
     /// Steps whose collectives were priced sharing a link with another replica's step in
     /// flight or with a KV transfer.
     pub shared_steps: u64,
@@ -66,6 +68,16 @@ pub struct FabricStats {
     /// Durations of completed KV transfers, ms (for percentiles).
     #[serde(skip)]
     pub kv_transfer_ms: Vec<f64>,
+}
+
+/// Replicas whose state a topology change flipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// Lost a TP/PP peer (GPU removed, no route left): they stop, their requests move.
+    pub stopped: Vec<usize>,
+    /// Stopped earlier, now connected again with none of their GPUs removed: they start
+    /// again, empty.
+    pub restarted: Vec<usize>,
 }
 
 /// Per-link table of a result (the dashboard draws it; one entry per link).
@@ -460,8 +472,8 @@ impl Fabric {
         self.events.extend(rest);
     }
 
-    /// Apply every event due at `now`. Returns the replicas that must stop.
-    pub fn apply_due(&mut self, now: u64) -> Vec<usize> {
+    /// Apply every event due at `now`. Returns the replicas that must stop or may restart.
+    pub fn apply_due(&mut self, now: u64) -> Changed {
         let mut actions = Vec::new();
         while let Some(e) = self.events.get(self.next_event).filter(|e| e.at_ns <= now) {
             actions.push(e.action);
@@ -471,8 +483,9 @@ impl Fabric {
     }
 
     /// Apply actions now: update links, re-route (with hysteresis), re-price replicas,
-    /// re-route and re-share KV flows. Returns the replicas that lost a peer.
-    pub fn apply_actions(&mut self, now: u64, actions: &[Action]) -> Vec<usize> {
+    /// re-route and re-share KV flows. Returns the replicas that lost a peer or got their
+    /// group back.
+    pub fn apply_actions(&mut self, now: u64, actions: &[Action]) -> Changed {
         self.advance(now);
         self.settle_capacity(now);
         // Single-link changes re-price only the replicas they reach (see `refresh_only`).
@@ -514,8 +527,9 @@ impl Fabric {
         self.refresh_only(now, Some(&hit))
     }
 
-    /// Replace the whole topology (runtime swap). The placement's GPU ids must exist.
-    pub fn swap(&mut self, now: u64, topo: Topology) -> Result<Vec<usize>> {
+    /// Replace the whole topology (runtime swap). The placement's GPU ids must exist. GPUs
+    /// removed earlier stay removed (their links in the new topology go down).
+    pub fn swap(&mut self, now: u64, mut topo: Topology) -> Result<Changed> {
         self.advance(now);
         self.settle_capacity(now);
         let mut placement = self.placement.clone();
@@ -544,6 +558,11 @@ impl Fabric {
                 old.get(&(a.clone().min(z.clone()), a.clone().max(z.clone()))).copied().unwrap_or((0.0, 0.0))
             })
             .collect();
+        for (n, _) in self.topo.nodes.iter().zip(&self.topo.removed).filter(|x| *x.1) {
+            if let Some(&j) = topo.index.get(&n.id) {
+                events::apply(&mut topo, &Action::RemoveGpu(j));
+            }
+        }
         self.link_bytes = carried.iter().map(|x| x.0).collect();
         self.link_capacity = carried.iter().map(|x| x.1).collect();
         for f in &mut self.flows {
@@ -557,19 +576,31 @@ impl Fabric {
         Ok(self.refresh(now))
     }
 
-    /// After a change: stop replicas that lost a peer, re-price the others, re-route flows.
-    fn refresh(&mut self, now: u64) -> Vec<usize> {
+    /// After a change: stop replicas that lost a peer, restart those whose group is whole
+    /// again, re-price the others, re-route flows.
+    fn refresh(&mut self, now: u64) -> Changed {
         self.refresh_only(now, None)
     }
 
     /// [`Fabric::refresh`] limited to the replicas marked in `only` (the others' routes and
     /// the links on them are unchanged, so re-pricing them would give the same costs; their
     /// carried bytes are still settled now, so the per-link sums are added in the same order).
-    fn refresh_only(&mut self, now: u64, only: Option<&[bool]>) -> Vec<usize> {
+    /// Stopped replicas are always looked at: one restarts when none of its GPUs was removed,
+    /// they are connected again and every pair has a route.
+    fn refresh_only(&mut self, now: u64, only: Option<&[bool]>) -> Changed {
         let comp = placement::components(&self.topo);
         let mut stopped = Vec::new();
+        let mut restarted = Vec::new();
         for rep in 0..self.placement.len() {
             if !self.alive[rep] {
+                let gpus = &self.placement[rep];
+                let whole = !gpus.iter().flatten().any(|&g| self.topo.removed[g as usize])
+                    && placement::disconnected(&comp, gpus).is_none();
+                if whole && self.rebuild(rep) {
+                    self.alive[rep] = true;
+                    self.stats.restarted_replicas += 1;
+                    restarted.push(rep);
+                }
                 continue;
             }
             if only.is_some_and(|o| !o[rep]) {
@@ -602,7 +633,7 @@ impl Fabric {
         }
         self.flows = flows;
         self.reshare();
-        stopped
+        Changed { stopped, restarted }
     }
 
     /// Is `to` reachable from `from` for a KV move (both alive)?

@@ -251,3 +251,95 @@ fn two_tp_groups_sharing_an_ib_link_slow_each_other_down() {
     let (one, both) = (bytes(&apart), bytes(&shared));
     assert!(both > 1.8 * one, "{both} vs {one}");
 }
+
+/// Replica 0 (gpu0–3) loses gpu1's link at 3 s and gets it back at 5 s.
+fn down_then_up(events: Value) -> SimResult {
+    let mut v = base(300, 20.0);
+    v["topology"] = json!("hgx-h200");
+    v["events"] = events;
+    run(&v)
+}
+
+/// Busy fraction of `replica` per time-series bucket: (bucket start ms, busy).
+fn busy(r: &SimResult, replica: u32) -> Vec<(f64, f64)> {
+    let ts = &r.timeseries;
+    (0..ts.time_ms.len()).filter(|&i| ts.replica[i] == replica).map(|i| (ts.time_ms[i], ts.busy[i])).collect()
+}
+
+#[test]
+fn a_replica_cut_off_by_link_down_restarts_after_link_up() {
+    let r = down_then_up(json!([
+        {"at_s": 3.0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"},
+        {"at_s": 5.0, "kind": "link_up", "src": "gpu1", "dst": "nvswitch0"}
+    ]));
+    assert_eq!(r.summary["finished"], 300, "no request lost");
+    let t = &r.summary["topology"];
+    assert_eq!(t["stopped_replicas"], 1, "{t}");
+    assert_eq!(t["restarted_replicas"], 1, "{t}");
+    assert_eq!(t["alive_replicas"], 2, "{t}");
+    assert!(t["moved_requests"].as_u64().unwrap() > 0, "{t}");
+    let b = busy(&r, 0);
+    // The step in flight at 3 s is dropped but was recorded whole when it started (it
+    // would have ended by ~3.04 s); from then on the replica is idle until 5 s.
+    let stopped: f64 = b.iter().filter(|x| x.0 >= 3_100.0 && x.0 < 5_000.0).map(|x| x.1).sum();
+    let after: f64 = b.iter().filter(|x| x.0 >= 5_000.0).map(|x| x.1).sum();
+    assert_eq!(stopped, 0.0, "replica 0 idle while stopped");
+    assert!(after > 1.0, "replica 0 busy again after 5 s: {after}");
+    // It served requests that arrived after the link came back.
+    let c = &r.requests;
+    let late = (0..c.request_id.len()).filter(|&i| c.replica[i] == 0 && c.arrival_ms[i] > 5_000.0).count();
+    assert!(late > 20, "{late} requests served by replica 0 after 5 s");
+    // Without the link_up it stays stopped.
+    let r = down_then_up(json!([{"at_s": 3.0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"}]));
+    assert_eq!(r.summary["finished"], 300);
+    assert_eq!(r.summary["topology"]["restarted_replicas"], 0);
+    assert_eq!(busy(&r, 0).iter().filter(|x| x.0 >= 3_100.0).map(|x| x.1).sum::<f64>(), 0.0);
+}
+
+#[test]
+fn a_removed_gpu_never_comes_back() {
+    let r = down_then_up(json!([
+        {"at_s": 3.0, "kind": "remove_gpu", "node": "gpu1"},
+        {"at_s": 5.0, "kind": "link_up", "src": "gpu1", "dst": "nvswitch0"}
+    ]));
+    assert_eq!(r.summary["finished"], 300);
+    let t = &r.summary["topology"];
+    assert_eq!((t["stopped_replicas"].as_u64(), t["restarted_replicas"].as_u64()), (Some(1), Some(0)), "{t}");
+    assert!(!r.links.as_ref().unwrap().up[1], "gpu1's link stays down");
+    // A whole-topology swap does not bring it back either.
+    let mut v = base(300, 20.0);
+    v["topology"] = json!("hgx-h200");
+    let mut sim = Simulation::from_text(&v.to_string(), Format::Json, SimOptions::default()).unwrap();
+    sim.run_events(400).unwrap();
+    sim.inject_topology(r#"[{"at_s": 0, "kind": "remove_gpu", "node": "gpu5"}]"#).unwrap();
+    sim.run_events(400).unwrap();
+    sim.inject_topology(r#""hgx-h200""#).unwrap();
+    let r = sim.finish().unwrap();
+    assert_eq!(r.summary["finished"], 300);
+    assert_eq!(r.summary["topology"]["restarted_replicas"], 0);
+    assert_eq!(r.summary["topology"]["alive_replicas"], 1);
+}
+
+#[test]
+fn a_replica_restarted_mid_step_ignores_its_old_step() {
+    // One replica: cut off mid-step at 2 s, its requests wait in the router's queue, and 1 µs
+    // later it is whole again and starts a new step at once with them. The heap entry of
+    // the step cut short (due a few ms later) must not complete the new step.
+    let mut v = base(300, 20.0);
+    v["deployment"]["replicas"] = json!(1);
+    v["topology"] = json!("hgx-h200");
+    v["events"] = json!([
+        {"at_s": 2.0, "kind": "link_down", "src": "gpu2", "dst": "nvswitch0"},
+        {"at_s": 2.000001, "kind": "link_up", "src": "gpu2", "dst": "nvswitch0"},
+        {"at_s": 4.0, "kind": "link_down", "src": "gpu2", "dst": "nvswitch0"},
+        {"at_s": 4.25, "kind": "link_up", "src": "gpu2", "dst": "nvswitch0"}
+    ]);
+    let text = v.to_string();
+    let r = run(&v);
+    assert_eq!(r.summary["finished"], 300);
+    let t = &r.summary["topology"];
+    assert_eq!((t["stopped_replicas"].as_u64(), t["restarted_replicas"].as_u64()), (Some(2), Some(2)), "{t}");
+    assert!(t["moved_requests"].as_u64().unwrap() > 10, "{t}");
+    let checked = simulate(&text, Format::Json, SimOptions { check_invariants: true, ..SimOptions::default() }).unwrap();
+    assert_eq!(checked.to_json(), r.to_json(), "invariants hold after every instant");
+}
