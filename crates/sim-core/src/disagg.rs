@@ -179,6 +179,7 @@ impl Engine {
 
     /// Stop replica `rep` and move its requests to the others.
     fn stop_replica(&mut self, rep: usize) {
+        self.drop_step(rep);
         let replica = &mut self.replicas[rep];
         replica.steady.settle(&replica.sched, &mut self.reqs);
         replica.steady = crate::steady::Steady::default();

@@ -31,9 +31,6 @@ pub struct Replica {
     pub sched: SchedState,
     pub busy: bool,
     pub step_start_ns: u64,
-    /// Insertion sequence of the step in flight (its heap entry): a replica stopped mid-step
-    /// and started again leaves the old entry behind, which must not complete the new step.
-    pub(crate) step_seq: u64,
     /// Σ (prompt + output − generated) over unfinished requests dispatched here.
     pub outstanding_tokens: u64,
     pub series: Series,
@@ -89,6 +86,9 @@ pub struct Engine {
     /// Steady decode steps may run lazily ([`crate::steady`]); off when every step is
     /// recorded or checked, and for the model checker (it drives steps itself).
     pub(crate) steady_ok: bool,
+    /// Heap sequence numbers of steps dropped by a replica stopping mid-step: their
+    /// completion is skipped (the replica may have restarted and be running another step).
+    dropped_steps: Vec<u64>,
 }
 
 impl Engine {
@@ -142,7 +142,6 @@ impl Engine {
                 sched: SchedState::new(KvPool::new(mode, bs, num_blocks)),
                 busy: false,
                 step_start_ns: 0,
-                step_seq: 0,
                 outstanding_tokens: 0,
                 series: Series::default(),
                 stats: ReplicaStats::default(),
@@ -180,6 +179,7 @@ impl Engine {
             fabric: None,
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
+            dropped_steps: Vec::new(),
         }
     }
 
@@ -225,7 +225,8 @@ impl Engine {
                 self.events += 1;
                 budget = budget.saturating_sub(1);
                 if let Some(f) = self.fabric.as_mut() {
-                    if !f.alive[rep as usize] || self.replicas[rep as usize].step_seq != seq {
+                    if let Some(i) = self.dropped_steps.iter().position(|&s| s == seq) {
+                        self.dropped_steps.swap_remove(i);
                         continue; // the replica stopped mid-step; its requests moved on
                     }
                     f.end_step(rep as usize);
@@ -497,7 +498,6 @@ impl Engine {
             running: st.running.len() as u32,
         });
         self.seq += 1;
-        replica.step_seq = self.seq;
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
         true
     }
@@ -561,6 +561,14 @@ impl Engine {
                 finished: self.finished_buf.clone(),
                 free_blocks_after: st.kv.free_units() as u64,
             });
+        }
+    }
+
+    /// Replica `rep` stops: its step in flight, if any, will never complete.
+    pub(crate) fn drop_step(&mut self, rep: usize) {
+        if self.replicas[rep].busy {
+            let seq = self.heap.iter().find(|e| e.0 .2 as usize == rep).map(|e| e.0 .1);
+            self.dropped_steps.extend(seq);
         }
     }
 
