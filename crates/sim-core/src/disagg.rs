@@ -182,7 +182,7 @@ impl Engine {
         self.drop_step(rep);
         let replica = &mut self.replicas[rep];
         replica.steady.settle(&replica.sched, &mut self.reqs);
-        replica.steady = crate::steady::Steady::default();
+        replica.steady.reset();
         let mut ids: Vec<u32> = std::mem::take(&mut replica.sched.running);
         ids.extend(replica.sched.waiting.iter());
         replica.sched.waiting.clear();

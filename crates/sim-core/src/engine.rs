@@ -430,9 +430,7 @@ impl Engine {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        if replica.steady.left > 0 && st.waiting.is_empty() {
-            replica.steady.advance(st);
-        } else {
+        if !(replica.steady.left > 0 && st.waiting.is_empty() && replica.steady.advance(st, &mut self.reqs)) {
             replica.steady.settle(st, &mut self.reqs);
             replica.steady.left = 0;
             st.schedule(&self.params, &mut self.reqs, now);
@@ -442,7 +440,7 @@ impl Engine {
             st.settle_shape(&self.reqs);
             // Not on prefill replicas of `disagg`: their completions hand requests off.
             if self.steady_ok && self.fabric.as_ref().is_none_or(|f| rep >= f.prefill_replicas) {
-                replica.steady.left = Steady::window(st, &self.reqs);
+                replica.steady.open(st, &self.reqs);
             }
         }
         let sh = st.shape;
@@ -576,7 +574,7 @@ impl Engine {
     /// the model checker can load a state into this engine.
     pub(crate) fn reset_transient(&mut self) {
         self.heap.clear();
-        self.replicas.iter_mut().for_each(|r| r.steady = Steady::default());
+        self.replicas.iter_mut().for_each(|r| r.steady.reset());
         self.kick.clear();
         self.kick_flag.iter_mut().for_each(|f| *f = false);
     }

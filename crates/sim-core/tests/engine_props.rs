@@ -80,10 +80,10 @@ proptest! {
     #[test]
     fn lazy_steady_decode_changes_no_byte(
         policy in prop::sample::select(vec!["orca", "vllm", "sarathi", "o1pro"]),
-        blocks in 8u32..80,
+        blocks in 8u32..160,
         budget in 4u32..64,
         replicas in 1u32..3,
-        reqs in prop::collection::vec((0u32..200, 1u32..40, 1u32..120, 0i32..3), 1..12),
+        reqs in prop::collection::vec((0u32..2000, 1u32..120, 1u32..300, 0i32..3), 1..16),
     ) {
         let text = scenario(policy, blocks, budget, &reqs, replicas);
         let fast = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap().to_json();

@@ -175,6 +175,25 @@ fn disagg_ttft_grows_monotonically_as_ib_bandwidth_drops() {
 }
 
 #[test]
+fn lazy_steady_decode_steps_change_no_byte_on_a_fabric() {
+    // disagg over IB (KV transfers land while decode replicas run steady steps) and a
+    // replica stopping and restarting: same bytes as with every step scheduled (recorded).
+    let mut v = base(150, 4.0);
+    v["deployment"] = json!({"tp": 8, "replicas": 2, "prefill_replicas": 1, "router": "topology_aware"});
+    v["scheduler"]["policy"] = json!("disagg");
+    v["topology"] = json!("2x-hgx-h200-ib");
+    let mut w = base(300, 20.0);
+    w["topology"] = json!("hgx-h200");
+    w["events"] = json!([{"at_s": 3.0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"},
+                         {"at_s": 5.0, "kind": "link_up", "src": "gpu1", "dst": "nvswitch0"}]);
+    for s in [v, w] {
+        let recorded = SimOptions { record_steps: true, ..SimOptions::default() };
+        let slow = simulate(&s.to_string(), Format::Json, recorded).unwrap();
+        assert_eq!(run(&s).to_json(), slow.to_json());
+    }
+}
+
+#[test]
 fn bad_topology_input_names_the_item() {
     let mut v = base(10, 1.0);
     v["events"] = json!([{"at_s": 1.0, "kind": "link_down", "src": "gpu0", "dst": "nvswitch0"}]);
