@@ -84,6 +84,26 @@ def test_inject_topology_on_a_live_simulation_loses_no_request() -> None:
     assert not r.links.loc[6, "up"]
 
 
+def test_link_up_restarts_the_stopped_replica_on_a_live_simulation() -> None:
+    sim = o1sim.Simulation(dict(BASE, topology="hgx-h200"))
+    sim.run_events(300)
+    t_down = sim.progress.now_ms
+    sim.inject_topology(events=[{"at_s": 0, "kind": "link_down", "src": "gpu6", "dst": "nvswitch0"}])
+    sim.run_events(60)
+    t_up = sim.progress.now_ms
+    assert t_up > t_down + 100
+    sim.inject_topology(events=[{"at_s": 0, "kind": "link_up", "src": "gpu6", "dst": "nvswitch0"}])
+    r = sim.finish()
+    t = r.summary["topology"]
+    assert r.summary["finished"] == 120
+    assert (t["stopped_replicas"], t["restarted_replicas"], t["alive_replicas"]) == (1, 1, 2)
+    ts = r.timeseries
+    after = ts[(ts["replica"] == 1) & (ts["time_ms"] >= t_up)]
+    assert after["busy"].sum() > 0, "replica 1 (gpu4-7) serves requests again"
+    reqs = r.requests
+    assert (reqs[reqs["arrival_ms"] > t_up]["replica"] == 1).any()
+
+
 def test_disagg_moves_kv_and_pays_for_it() -> None:
     sc = dict(BASE, topology="2x-hgx-h200-ib", deployment={"tp": 8, "replicas": 2, "prefill_replicas": 1}, scheduler={"policy": "disagg"})
     r = o1sim.simulate(sc)

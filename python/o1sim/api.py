@@ -433,7 +433,8 @@ class Simulation:
         in the past apply now, later ones when due) and/or swap in a whole new ``topology``
         (preset name, dict, :class:`o1sim.Topology` or file path; the placement's GPU ids
         must exist in it). Routes are re-evaluated, in-flight KV transfers re-costed,
-        replicas that lost a peer stopped and their requests moved to the others."""
+        replicas that lost a peer stopped and their requests moved to the others; a stopped
+        replica whose GPUs are connected again (``link_up``) restarts, empty."""
         if topology is None and events is None:
             raise TypeError("inject_topology() needs a topology and/or events")
         if topology is not None:

@@ -229,7 +229,8 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
         t.add_column("value", justify="right")
         for label, key in (("events applied", "events_applied"), ("route changes", "route_changes"),
                            ("replicas stopped", "stopped_replicas"), ("requests moved", "moved_requests"),
-                           ("KV transfers", "kv_transfers")):
+                           ("replicas restarted", "restarted_replicas"),
+                           ("steps sharing a link", "shared_steps"), ("KV transfers", "kv_transfers")):
             t.add_row(label, _num(topo.get(key)))
         t.add_row("KV transfer ms mean / p99", f"{_num(_get(topo, 'kv_transfer_ms.mean'), 3)} / {_num(_get(topo, 'kv_transfer_ms.p99'), 3)}")
         out.print(t)

@@ -281,7 +281,8 @@ impl Simulation {
     /// list of events (as in the scenario's `events`; times before now apply now) or a whole
     /// topology entry (preset name or table) that replaces the current one (the placement's
     /// GPU ids must exist in it). Routes are re-evaluated, in-flight transfers re-costed,
-    /// replicas that lost a peer stopped and their requests moved.
+    /// replicas that lost a peer stopped and their requests moved, stopped replicas whose
+    /// group is connected again restarted.
     pub fn inject_topology(&mut self, json: &str) -> Result<()> {
         guard(|| {
             let engine = &mut self.built.engine;
@@ -291,7 +292,7 @@ impl Simulation {
             };
             let value: serde_json::Value =
                 serde_json::from_str(json).map_err(|e| SimError::config("", format!("invalid JSON: {e}")))?;
-            let stopped = if value.is_array() {
+            let changed = if value.is_array() {
                 let specs: Vec<crate::topo::events::EventSpec> = serde_path_to_error::deserialize(value).map_err(|e| {
                     SimError::config(format!("events{}", e.path().to_string().trim_start_matches('.')), e.into_inner())
                 })?;
@@ -302,7 +303,7 @@ impl Simulation {
                 let t = crate::topo::Topology::from_json(json).map_err(|e| e.under("topology"))?;
                 f.swap(now, t)?
             };
-            engine.apply_stopped(stopped);
+            engine.apply_changed(changed);
             engine.drain_dispatch();
             engine.kick_idle()?;
             self.done = false;

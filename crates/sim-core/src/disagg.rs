@@ -12,10 +12,13 @@
 //! is dropped, and its waiting and running requests are moved to the live replicas of the
 //! same role (least outstanding tokens; queue bounds do not apply) to recompute from their
 //! prompt plus generated tokens. No request is lost; `summary.topology.moved_requests`
-//! counts them. Stopped replicas stay stopped.
+//! counts them. When a later change (`link_up`, a swap) connects the replica's GPUs again
+//! and none of them was removed, it starts again, empty: the router sends it new requests
+//! and `disagg` hands it KV caches again (`summary.topology.restarted_replicas`). A step it
+//! had in flight when it stopped never completes (its heap entry is recognised as stale).
 
 use crate::engine::{Engine, Router};
-use crate::fabric::Fabric;
+use crate::fabric::{Changed, Fabric};
 use crate::request::Status;
 
 impl Engine {
@@ -29,19 +32,21 @@ impl Engine {
         let now = self.now_ns;
         let Some(f) = self.fabric.as_mut() else { return };
         let landed = f.take_done(now);
-        let stopped = if f.event_due(now) { f.apply_due(now) } else { Vec::new() };
+        let changed = if f.event_due(now) { f.apply_due(now) } else { Changed::default() };
         for (id, to) in landed {
             self.land_kv(id, to);
         }
-        for rep in stopped {
-            self.stop_replica(rep);
-        }
+        self.apply_changed(changed);
     }
 
-    /// Apply topology events now (runtime injection); replicas that lost a peer stop.
-    pub(crate) fn apply_stopped(&mut self, stopped: Vec<usize>) {
-        for rep in stopped {
+    /// After a topology change: replicas that lost a peer stop (their requests move), those
+    /// whose group is whole again start taking requests (they restart empty).
+    pub(crate) fn apply_changed(&mut self, changed: Changed) {
+        for rep in changed.stopped {
             self.stop_replica(rep);
+        }
+        for rep in changed.restarted {
+            self.mark(rep);
         }
     }
 
@@ -162,7 +167,11 @@ impl Engine {
         match self.least_loaded(range) {
             Some(to) => self.place(id, to),
             None => {
-                self.reqs[id as usize].status = Status::Dispatching;
+                // No live replica of its role: wait in the router's queue (a restart may
+                // come), the dispatch timeout counting from now.
+                let r = &mut self.reqs[id as usize];
+                r.status = Status::Dispatching;
+                r.queued_ns = self.now_ns;
                 self.dispatch.push_back(id);
             }
         }
@@ -170,7 +179,10 @@ impl Engine {
 
     /// Stop replica `rep` and move its requests to the others.
     fn stop_replica(&mut self, rep: usize) {
+        self.drop_step(rep);
         let replica = &mut self.replicas[rep];
+        replica.steady.settle(&replica.sched, &mut self.reqs);
+        replica.steady.reset();
         let mut ids: Vec<u32> = std::mem::take(&mut replica.sched.running);
         ids.extend(replica.sched.waiting.iter());
         replica.sched.waiting.clear();

@@ -18,6 +18,7 @@ use crate::metrics::{ReplicaStats, Series, StepSample};
 use crate::perf::{BatchShape, StepCostModel};
 use crate::request::{Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
+use crate::steady::Steady;
 use crate::workload::RequestSpec;
 
 /// Longest simulated time a run may reach: 10⁹ s (about 31.7 years). Beyond it a rate,
@@ -34,6 +35,8 @@ pub struct Replica {
     pub outstanding_tokens: u64,
     pub series: Series,
     pub stats: ReplicaStats,
+    /// Steady decode steps applied lazily ([`crate::steady`]).
+    pub(crate) steady: Steady,
 }
 
 /// Router policies.
@@ -80,6 +83,12 @@ pub struct Engine {
     pub(crate) fabric: Option<Box<crate::fabric::Fabric>>,
     /// Round-robin cursor over decode replicas (`disagg`).
     pub(crate) rr_decode: usize,
+    /// Steady decode steps may run lazily ([`crate::steady`]); off when every step is
+    /// recorded or checked, and for the model checker (it drives steps itself).
+    pub(crate) steady_ok: bool,
+    /// Heap sequence numbers of steps dropped by a replica stopping mid-step: their
+    /// completion is skipped (the replica may have restarted and be running another step).
+    dropped_steps: Vec<u64>,
 }
 
 impl Engine {
@@ -120,6 +129,7 @@ impl Engine {
                     },
                     blocks: Vec::new(),
                     order: 0,
+                    queued_ns: s.arrival_ns,
                 })
                 .collect();
             v.sort_by_key(|r| r.id);
@@ -135,6 +145,7 @@ impl Engine {
                 outstanding_tokens: 0,
                 series: Series::default(),
                 stats: ReplicaStats::default(),
+                steady: Steady::default(),
             })
             .collect();
         Engine {
@@ -167,6 +178,8 @@ impl Engine {
             kick_flag: vec![false; scenario.deployment.replicas as usize],
             fabric: None,
             rr_decode: 0,
+            steady_ok: !options.record_steps && !options.check_invariants,
+            dropped_steps: Vec::new(),
         }
     }
 
@@ -204,15 +217,19 @@ impl Engine {
                 });
             }
             self.now_ns = t;
-            while let Some(Reverse((ts, _, rep))) = self.heap.peek().copied() {
+            while let Some(Reverse((ts, seq, rep))) = self.heap.peek().copied() {
                 if ts != t {
                     break;
                 }
                 self.heap.pop();
                 self.events += 1;
                 budget = budget.saturating_sub(1);
-                if self.fabric.as_ref().is_some_and(|f| !f.alive[rep as usize]) {
-                    continue; // the replica stopped mid-step; its requests moved on
+                if let Some(f) = self.fabric.as_mut() {
+                    if let Some(i) = self.dropped_steps.iter().position(|&s| s == seq) {
+                        self.dropped_steps.swap_remove(i);
+                        continue; // the replica stopped mid-step; its requests moved on
+                    }
+                    f.end_step(rep as usize);
                 }
                 self.finish_step(rep as usize);
                 self.mark(rep as usize);
@@ -237,11 +254,12 @@ impl Engine {
                 })?;
             }
         }
+        self.settle_steady();
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
         if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() && !transfers {
             // Nothing more can happen: whatever is still in the router queue times out.
             while let Some(id) = self.dispatch.pop_front() {
-                let deadline = self.reqs[id as usize].arrival_ns.saturating_add(self.dispatch_timeout_ns);
+                let deadline = self.reqs[id as usize].queued_ns.saturating_add(self.dispatch_timeout_ns);
                 self.reject(id, Reason::DispatchQueueFull, deadline);
             }
             if !self.is_done() {
@@ -323,7 +341,7 @@ impl Engine {
     /// step boundaries, where this runs, so the lazy check is exact.
     pub(crate) fn drain_dispatch(&mut self) {
         while let Some(&id) = self.dispatch.front() {
-            let deadline = self.reqs[id as usize].arrival_ns.saturating_add(self.dispatch_timeout_ns);
+            let deadline = self.reqs[id as usize].queued_ns.saturating_add(self.dispatch_timeout_ns);
             if self.now_ns > deadline {
                 self.dispatch.pop_front();
                 self.reject(id, Reason::DispatchQueueFull, deadline);
@@ -398,16 +416,33 @@ impl Engine {
         })
     }
 
-    /// Ask the policy for a plan, price it, schedule its completion. `false` if empty.
+    /// Apply every replica's owed steady steps to its requests ([`crate::steady`]), so that
+    /// whoever reads the requests next sees them current.
+    pub(crate) fn settle_steady(&mut self) {
+        for replica in &mut self.replicas {
+            replica.steady.settle(&replica.sched, &mut self.reqs);
+        }
+    }
+
+    /// Ask the policy for a plan (or continue a steady decode run), price it, schedule its
+    /// completion. `false` if empty.
     fn start_step(&mut self, rep: usize) -> bool {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        st.schedule(&self.params, &mut self.reqs, now);
-        if st.plan.is_empty() {
-            return false;
+        if !(replica.steady.left > 0 && st.waiting.is_empty() && replica.steady.advance(st, &mut self.reqs)) {
+            replica.steady.settle(st, &mut self.reqs);
+            replica.steady.left = 0;
+            st.schedule(&self.params, &mut self.reqs, now);
+            if st.plan.is_empty() {
+                return false;
+            }
+            st.settle_shape(&self.reqs);
+            // Not on prefill replicas of `disagg`: their completions hand requests off.
+            if self.steady_ok && self.fabric.as_ref().is_none_or(|f| rep >= f.prefill_replicas) {
+                replica.steady.open(st, &self.reqs);
+            }
         }
-        st.settle_shape(&self.reqs);
         let sh = st.shape;
         let tokens = sh.tokens as u32;
         let shape = BatchShape {
@@ -471,6 +506,11 @@ impl Engine {
         let replica = &mut self.replicas[rep];
         replica.busy = false;
         let st = &mut replica.sched;
+        if replica.steady.in_flight {
+            // No token is a first or a last one, no block changes hands ([`crate::steady`]).
+            replica.steady.complete(st, &mut replica.outstanding_tokens);
+            return;
+        }
         self.finished_buf.clear();
         // Hot loop: counters in locals, written back once.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
@@ -522,10 +562,19 @@ impl Engine {
         }
     }
 
+    /// Replica `rep` stops: its step in flight, if any, will never complete.
+    pub(crate) fn drop_step(&mut self, rep: usize) {
+        if self.replicas[rep].busy {
+            let seq = self.heap.iter().find(|e| e.0 .2 as usize == rep).map(|e| e.0 .1);
+            self.dropped_steps.extend(seq);
+        }
+    }
+
     /// Forget in-flight bookkeeping (pending completions, replicas marked for a step) so
     /// the model checker can load a state into this engine.
     pub(crate) fn reset_transient(&mut self) {
         self.heap.clear();
+        self.replicas.iter_mut().for_each(|r| r.steady.reset());
         self.kick.clear();
         self.kick_flag.iter_mut().for_each(|f| *f = false);
     }

@@ -9,13 +9,25 @@
 //! `min over its links of bw / flows there`. Rates are recomputed whenever a flow starts or
 //! ends or the topology changes (in-flight transfers are re-costed, and re-routed when
 //! their route changed). A flow ends when its bytes are through, plus its route latency.
+//!
+//! Collectives of different replicas share links too, priced per step: when a replica starts
+//! a step, each (link, direction) its TP AllReduces (ring or tree) and PP sends cross is
+//! divided among `1 + r + k` parties, r the other replicas whose step in flight uses that
+//! link in that direction and k the KV flows in their data phase on it; the step's
+//! collectives are priced with those shares (the slowest flow paces each collective, as
+//! alone) and the price holds for the whole step. With no one else on its links a step is
+//! priced from the cached costs, bit for bit as before. The approximation: a step in
+//! flight counts as using its links for its whole duration (its collectives are assumed to
+//! coincide with the newcomer's, a pessimistic bound: in reality they take a fraction of a
+//! step), a step already running is not re-priced when another starts, and KV flows do not
+//! slow down for collectives (their fluid model shares links among KV flows only).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::error::{Result, SimError};
-use crate::topo::collective::{flow, Comm, Flow};
+use crate::topo::collective::{flow, hop_key, Comm, CommLanes, Flow};
 use crate::topo::events::{self, Action, TopoEvent};
 use crate::topo::placement::{self, Placement};
 use crate::topo::route::RouteTable;
@@ -46,11 +58,26 @@ pub struct FabricStats {
     pub events_applied: u64,
     /// Chosen routes that changed over the run.
     pub route_changes: u64,
+    /// Replicas started again after their TP/PP group was connected again (`link_up`).
+    pub restarted_replicas: u64,
+    /// Steps whose collectives were priced sharing a link with another replica's step in
+    /// flight or with a KV transfer.
+    pub shared_steps: u64,
     pub kv_transfers: u64,
     pub kv_bytes: f64,
     /// Durations of completed KV transfers, ms (for percentiles).
     #[serde(skip)]
     pub kv_transfer_ms: Vec<f64>,
+}
+
+/// Replicas whose state a topology change flipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// Lost a TP/PP peer (GPU removed, no route left): they stop, their requests move.
+    pub stopped: Vec<usize>,
+    /// Stopped earlier, now connected again with none of their GPUs removed: they start
+    /// again, empty.
+    pub restarted: Vec<usize>,
 }
 
 /// Per-link table of a result (the dashboard draws it; one entry per link).
@@ -102,6 +129,21 @@ pub struct Fabric {
     rep_tokens: Vec<f64>,
     /// Per replica: (link, bytes per token) of its collectives and PP transfers.
     rep_bpt: Vec<Vec<(u32, f64)>>,
+    /// Per replica: the links of its collectives, to re-price them when shared.
+    lanes: Vec<CommLanes>,
+    /// Per replica: some link of its collectives is also used by another live replica's.
+    overlap: Vec<bool>,
+    /// Per replica: a step is in flight (between [`Fabric::step_comm_s`] and
+    /// [`Fabric::end_step`]).
+    in_flight: Vec<bool>,
+    /// Per hop ([`hop_key`]): replicas with `overlap` whose step in flight uses it.
+    hop_steps: Vec<u32>,
+    /// Per hop: KV flows in their data phase on it (as of the last re-share).
+    hop_kv: Vec<u32>,
+    /// KV flows in their data phase (as of the last re-share).
+    kv_busy: usize,
+    /// A replica's communication re-priced under sharing (reused buffer).
+    scratch: Comm,
 }
 
 impl Fabric {
@@ -140,13 +182,44 @@ impl Fabric {
             capacity_t: 0,
             rep_tokens: vec![0.0; n],
             rep_bpt: vec![Vec::new(); n],
+            lanes: vec![CommLanes::default(); n],
+            overlap: vec![false; n],
+            in_flight: vec![false; n],
+            hop_steps: vec![0; 2 * links],
+            hop_kv: vec![0; 2 * links],
+            kv_busy: 0,
+            scratch: Comm::default(),
         };
         for rep in 0..n {
             if !f.rebuild(rep) {
                 return Err(SimError::config("topology", format!("replica {rep}: its GPUs have no route between them")));
             }
         }
+        f.recount();
         Ok(f)
+    }
+
+    /// Recompute which replicas can share links with another and the in-flight counts per
+    /// hop, after routes or the set of live replicas changed.
+    fn recount(&mut self) {
+        let hops = 2 * self.topo.links.len();
+        let mut users = vec![0u32; hops];
+        for (r, l) in self.lanes.iter().enumerate() {
+            if self.alive[r] {
+                l.hops.iter().for_each(|&h| users[h] += 1);
+            }
+        }
+        self.hop_steps.clear();
+        self.hop_steps.resize(hops, 0);
+        for (r, l) in self.lanes.iter().enumerate() {
+            self.overlap[r] = self.alive[r] && l.hops.iter().any(|&h| users[h] > 1);
+            if !self.alive[r] {
+                self.in_flight[r] = false;
+            }
+            if self.overlap[r] && self.in_flight[r] {
+                l.hops.iter().for_each(|&h| self.hop_steps[h] += 1);
+            }
+        }
     }
 
     /// Re-price replica `rep`'s communication; `false` when a peer is unreachable.
@@ -157,7 +230,7 @@ impl Fabric {
         }
         self.rep_tokens[rep] = 0.0;
         let stages = &self.placement[rep];
-        let Some(c) = Comm::build(&self.topo, &mut self.routes, stages, self.layers) else { return false };
+        let Some((c, lanes)) = Comm::build_lanes(&self.topo, &mut self.routes, stages, self.layers) else { return false };
         // Bytes per token on each link: ring AllReduces (2 per layer, each flow 2(p−1)/p of
         // the activations) and the PP sends (1/tp of the activations per rank pair).
         let act = self.hidden * 2.0;
@@ -186,14 +259,54 @@ impl Fabric {
         }
         self.rep_bpt[rep] = bpt.into_iter().collect();
         self.comm[rep] = c;
+        self.lanes[rep] = lanes;
         true
     }
 
-    /// Communication seconds of a step of `tokens` tokens on `rep` (hot path: a few flops).
+    /// Communication seconds of a step of `tokens` tokens starting now on `rep` (hot path: a
+    /// few flops alone on its links). The step counts as in flight until
+    /// [`Fabric::end_step`].
     #[inline]
     pub fn step_comm_s(&mut self, rep: usize, tokens: u64) -> f64 {
         self.rep_tokens[rep] += tokens as f64;
-        self.comm[rep].step_s(tokens as f64, self.hidden)
+        let hidden = self.hidden;
+        let s = self.comm_now(rep).step_s(tokens as f64, hidden);
+        self.begin_step(rep);
+        s
+    }
+
+    /// Replica `rep`'s communication priced for a step starting now: the cached costs when
+    /// nobody else uses its links, else re-priced with each hop shared among the replicas
+    /// whose step in flight uses it and the KV flows on it (module docs).
+    #[inline]
+    fn comm_now(&mut self, rep: usize) -> &Comm {
+        if !(self.overlap[rep] || self.kv_busy > 0) {
+            return &self.comm[rep];
+        }
+        let (steps, kv) = (&self.hop_steps, &self.hop_kv);
+        let lanes = &self.lanes[rep];
+        if !lanes.hops.iter().any(|&h| steps[h] + kv[h] > 0) {
+            return &self.comm[rep];
+        }
+        lanes.price(|h| f64::from(1 + steps[h] + kv[h]), &mut self.scratch);
+        self.stats.shared_steps += 1;
+        &self.scratch
+    }
+
+    #[inline]
+    fn begin_step(&mut self, rep: usize) {
+        self.in_flight[rep] = true;
+        if self.overlap[rep] {
+            self.lanes[rep].hops.iter().for_each(|&h| self.hop_steps[h] += 1);
+        }
+    }
+
+    /// Replica `rep`'s step in flight ended: its links are free of it.
+    #[inline]
+    pub fn end_step(&mut self, rep: usize) {
+        if std::mem::take(&mut self.in_flight[rep]) && self.overlap[rep] {
+            self.lanes[rep].hops.iter().for_each(|&h| self.hop_steps[h] -= 1);
+        }
     }
 
     /// Communication of a pipelined step (pp > 1) of `tokens` tokens on `rep` split into
@@ -202,8 +315,8 @@ impl Fabric {
     /// averaged), seconds.
     pub fn step_comm_pipeline(&mut self, rep: usize, tokens: u64, mb: u32) -> (f64, f64) {
         self.rep_tokens[rep] += tokens as f64;
-        let c = &self.comm[rep];
         let bytes = tokens as f64 / f64::from(mb.max(1)) * self.hidden * 2.0;
+        let c = self.comm_now(rep);
         let mut ar = 0.0;
         for (i, st) in c.stages.iter().enumerate() {
             if st.2 > 0.0 && (st.0.b > 0.0 || st.0.a > 0.0) {
@@ -211,7 +324,9 @@ impl Fabric {
             }
         }
         let boundaries = c.stages.len().saturating_sub(1).max(1) as f64;
-        (ar, c.pp.at(bytes) / boundaries)
+        let x = c.pp.at(bytes) / boundaries;
+        self.begin_step(rep);
+        (ar, x)
     }
 
     /// Next instant something happens here: a topology event or a KV flow milestone.
@@ -257,12 +372,17 @@ impl Fabric {
         self.flows_t = now;
     }
 
-    /// Equal shares of each (link, direction) among flows in their data phase.
+    /// Equal shares of each (link, direction) among flows in their data phase (also the
+    /// per-hop KV counts that collectives see).
     fn reshare(&mut self) {
-        let mut count: BTreeMap<(u32, bool), u32> = BTreeMap::new();
+        let count = &mut self.hop_kv;
+        count.clear();
+        count.resize(2 * self.topo.links.len(), 0);
+        self.kv_busy = 0;
         for f in self.flows.iter().filter(|f| f.done_at.is_none()) {
+            self.kv_busy += 1;
             for &h in &f.flow.hops {
-                *count.entry(h).or_insert(0) += 1;
+                count[hop_key(h)] += 1;
             }
         }
         for f in self.flows.iter_mut().filter(|f| f.done_at.is_none()) {
@@ -270,7 +390,7 @@ impl Fabric {
                 .flow
                 .hops
                 .iter()
-                .map(|h| self.topo.links[h.0 as usize].bandwidth_gbps / f64::from(count[h]))
+                .map(|&h| self.topo.links[h.0 as usize].bandwidth_gbps / f64::from(count[hop_key(h)]))
                 .fold(f64::INFINITY, f64::min);
             if !f.rate.is_finite() {
                 f.rate = f64::INFINITY; // same GPU: instantaneous
@@ -352,8 +472,8 @@ impl Fabric {
         self.events.extend(rest);
     }
 
-    /// Apply every event due at `now`. Returns the replicas that must stop.
-    pub fn apply_due(&mut self, now: u64) -> Vec<usize> {
+    /// Apply every event due at `now`. Returns the replicas that must stop or may restart.
+    pub fn apply_due(&mut self, now: u64) -> Changed {
         let mut actions = Vec::new();
         while let Some(e) = self.events.get(self.next_event).filter(|e| e.at_ns <= now) {
             actions.push(e.action);
@@ -363,8 +483,9 @@ impl Fabric {
     }
 
     /// Apply actions now: update links, re-route (with hysteresis), re-price replicas,
-    /// re-route and re-share KV flows. Returns the replicas that lost a peer.
-    pub fn apply_actions(&mut self, now: u64, actions: &[Action]) -> Vec<usize> {
+    /// re-route and re-share KV flows. Returns the replicas that lost a peer or got their
+    /// group back.
+    pub fn apply_actions(&mut self, now: u64, actions: &[Action]) -> Changed {
         self.advance(now);
         self.settle_capacity(now);
         // Single-link changes re-price only the replicas they reach (see `refresh_only`).
@@ -406,8 +527,9 @@ impl Fabric {
         self.refresh_only(now, Some(&hit))
     }
 
-    /// Replace the whole topology (runtime swap). The placement's GPU ids must exist.
-    pub fn swap(&mut self, now: u64, topo: Topology) -> Result<Vec<usize>> {
+    /// Replace the whole topology (runtime swap). The placement's GPU ids must exist. GPUs
+    /// removed earlier stay removed (their links in the new topology go down).
+    pub fn swap(&mut self, now: u64, mut topo: Topology) -> Result<Changed> {
         self.advance(now);
         self.settle_capacity(now);
         let mut placement = self.placement.clone();
@@ -436,6 +558,11 @@ impl Fabric {
                 old.get(&(a.clone().min(z.clone()), a.clone().max(z.clone()))).copied().unwrap_or((0.0, 0.0))
             })
             .collect();
+        for (n, _) in self.topo.nodes.iter().zip(&self.topo.removed).filter(|x| *x.1) {
+            if let Some(&j) = topo.index.get(&n.id) {
+                events::apply(&mut topo, &Action::RemoveGpu(j));
+            }
+        }
         self.link_bytes = carried.iter().map(|x| x.0).collect();
         self.link_capacity = carried.iter().map(|x| x.1).collect();
         for f in &mut self.flows {
@@ -449,19 +576,31 @@ impl Fabric {
         Ok(self.refresh(now))
     }
 
-    /// After a change: stop replicas that lost a peer, re-price the others, re-route flows.
-    fn refresh(&mut self, now: u64) -> Vec<usize> {
+    /// After a change: stop replicas that lost a peer, restart those whose group is whole
+    /// again, re-price the others, re-route flows.
+    fn refresh(&mut self, now: u64) -> Changed {
         self.refresh_only(now, None)
     }
 
     /// [`Fabric::refresh`] limited to the replicas marked in `only` (the others' routes and
     /// the links on them are unchanged, so re-pricing them would give the same costs; their
     /// carried bytes are still settled now, so the per-link sums are added in the same order).
-    fn refresh_only(&mut self, now: u64, only: Option<&[bool]>) -> Vec<usize> {
+    /// Stopped replicas are always looked at: one restarts when none of its GPUs was removed,
+    /// they are connected again and every pair has a route.
+    fn refresh_only(&mut self, now: u64, only: Option<&[bool]>) -> Changed {
         let comp = placement::components(&self.topo);
         let mut stopped = Vec::new();
+        let mut restarted = Vec::new();
         for rep in 0..self.placement.len() {
             if !self.alive[rep] {
+                let gpus = &self.placement[rep];
+                let whole = !gpus.iter().flatten().any(|&g| self.topo.removed[g as usize])
+                    && placement::disconnected(&comp, gpus).is_none();
+                if whole && self.rebuild(rep) {
+                    self.alive[rep] = true;
+                    self.stats.restarted_replicas += 1;
+                    restarted.push(rep);
+                }
                 continue;
             }
             if only.is_some_and(|o| !o[rep]) {
@@ -478,6 +617,7 @@ impl Fabric {
                 stopped.push(rep);
             }
         }
+        self.recount();
         // Re-route flows in their data phase; a flow with no route left finishes now (the
         // engine then recomputes that request's KV at the destination).
         let mut flows = std::mem::take(&mut self.flows);
@@ -493,7 +633,7 @@ impl Fabric {
         }
         self.flows = flows;
         self.reshare();
-        stopped
+        Changed { stopped, restarted }
     }
 
     /// Is `to` reachable from `from` for a KV move (both alive)?
@@ -543,3 +683,6 @@ impl Fabric {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -67,6 +67,10 @@ pub struct Req {
     pub reason: Reason,
     /// Position key in the waiting queue: (priority, order).
     pub order: i64,
+    /// When it last entered the router's dispatch queue: its arrival, or the moment a
+    /// stopped replica's request found no live replica to move to. The dispatch timeout
+    /// counts from here.
+    pub queued_ns: u64,
 }
 
 impl Req {

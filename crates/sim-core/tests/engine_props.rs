@@ -72,6 +72,27 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+    /// Steady decode steps are applied to the requests lazily (`sim_core::steady`, off
+    /// when invariants are checked): with long outputs, pools that run out and several
+    /// replicas, the results are the same bytes either way.
+    #[test]
+    fn lazy_steady_decode_changes_no_byte(
+        policy in prop::sample::select(vec!["orca", "vllm", "sarathi", "o1pro"]),
+        blocks in 8u32..160,
+        budget in 4u32..64,
+        replicas in 1u32..3,
+        reqs in prop::collection::vec((0u32..2000, 1u32..120, 1u32..300, 0i32..3), 1..16),
+    ) {
+        let text = scenario(policy, blocks, budget, &reqs, replicas);
+        let fast = sim_core::simulate(&text, Format::Json, SimOptions::default()).unwrap().to_json();
+        let checked = SimOptions { check_invariants: true, ..SimOptions::default() };
+        let slow = sim_core::simulate(&text, Format::Json, checked).unwrap().to_json();
+        prop_assert_eq!(fast, slow);
+    }
+}
+
 #[test]
 fn oversized_request_is_rejected_not_deadlocked() {
     // 4 blocks of 4 tokens = 16 slots; a 40-token prompt can never fit.

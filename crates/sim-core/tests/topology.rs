@@ -175,6 +175,25 @@ fn disagg_ttft_grows_monotonically_as_ib_bandwidth_drops() {
 }
 
 #[test]
+fn lazy_steady_decode_steps_change_no_byte_on_a_fabric() {
+    // disagg over IB (KV transfers land while decode replicas run steady steps) and a
+    // replica stopping and restarting: same bytes as with every step scheduled (recorded).
+    let mut v = base(150, 4.0);
+    v["deployment"] = json!({"tp": 8, "replicas": 2, "prefill_replicas": 1, "router": "topology_aware"});
+    v["scheduler"]["policy"] = json!("disagg");
+    v["topology"] = json!("2x-hgx-h200-ib");
+    let mut w = base(300, 20.0);
+    w["topology"] = json!("hgx-h200");
+    w["events"] = json!([{"at_s": 3.0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"},
+                         {"at_s": 5.0, "kind": "link_up", "src": "gpu1", "dst": "nvswitch0"}]);
+    for s in [v, w] {
+        let recorded = SimOptions { record_steps: true, ..SimOptions::default() };
+        let slow = simulate(&s.to_string(), Format::Json, recorded).unwrap();
+        assert_eq!(run(&s).to_json(), slow.to_json());
+    }
+}
+
+#[test]
 fn bad_topology_input_names_the_item() {
     let mut v = base(10, 1.0);
     v["events"] = json!([{"at_s": 1.0, "kind": "link_down", "src": "gpu0", "dst": "nvswitch0"}]);
@@ -198,4 +217,148 @@ fn bad_topology_input_names_the_item() {
     assert!(err(&v).starts_with("deployment: needs 8 GPUs"), "{}", err(&v));
     v["topology"]["links"][0]["bandwidth_gbps"] = json!(0);
     assert_eq!(err(&v), "topology.links[0].bandwidth_gbps: must be > 0 (got 0)");
+}
+
+/// Two nodes of 2 H200s joined by one IB switch; replica r = TP 2 over `n0.gpu{r}` and
+/// `n1.gpu{r}`. `shared`: each node has one NIC for both GPUs, so both TP groups' ring
+/// traffic crosses the same `n0.nic0 – ib0 – n1.nic0` links; else each GPU has its own NIC.
+fn two_tp_groups_over_ib(shared: bool) -> SimResult {
+    let mut nodes = vec![json!({"id": "ib0", "kind": "switch"})];
+    let mut links = Vec::new();
+    for n in 0..2 {
+        nodes.push(json!({"id": format!("n{n}.nvswitch0"), "kind": "nvswitch"}));
+        for g in 0..2 {
+            nodes.push(json!({"id": format!("n{n}.gpu{g}"), "kind": "gpu", "gpu": "h200"}));
+            links.push(json!({"src": format!("n{n}.gpu{g}"), "dst": format!("n{n}.nvswitch0"), "kind": "nvswitch", "bandwidth_gbps": 450, "latency_us": 1}));
+        }
+        for j in 0..(if shared { 1 } else { 2 }) {
+            nodes.push(json!({"id": format!("n{n}.nic{j}"), "kind": "nic"}));
+            links.push(json!({"src": format!("n{n}.nic{j}"), "dst": "ib0", "kind": "ib", "bandwidth_gbps": 12.5, "latency_us": 1}));
+        }
+        for g in 0..2 {
+            let nic = if shared { 0 } else { g };
+            links.push(json!({"src": format!("n{n}.gpu{g}"), "dst": format!("n{n}.nic{nic}"), "kind": "pcie", "bandwidth_gbps": 64, "latency_us": 1}));
+        }
+    }
+    let mut v = base(300, 12.0);
+    v["model"] = json!("llama-3-8b");
+    v["deployment"] = json!({"tp": 2, "replicas": 2, "router": "round_robin",
+                             "placement": [["n0.gpu0", "n1.gpu0"], ["n0.gpu1", "n1.gpu1"]]});
+    v["topology"] = json!({"nodes": nodes, "links": links});
+    run(&v)
+}
+
+#[test]
+fn two_tp_groups_sharing_an_ib_link_slow_each_other_down() {
+    let (apart, shared) = (two_tp_groups_over_ib(false), two_tp_groups_over_ib(true));
+    for r in [&apart, &shared] {
+        assert_eq!(r.summary["finished"], 300);
+    }
+    assert_eq!(apart.summary["topology"]["shared_steps"], 0);
+    let steps = shared.summary["steps"].as_u64().unwrap();
+    let together = shared.summary["topology"]["shared_steps"].as_u64().unwrap();
+    assert!(together > steps / 2, "{together} of {steps} steps shared the link");
+    let p99 = |r: &SimResult| r.summary["tpot_ms"]["p99"].as_f64().unwrap();
+    let (a, s) = (p99(&apart), p99(&shared));
+    eprintln!("P99 TPOT apart {a} ms, sharing the IB link {s} ms; {together} of {steps} steps shared");
+    assert!(s > 1.2 * a, "P99 TPOT apart {a} ms, sharing the IB link {s} ms");
+    // The shared link carried both groups' bytes, the separate one replica 0's.
+    let bytes = |r: &SimResult| {
+        let l = r.links.as_ref().unwrap();
+        (0..l.src.len()).find(|&i| l.src[i] == "n0.nic0" && l.dst[i] == "ib0").map(|i| l.bytes[i]).unwrap()
+    };
+    let (one, both) = (bytes(&apart), bytes(&shared));
+    assert!(both > 1.8 * one, "{both} vs {one}");
+}
+
+/// Replica 0 (gpu0–3) loses gpu1's link at 3 s and gets it back at 5 s.
+fn down_then_up(events: Value) -> SimResult {
+    let mut v = base(300, 20.0);
+    v["topology"] = json!("hgx-h200");
+    v["events"] = events;
+    run(&v)
+}
+
+/// Busy fraction of `replica` per time-series bucket: (bucket start ms, busy).
+fn busy(r: &SimResult, replica: u32) -> Vec<(f64, f64)> {
+    let ts = &r.timeseries;
+    (0..ts.time_ms.len()).filter(|&i| ts.replica[i] == replica).map(|i| (ts.time_ms[i], ts.busy[i])).collect()
+}
+
+#[test]
+fn a_replica_cut_off_by_link_down_restarts_after_link_up() {
+    let r = down_then_up(json!([
+        {"at_s": 3.0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"},
+        {"at_s": 5.0, "kind": "link_up", "src": "gpu1", "dst": "nvswitch0"}
+    ]));
+    assert_eq!(r.summary["finished"], 300, "no request lost");
+    let t = &r.summary["topology"];
+    assert_eq!(t["stopped_replicas"], 1, "{t}");
+    assert_eq!(t["restarted_replicas"], 1, "{t}");
+    assert_eq!(t["alive_replicas"], 2, "{t}");
+    assert!(t["moved_requests"].as_u64().unwrap() > 0, "{t}");
+    let b = busy(&r, 0);
+    // The step in flight at 3 s is dropped but was recorded whole when it started (it
+    // would have ended by ~3.04 s); from then on the replica is idle until 5 s.
+    let stopped: f64 = b.iter().filter(|x| x.0 >= 3_100.0 && x.0 < 5_000.0).map(|x| x.1).sum();
+    let after: f64 = b.iter().filter(|x| x.0 >= 5_000.0).map(|x| x.1).sum();
+    assert_eq!(stopped, 0.0, "replica 0 idle while stopped");
+    assert!(after > 1.0, "replica 0 busy again after 5 s: {after}");
+    // It served requests that arrived after the link came back.
+    let c = &r.requests;
+    let late = (0..c.request_id.len()).filter(|&i| c.replica[i] == 0 && c.arrival_ms[i] > 5_000.0).count();
+    assert!(late > 20, "{late} requests served by replica 0 after 5 s");
+    // Without the link_up it stays stopped.
+    let r = down_then_up(json!([{"at_s": 3.0, "kind": "link_down", "src": "gpu1", "dst": "nvswitch0"}]));
+    assert_eq!(r.summary["finished"], 300);
+    assert_eq!(r.summary["topology"]["restarted_replicas"], 0);
+    assert_eq!(busy(&r, 0).iter().filter(|x| x.0 >= 3_100.0).map(|x| x.1).sum::<f64>(), 0.0);
+}
+
+#[test]
+fn a_removed_gpu_never_comes_back() {
+    let r = down_then_up(json!([
+        {"at_s": 3.0, "kind": "remove_gpu", "node": "gpu1"},
+        {"at_s": 5.0, "kind": "link_up", "src": "gpu1", "dst": "nvswitch0"}
+    ]));
+    assert_eq!(r.summary["finished"], 300);
+    let t = &r.summary["topology"];
+    assert_eq!((t["stopped_replicas"].as_u64(), t["restarted_replicas"].as_u64()), (Some(1), Some(0)), "{t}");
+    assert!(!r.links.as_ref().unwrap().up[1], "gpu1's link stays down");
+    // A whole-topology swap does not bring it back either.
+    let mut v = base(300, 20.0);
+    v["topology"] = json!("hgx-h200");
+    let mut sim = Simulation::from_text(&v.to_string(), Format::Json, SimOptions::default()).unwrap();
+    sim.run_events(400).unwrap();
+    sim.inject_topology(r#"[{"at_s": 0, "kind": "remove_gpu", "node": "gpu5"}]"#).unwrap();
+    sim.run_events(400).unwrap();
+    sim.inject_topology(r#""hgx-h200""#).unwrap();
+    let r = sim.finish().unwrap();
+    assert_eq!(r.summary["finished"], 300);
+    assert_eq!(r.summary["topology"]["restarted_replicas"], 0);
+    assert_eq!(r.summary["topology"]["alive_replicas"], 1);
+}
+
+#[test]
+fn a_replica_restarted_mid_step_ignores_its_old_step() {
+    // One replica: cut off mid-step at 2 s, its requests wait in the router's queue, and 1 µs
+    // later it is whole again and starts a new step at once with them. The heap entry of
+    // the step cut short (due a few ms later) must not complete the new step.
+    let mut v = base(300, 20.0);
+    v["deployment"]["replicas"] = json!(1);
+    v["topology"] = json!("hgx-h200");
+    v["events"] = json!([
+        {"at_s": 2.0, "kind": "link_down", "src": "gpu2", "dst": "nvswitch0"},
+        {"at_s": 2.000001, "kind": "link_up", "src": "gpu2", "dst": "nvswitch0"},
+        {"at_s": 4.0, "kind": "link_down", "src": "gpu2", "dst": "nvswitch0"},
+        {"at_s": 4.25, "kind": "link_up", "src": "gpu2", "dst": "nvswitch0"}
+    ]);
+    let text = v.to_string();
+    let r = run(&v);
+    assert_eq!(r.summary["finished"], 300);
+    let t = &r.summary["topology"];
+    assert_eq!((t["stopped_replicas"].as_u64(), t["restarted_replicas"].as_u64()), (Some(2), Some(2)), "{t}");
+    assert!(t["moved_requests"].as_u64().unwrap() > 10, "{t}");
+    let checked = simulate(&text, Format::Json, SimOptions { check_invariants: true, ..SimOptions::default() }).unwrap();
+    assert_eq!(checked.to_json(), r.to_json(), "invariants hold after every instant");
 }

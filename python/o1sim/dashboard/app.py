@@ -465,8 +465,9 @@ def topology_view(result: o1sim.Result, scenario: o1sim.Scenario) -> None:
     st.caption(f"Utilisation over the whole run (Result.links: bytes carried / what the link could carry). "
                f"Link colour and width: utilisation; dashed: degraded; dotted: down. Events applied: "
                f"{topo.get('events_applied', 0)} · route changes {topo.get('route_changes', 0)} · replicas stopped "
-               f"{topo.get('stopped_replicas', 0)} · requests moved {topo.get('moved_requests', 0)} · KV transfers "
-               f"{topo.get('kv_transfers', 0)}.")
+               f"{topo.get('stopped_replicas', 0)} · requests moved {topo.get('moved_requests', 0)} · replicas "
+               f"restarted {topo.get('restarted_replicas', 0)} · steps sharing a link {topo.get('shared_steps', 0)} · "
+               f"KV transfers {topo.get('kv_transfers', 0)}.")
     frame = charts.link_frame(links)
     st.markdown("**Busiest links**")
     st.dataframe(frame.head(12), width="stretch", hide_index=True, key="busiest_links", column_config={

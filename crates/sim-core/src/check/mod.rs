@@ -192,7 +192,8 @@ impl Checker {
         let mut sc = scenario.clone();
         sc.cost_model = linear_1ms()?;
         let built = build(sc, SimOptions::default())?;
-        let engine = built.engine;
+        let mut engine = built.engine;
+        engine.steady_ok = false; // the explorer completes steps itself, one state at a time
         let n = engine.reqs.len();
         if n > MAX_REQUESTS {
             return Err(SimError::config(

@@ -10,6 +10,11 @@
 //!   down); cheaper for small n, the ring for large n — [`Comm::allreduce_s`] takes the min;
 //! * ring all-gather (n = gathered bytes): `(p−1)·α + (p−1)/p · n / B`;
 //! * send/recv: `α + n / B`.
+//!
+//! Traffic of *other* replicas and KV transfers on the same links is a separate input:
+//! [`CommLanes`] keeps, per collective, the links its flows cross and the bandwidth each flow
+//! gets there on its own, so the engine can re-price a step with each link's bandwidth
+//! divided among the replicas using it at that moment (see [`crate::fabric`]).
 
 use std::collections::BTreeMap;
 
@@ -58,24 +63,76 @@ pub fn flow(t: &Topology, routes: &mut RouteTable, u: u32, v: u32) -> Option<Flo
     Some(Flow { hops, latency_s: r.latency_us * 1e-6 })
 }
 
+/// Index of a (link, direction) hop in per-hop tables: `2·link + forward`.
+#[inline]
+pub fn hop_key(h: (u32, bool)) -> usize {
+    h.0 as usize * 2 + usize::from(h.1)
+}
+
+/// The links a set of concurrent flows crosses (one collective, or one stage boundary's
+/// send/recv), kept so that its cost can be re-priced when other traffic shares them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lanes {
+    /// α: the largest route latency among the flows, s.
+    pub alpha: f64,
+    /// Each (link, direction) crossed, as ([`hop_key`], bytes/s one flow of the set gets
+    /// there: the link's bandwidth over the set's flows on it), in hop order.
+    pub hops: Vec<(usize, f64)>,
+}
+
+impl Lanes {
+    /// The lanes of concurrent `flows`.
+    pub fn of(t: &Topology, flows: &[Flow]) -> Lanes {
+        let mut count: BTreeMap<(u32, bool), u32> = BTreeMap::new();
+        let mut alpha: f64 = 0.0;
+        for f in flows {
+            alpha = alpha.max(f.latency_s);
+            for &h in &f.hops {
+                *count.entry(h).or_insert(0) += 1;
+            }
+        }
+        let hops = count
+            .into_iter()
+            .map(|(h, n)| (hop_key(h), t.links[h.0 as usize].bandwidth_gbps * 1e9 / f64::from(n)))
+            .collect();
+        Lanes { alpha, hops }
+    }
+
+    /// B: the smallest per-flow bandwidth, bytes/s, when each hop's is further divided by
+    /// `share(hop key)` (≥ 1: how many parties use the link in that direction now). With
+    /// every share 1 this is exactly the set's own bandwidth (x / 1.0 = x).
+    #[inline]
+    pub fn bandwidth(&self, share: impl Fn(usize) -> f64) -> f64 {
+        self.hops.iter().fold(f64::INFINITY, |b, &(h, bw)| b.min(bw / share(h)))
+    }
+}
+
 /// (α = largest latency, B = smallest shared bandwidth in bytes/s) of concurrent flows.
 pub fn shared(t: &Topology, flows: &[Flow]) -> (f64, f64) {
-    let mut count: BTreeMap<(u32, bool), u32> = BTreeMap::new();
-    for f in flows {
-        for &h in &f.hops {
-            *count.entry(h).or_insert(0) += 1;
-        }
-    }
-    let mut alpha: f64 = 0.0;
-    let mut b = f64::INFINITY;
-    for f in flows {
-        alpha = alpha.max(f.latency_s);
-        for h in &f.hops {
-            let bw = t.links[h.0 as usize].bandwidth_gbps * 1e9 / f64::from(count[h]);
-            b = b.min(bw);
-        }
-    }
-    (alpha, b)
+    let l = Lanes::of(t, flows);
+    (l.alpha, l.bandwidth(|_| 1.0))
+}
+
+fn ring_affine(p: usize, alpha: f64, b: f64) -> Affine {
+    let pf = p as f64;
+    Affine { a: 2.0 * (pf - 1.0) * alpha, b: 2.0 * (pf - 1.0) / pf / b }
+}
+
+fn tree_affine(p: usize, alpha: f64, b: f64) -> Affine {
+    Affine { a: 2.0 * ceil_log2(p) * alpha, b: 2.0 / b }
+}
+
+fn send_recv_affine(pairs: usize, alpha: f64, b: f64) -> Affine {
+    Affine { a: alpha, b: 1.0 / (b * pairs.max(1) as f64) }
+}
+
+fn ring_flows(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Option<Vec<Flow>> {
+    let p = gpus.len();
+    (0..p).map(|i| flow(t, routes, gpus[i], gpus[(i + 1) % p])).collect()
+}
+
+fn tree_flows(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Option<Vec<Flow>> {
+    (1..gpus.len()).map(|i| flow(t, routes, gpus[i], gpus[(i - 1) / 2])).collect()
 }
 
 fn ceil_log2(p: usize) -> f64 {
@@ -88,10 +145,8 @@ pub fn ring_allreduce(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Op
     if p < 2 {
         return Some(Affine::default());
     }
-    let flows: Option<Vec<Flow>> = (0..p).map(|i| flow(t, routes, gpus[i], gpus[(i + 1) % p])).collect();
-    let (alpha, b) = shared(t, &flows?);
-    let pf = p as f64;
-    Some(Affine { a: 2.0 * (pf - 1.0) * alpha, b: 2.0 * (pf - 1.0) / pf / b })
+    let (alpha, b) = shared(t, &ring_flows(t, routes, gpus)?);
+    Some(ring_affine(p, alpha, b))
 }
 
 /// Binary-tree AllReduce over `gpus` (`gpus[0]` the root, parent of i is (i−1)/2).
@@ -100,9 +155,8 @@ pub fn tree_allreduce(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Op
     if p < 2 {
         return Some(Affine::default());
     }
-    let flows: Option<Vec<Flow>> = (1..p).map(|i| flow(t, routes, gpus[i], gpus[(i - 1) / 2])).collect();
-    let (alpha, b) = shared(t, &flows?);
-    Some(Affine { a: 2.0 * ceil_log2(p) * alpha, b: 2.0 / b })
+    let (alpha, b) = shared(t, &tree_flows(t, routes, gpus)?);
+    Some(tree_affine(p, alpha, b))
 }
 
 /// Ring all-gather over `gpus`: affine in the gathered (output) bytes.
@@ -119,7 +173,7 @@ pub fn send_recv(t: &Topology, routes: &mut RouteTable, src: &[u32], dst: &[u32]
         return Some(Affine::default());
     }
     let (alpha, b) = shared(t, &flows);
-    Some(Affine { a: alpha, b: 1.0 / (b * src.len().max(1) as f64) })
+    Some(send_recv_affine(src.len(), alpha, b))
 }
 
 /// The communication of one replica, cached between topology changes: per stage the ring
@@ -156,17 +210,76 @@ impl Comm {
 
     /// Build from a placement: `stages[s]` the GPUs of stage s (TP rank order).
     pub fn build(t: &Topology, routes: &mut RouteTable, stages: &[Vec<u32>], layers: f64) -> Option<Comm> {
+        Some(Comm::build_lanes(t, routes, stages, layers)?.0)
+    }
+
+    /// [`Comm::build`] plus the lanes that re-price it under sharing with other traffic.
+    pub fn build_lanes(t: &Topology, routes: &mut RouteTable, stages: &[Vec<u32>], layers: f64) -> Option<(Comm, CommLanes)> {
         let per_stage = layers / stages.len().max(1) as f64;
-        let mut c = Comm::default();
+        let mut lanes = CommLanes::default();
         for g in stages {
-            c.stages.push((ring_allreduce(t, routes, g)?, tree_allreduce(t, routes, g)?, per_stage));
+            let (ring, tree) = if g.len() < 2 {
+                (Lanes::default(), Lanes::default())
+            } else {
+                (Lanes::of(t, &ring_flows(t, routes, g)?), Lanes::of(t, &tree_flows(t, routes, g)?))
+            };
+            lanes.stages.push((g.len(), ring, tree, per_stage));
         }
         for w in stages.windows(2) {
-            let x = send_recv(t, routes, &w[0], &w[1])?;
-            c.pp.a += x.a;
-            c.pp.b += x.b;
+            let flows: Option<Vec<Flow>> = w[0].iter().zip(&w[1]).map(|(&a, &b)| flow(t, routes, a, b)).collect();
+            let flows = flows?;
+            let x = (!flows.iter().all(|f| f.hops.is_empty())).then(|| Lanes::of(t, &flows));
+            lanes.pp.push((x, w[0].len()));
         }
-        Some(c)
+        let mut hops: Vec<usize> = lanes
+            .stages
+            .iter()
+            .flat_map(|s| s.1.hops.iter().chain(&s.2.hops))
+            .chain(lanes.pp.iter().filter_map(|x| x.0.as_ref()).flat_map(|l| &l.hops))
+            .map(|h| h.0)
+            .collect();
+        hops.sort_unstable();
+        hops.dedup();
+        lanes.hops = hops;
+        let mut c = Comm::default();
+        lanes.price(|_| 1.0, &mut c);
+        Some((c, lanes))
+    }
+}
+
+/// A replica's collectives and PP transfers as [`Lanes`]: what [`Comm`] is built from,
+/// kept to re-price it when other traffic shares its links.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CommLanes {
+    /// Per stage: (TP size, ring AllReduce lanes, tree AllReduce lanes, layers in the stage).
+    pub stages: Vec<(usize, Lanes, Lanes, f64)>,
+    /// Per stage boundary: (its send/recv lanes, `None` when every pair is one GPU; pairs).
+    pub pp: Vec<(Option<Lanes>, usize)>,
+    /// Every hop ([`hop_key`]) any of them crosses, sorted, unique.
+    pub hops: Vec<usize>,
+}
+
+impl CommLanes {
+    /// The replica's [`Comm`] with each hop's bandwidth divided by `share(hop)`; with every
+    /// share 1 it is exactly the one [`Comm::build`] returns (same operations, same order).
+    pub fn price(&self, share: impl Fn(usize) -> f64 + Copy, out: &mut Comm) {
+        out.stages.clear();
+        for (p, ring, tree, layers) in &self.stages {
+            if *p < 2 {
+                out.stages.push((Affine::default(), Affine::default(), *layers));
+            } else {
+                let r = ring_affine(*p, ring.alpha, ring.bandwidth(share));
+                out.stages.push((r, tree_affine(*p, tree.alpha, tree.bandwidth(share)), *layers));
+            }
+        }
+        out.pp = Affine::default();
+        for (lanes, pairs) in &self.pp {
+            if let Some(l) = lanes {
+                let x = send_recv_affine(*pairs, l.alpha, l.bandwidth(share));
+                out.pp.a += x.a;
+                out.pp.b += x.b;
+            }
+        }
     }
 }
 

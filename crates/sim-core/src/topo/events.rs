@@ -23,9 +23,11 @@ pub enum EventSpec {
     },
     /// The link stops carrying traffic.
     LinkDown { at_s: f64, src: String, dst: String },
-    /// The link carries traffic again (replicas stopped meanwhile stay stopped).
+    /// The link carries traffic again; a replica stopped because its TP/PP group lost
+    /// connectivity starts again (empty) once the group is connected. A link of a removed GPU
+    /// stays down.
     LinkUp { at_s: f64, src: String, dst: String },
-    /// The GPU fails: its links go down and its replica stops.
+    /// The GPU fails for good: its links go down and its replica stops, never to restart.
     RemoveGpu { at_s: f64, node: String },
 }
 
@@ -100,7 +102,8 @@ pub fn resolve(t: &Topology, specs: &[EventSpec]) -> Result<Vec<TopoEvent>> {
 }
 
 /// Apply an action to the topology's link state. Returns the links touched and whether the
-/// change is structural (path sets may change) and may add paths.
+/// change is structural (path sets may change) and may add paths. A `link_up` on a link of a
+/// removed GPU touches nothing.
 pub fn apply(t: &mut Topology, a: &Action) -> (Vec<u32>, bool, bool) {
     match *a {
         Action::SetLink { link, bandwidth_gbps, latency_us } => {
@@ -120,10 +123,15 @@ pub fn apply(t: &mut Topology, a: &Action) -> (Vec<u32>, bool, bool) {
             (vec![link], true, false)
         }
         Action::LinkUp(link) => {
+            let l = &t.links[link as usize];
+            if t.removed[l.src as usize] || t.removed[l.dst as usize] {
+                return (Vec::new(), false, false);
+            }
             t.links[link as usize].up = true;
             (vec![link], true, true)
         }
         Action::RemoveGpu(node) => {
+            t.removed[node as usize] = true;
             let mut touched = Vec::new();
             for (i, l) in t.links.iter_mut().enumerate() {
                 if l.src == node || l.dst == node {

@@ -179,6 +179,9 @@ pub struct Topology {
     pub b_min: f64,
     /// Per node: (neighbour, link), in link order (for the routing's Dijkstra).
     pub adj: Vec<Vec<(u32, u32)>>,
+    /// Per node: a GPU removed by a `remove_gpu` event. Its links stay down for good (a
+    /// `link_up` on one of them changes nothing).
+    pub removed: Vec<bool>,
 }
 
 fn key(a: u32, b: u32) -> (u32, u32) {
@@ -261,6 +264,7 @@ impl Topology {
             pair: BTreeMap::new(),
             b_min: f64::INFINITY,
             adj: Vec::new(),
+            removed: Vec::new(),
         };
         for l in base_links {
             let (a, b) = (t.index[&l.src], t.index[&l.dst]);
@@ -302,6 +306,7 @@ impl Topology {
             t.adj[l.dst as usize].push((l.src, i as u32));
         }
         t.b_min = t.links.iter().map(|l| l.nominal_gbps).fold(f64::INFINITY, f64::min);
+        t.removed = vec![false; t.nodes.len()];
         Ok(t)
     }
 

@@ -1,0 +1,209 @@
+//! Steady decode runs: consecutive decode steps of an unchanged batch, applied to the
+//! requests lazily.
+//!
+//! Most steps of a busy replica are *steady*: every running request decodes one token, none
+//! finishes, nobody waits, so nothing can be admitted or preempted. Such a step's plan is the
+//! previous one's, and its shape differs only by the context sums (each request's KV grew by
+//! one token). For those steps the engine skips the per-request work of the scheduler and of
+//! the step's completion: it advances the shape in O(1), keeps the counters that other code
+//! reads (`used_slots`, `outstanding_tokens`) exact, and owes each running request the steps
+//! it has not applied yet ([`Steady::owed`]). The owed tokens are applied (`computed +=
+//! owed`, `generated += owed`, integers, so the order of application cannot change a result)
+//! before anything reads those requests: the next normally scheduled step, a replica
+//! stopping, and the end of every `run_events` call (so callers never see a stale request).
+//!
+//! KV blocks: a request needs a new block when its length passes a block boundary. In a
+//! paged pool (vLLM, Sarathi) that happens every `block_size` steps, at steps fixed when the
+//! run opens, so the requests are filed by the step (mod `block_size`) at which they cross
+//! and a steady step calls the pool's `grow` for exactly those requests, in plan order, with
+//! their true length: the same calls with the same effects as the scheduler's pass (the
+//! others would take `grow`'s no-op fast path). If the free blocks cannot cover them all, the
+//! step is scheduled normally instead (it will preempt). Other pools (Orca's reservation,
+//! o1pro's per-request block sizes) end the run at the first boundary instead.
+//!
+//! Every step is still one event priced by the same cost model from the same shape values,
+//! and its metrics are recorded exactly as before: results are byte-identical (the goldens
+//! check it, and a property test compares lazy and non-lazy runs). A run opens when a step is
+//! scheduled normally and lasts until a request is about to produce its last token
+//! ([`Steady::open`]); a step starts lazily only while it lasts and the replica's waiting
+//! queue is empty (an arrival, a KV landing or a moved request ends it at once).
+
+use crate::kv::KvMode;
+use crate::request::Req;
+use crate::sched::SchedState;
+
+/// A replica's steady-decode state.
+#[derive(Debug, Clone, Default)]
+pub struct Steady {
+    /// Further steps that may start lazily (0: the next step is scheduled normally).
+    pub left: u32,
+    /// Steady steps completed whose tokens are not yet applied to the running requests.
+    pub owed: u32,
+    /// The step in flight started lazily (its completion is O(1)).
+    pub in_flight: bool,
+    /// Steps started lazily over the run (for tests and profiling).
+    pub steps: u64,
+    /// Lazy steps started in the current run.
+    started: u32,
+    /// Paged pool: `crossings[k]` = plan positions of the requests that pass a block
+    /// boundary at the run's steps j ≡ k (mod `block_size`), in plan order. Empty otherwise.
+    crossings: Vec<Vec<u32>>,
+}
+
+impl Steady {
+    /// After a normally scheduled step: open a run of further steady steps, returning how
+    /// many may follow. Zero unless the plan is pure decode over every running request with
+    /// nobody waiting and nothing preempted. Then it is the largest `w` such that every
+    /// request, after this step and `w` more, has not produced its last token
+    /// (`generated + 1 + w < output`), and, outside paged pools, the last of those steps
+    /// still fits its blocks (it grows the KV to `computed + w + 1` slots, `computed` as
+    /// before this step: `≤ slots held`).
+    pub fn open(&mut self, st: &SchedState, reqs: &[Req]) -> u32 {
+        self.left = 0;
+        if st.shape.prefill_tokens != 0
+            || st.plan.len() != st.running.len()
+            || !st.preempted.is_empty()
+            || !st.waiting.is_empty()
+        {
+            return 0;
+        }
+        let bs = st.kv.block_size;
+        let paged = st.kv.mode == KvMode::Paged;
+        if paged {
+            self.crossings.resize_with(bs as usize, Vec::new);
+            self.crossings.iter_mut().for_each(Vec::clear);
+        } else {
+            self.crossings.clear();
+        }
+        let mut w = i64::from(u32::MAX);
+        for (pos, &(id, _)) in st.plan.iter().enumerate() {
+            let r = &reqs[id as usize];
+            w = w.min(i64::from(r.output) - i64::from(r.generated) - 2);
+            let held = r.blocks.len() as i64 * i64::from(bs);
+            if paged {
+                // Step j grows it to computed + j + 1: past `held` at j = held − computed,
+                // then every `bs` steps.
+                let k = (held - i64::from(r.computed)).rem_euclid(i64::from(bs));
+                self.crossings[k as usize].push(pos as u32);
+            } else {
+                w = w.min(held - i64::from(r.computed) - 1);
+            }
+            if w <= 0 {
+                return 0;
+            }
+        }
+        self.started = 0;
+        self.left = w as u32;
+        self.left
+    }
+
+    /// Start the next steady step: grow the blocks of the requests crossing a boundary now
+    /// (paged pools), then the last step's plan is this one's (same entries, one token
+    /// each), every context one token longer. `false` (nothing changed) when the free blocks
+    /// cannot cover those requests: the step must be scheduled normally.
+    #[inline]
+    pub fn advance(&mut self, st: &mut SchedState, reqs: &mut [Req]) -> bool {
+        let j = self.started + 1;
+        if !self.crossings.is_empty() {
+            let due = &self.crossings[(j % st.kv.block_size) as usize];
+            if due.len() > st.kv.free_units() as usize {
+                return false;
+            }
+            for &pos in due {
+                let r = &mut reqs[st.plan[pos as usize].0 as usize];
+                // The true length after this step's token; a no-op if no boundary is passed.
+                let len = r.computed + self.owed + 1;
+                st.kv.grow(&mut r.blocks, len, r.req_block);
+            }
+        }
+        self.started = j;
+        self.left -= 1;
+        self.in_flight = true;
+        self.steps += 1;
+        let b = st.plan.len() as u64;
+        st.shape.decode_ctx += b;
+        st.shape.ctx_after += b;
+        true
+    }
+
+    /// A steady step completed: the replica's counters now, the requests later.
+    #[inline]
+    pub fn complete(&mut self, st: &mut SchedState, outstanding_tokens: &mut u64) {
+        let b = st.plan.len() as u64;
+        st.used_slots += b;
+        *outstanding_tokens -= b;
+        self.owed += 1;
+        self.in_flight = false;
+    }
+
+    /// Apply the owed steps to the running requests (the entries of `st.plan`).
+    pub fn settle(&mut self, st: &SchedState, reqs: &mut [Req]) {
+        if self.owed == 0 {
+            return;
+        }
+        for &(id, _) in &st.plan {
+            let r = &mut reqs[id as usize];
+            r.computed += self.owed;
+            r.generated += self.owed;
+        }
+        self.owed = 0;
+    }
+
+    /// Forget everything (the replica stopped, or the model checker loads a state).
+    pub fn reset(&mut self) {
+        self.left = 0;
+        self.owed = 0;
+        self.in_flight = false;
+        self.started = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Format, SimOptions, Simulation};
+
+    /// 4 requests of 128 + 300 tokens decoding together, block size 16, linear costs.
+    const SCENARIO: &str = r#"{"seed": 1, "model": "llama-3-8b", "gpu": "h100",
+        "scheduler": {"policy": "vllm"},
+        "cost_model": {"kind": "linear", "base_ms": 1.0, "per_prefill_token_ms": 0.01,
+                       "per_decode_seq_ms": 0.1, "per_context_token_ms": 0.001},
+        "workload": {"requests": [
+            {"arrival_ms": 0, "prompt_tokens": 128, "output_tokens": 300},
+            {"arrival_ms": 0, "prompt_tokens": 120, "output_tokens": 280},
+            {"arrival_ms": 0, "prompt_tokens": 100, "output_tokens": 310},
+            {"arrival_ms": 40, "prompt_tokens": 128, "output_tokens": 250}]}}"#;
+
+    fn run(options: SimOptions) -> (String, u64, u64) {
+        let mut sim = Simulation::from_text(SCENARIO, Format::Json, options).unwrap();
+        sim.run().unwrap();
+        let e = sim.engine();
+        let (lazy, steps) = (e.replicas[0].steady.steps, e.replicas[0].stats.steps);
+        (sim.finish().unwrap().to_json(), lazy, steps)
+    }
+
+    #[test]
+    fn most_decode_steps_run_lazily_and_change_no_byte() {
+        let (fast, lazy, steps) = run(SimOptions::default());
+        // Steady runs pass block boundaries (every 16 tokens, the requests staggered) and
+        // end at the arrival at 40 ms and at finishes.
+        assert!(lazy * 10 > steps * 9, "{lazy} of {steps} steps lazy");
+        let (slow, none, steps_again) = run(SimOptions { check_invariants: true, ..SimOptions::default() });
+        assert_eq!(none, 0, "checked runs schedule every step");
+        assert_eq!(steps, steps_again);
+        assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn a_run_sliced_into_single_events_reads_current_requests_between_slices() {
+        let mut sim = Simulation::from_text(SCENARIO, Format::Json, SimOptions::default()).unwrap();
+        let mut last = 0u32;
+        while !sim.run_events(1).unwrap() {
+            // Between calls no step is owed: the first request's progress is exact.
+            let r = &sim.engine().reqs[0];
+            assert!(r.generated >= last && r.generated <= last + 1, "{} after {last}", r.generated);
+            last = r.generated;
+            sim.engine().check_invariants().unwrap();
+        }
+        assert_eq!(sim.finish().unwrap().to_json(), run(SimOptions::default()).0);
+    }
+}
