@@ -80,6 +80,9 @@ pub struct Engine {
     pub(crate) fabric: Option<Box<crate::fabric::Fabric>>,
     /// Round-robin cursor over decode replicas (`disagg`).
     pub(crate) rr_decode: usize,
+    /// Start steps without pricing them (no duration, step metrics or completion event):
+    /// the model checker, which explores every completion order itself, sets it.
+    pub(crate) unpriced_steps: bool,
 }
 
 impl Engine {
@@ -167,6 +170,7 @@ impl Engine {
             kick_flag: vec![false; scenario.deployment.replicas as usize],
             fabric: None,
             rr_decode: 0,
+            unpriced_steps: false,
         }
     }
 
@@ -230,12 +234,15 @@ impl Engine {
                 budget = budget.saturating_sub(1);
             }
             self.drain_dispatch();
-            self.kick_idle()?;
+            let kicked = self.kick_idle();
+            // A broken invariant explains a stall that follows from it: report it first (as
+            // the model checker does).
             if self.options.check_invariants {
                 self.check_invariants().map_err(|m| SimError::Internal {
                     message: format!("invariant violated at t = {:.6} ms: {m}", self.now_ns as f64 / 1e6),
                 })?;
             }
+            kicked?;
         }
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
         if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() && !transfers {
@@ -408,6 +415,12 @@ impl Engine {
             return false;
         }
         st.settle_shape(&self.reqs);
+        if self.unpriced_steps {
+            // The model checker orders completions itself: no duration, metrics or event.
+            replica.busy = true;
+            replica.stats.steps += 1;
+            return true;
+        }
         let sh = st.shape;
         let tokens = sh.tokens as u32;
         let shape = BatchShape {
@@ -528,6 +541,12 @@ impl Engine {
         self.heap.clear();
         self.kick.clear();
         self.kick_flag.iter_mut().for_each(|f| *f = false);
+    }
+
+    /// The execution-time model pricing this engine's steps (the model checker times
+    /// counterexample replays with it).
+    pub(crate) fn perf(&self) -> &StepCostModel {
+        &self.perf
     }
 
     /// Check the state invariants of the model checker ([`crate::check::props`]): no request

@@ -14,9 +14,11 @@
 //! (every order is explored); the router's dispatch timeout is not modelled.
 
 pub mod explore;
+mod lp;
 pub mod pnml;
 pub mod props;
 pub mod state;
+mod timing;
 pub mod trace;
 
 use serde::Serialize;
@@ -192,7 +194,8 @@ impl Checker {
         let mut sc = scenario.clone();
         sc.cost_model = linear_1ms()?;
         let built = build(sc, SimOptions::default())?;
-        let engine = built.engine;
+        let mut engine = built.engine;
+        engine.unpriced_steps = true;
         let n = engine.reqs.len();
         if n > MAX_REQUESTS {
             return Err(SimError::config(
