@@ -56,6 +56,61 @@ def test_mutants_are_caught_and_replay_in_the_simulator(bug: str, prop: str) -> 
     assert o1sim.simulate(data, check_invariants=True).summary["finished"] == 3
 
 
+def two_replicas(bug: str, blocks: int, reqs: list[tuple[int, int, int]]) -> dict[str, Any]:
+    sc = small("vllm", bug, blocks)
+    sc["deployment"] = {"replicas": 2}
+    sc["scheduler"].update(max_num_batched_tokens=16, chunk_size=16, max_tokens_per_request=16)
+    sc["workload"]["requests"] = [{"arrival_ms": 0, "prompt_tokens": p, "output_tokens": o, "priority": pr}
+                                  for p, o, pr in reqs]
+    return sc
+
+
+FOUR = [(6, 3, 1), (5, 3, 0), (4, 3, 1), (3, 3, 0)]
+FIVE = [(9, 5, 1), (7, 4, 0), (6, 4, 1), (5, 4, 0), (3, 3, 1)]
+
+
+@pytest.mark.parametrize(("bug", "prop"), [("leak_on_preempt", "block_accounting"),
+                                           ("drop_on_requeue", "one_state"),
+                                           ("double_admit", "single_execution")])
+@pytest.mark.parametrize(("blocks", "reqs"), [(3, FOUR), (5, FIVE)], ids=["4req-3blocks", "5req-5blocks"])
+def test_two_replica_mutants_replay_in_the_simulator(bug: str, prop: str, blocks: int,
+                                                     reqs: list[tuple[int, int, int]]) -> None:
+    r = o1sim.check(two_replicas(bug, blocks, reqs))
+    assert not r.ok and r.config["replicas"] == 2
+    v = r.violations[0]
+    assert v.property == prop and v.length == len(v.trace) and v.reproduced, (v.replay_note, v.data.get("replay_message"))
+    assert [s["step"] for s in v.trace] == list(range(1, v.length + 1))
+    # The replay follows the counterexample's order, or (when no timing produces that one)
+    # another order to the same violation: its events one at a time, in order.
+    followed = v.replay_trace if v.replay_trace is not None else v.trace
+    assert v.replay_trace is None or (v.replay_note and "no linear cost model" in v.replay_note)
+    times = [s["at_ms"] for s in followed]
+    assert all(t is not None for t in times) and times == sorted(set(times))
+    assert v.data["replay_events"] == len(followed)
+    replay = v.replay_scenario
+    assert replay is not None
+    # The normal simulator, with invariant checks on, stops on the same property.
+    with pytest.raises(o1sim.InternalError, match=prop):
+        o1sim.simulate(replay, check_invariants=True)
+    # Without the bug the same scenario runs clean.
+    data = replay.to_dict()
+    del data["scheduler"]["inject_bug"]
+    assert o1sim.simulate(data, check_invariants=True).summary["finished"] == len(reqs)
+
+
+def test_two_replica_orders_need_a_solved_cost_model_or_another_order() -> None:
+    # 4 requests, 3 blocks: the leak's order is timed by a solved linear cost model.
+    v = o1sim.check(two_replicas("leak_on_preempt", 3, FOUR)).violations[0]
+    assert v.replay_trace is None and v.reproduced
+    assert v.replay_scenario is not None
+    cost = v.replay_scenario.to_dict()["cost_model"]
+    assert cost["kind"] == "linear" and cost["per_prefill_token_ms"] > 0
+    # 5 requests, 5 blocks: the shortest leak cannot be timed; another order is replayed.
+    v = o1sim.check(two_replicas("leak_on_preempt", 5, FIVE)).violations[0]
+    assert v.replay_trace is not None and v.reproduced
+    assert all(s["at_ms"] is None for s in v.trace)
+
+
 def test_no_preempt_deadlocks_and_replays_as_a_stall() -> None:
     sc = small("vllm", "no_preempt", blocks=3)
     sc["workload"]["requests"] = [{"arrival_ms": 0, "prompt_tokens": 4, "output_tokens": 6}] * 2

@@ -508,13 +508,23 @@ class Violation:
         """Numbered actions: ``step``, ``action`` (arrive/complete), ``target``, ``text``,
         ``changes`` (what the step changed), ``at_ms`` (time in the replay), ``state``."""
         self.reproduced: Optional[bool] = data.get("reproduced")
-        """Whether simulating :attr:`replay_scenario` showed the same violation."""
+        """Whether simulating :attr:`replay_scenario` took the replayed order, state by
+        state, and showed the same violation."""
         self.replay_note: Optional[str] = data.get("replay_note")
+        """Why the replay does not follow :attr:`trace`, when it does not."""
+        raw_replay_trace = data.get("replay_trace")
+        self.replay_trace: Optional[list[dict[str, Any]]] = None if raw_replay_trace is None else list(raw_replay_trace)
+        """When no timing makes the simulator take :attr:`trace`'s order (on several replicas
+        a step would have to outlast another replica's longer ones): the order, to a
+        violation of the same property, that :attr:`replay_scenario` follows instead
+        (numbered actions like :attr:`trace`)."""
 
     @property
     def replay_scenario(self) -> Optional[Scenario]:
-        """A scenario whose simulation performs the same actions (None if the order cannot
-        be timed with equal steps; see :attr:`replay_note`)."""
+        """A scenario whose simulation performs the same actions in the same order —
+        :attr:`trace`'s, or :attr:`replay_trace`'s when there is one: explicit arrival times
+        and a linear cost model (1 ms steps when they keep the order, else coefficients
+        solved for it). None if no such timing was found; see :attr:`replay_note`."""
         raw = self.data.get("replay_scenario")
         if raw is None:
             return None

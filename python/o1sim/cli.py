@@ -495,6 +495,17 @@ def _print_check(result: CheckResult, sc: Scenario) -> None:
         for step in v.trace:
             t.add_row(str(step["step"]), step["text"], "\n".join(step["changes"]) or DASH)
         out.print(t)
+        if v.replay_trace is not None:
+            out.print(f"this order has no replay: {v.replay_note}", markup=False, highlight=False)
+            t = Table(title=f"replayed order: {v.property} ({len(v.replay_trace)} steps)", title_justify="left")
+            t.add_column("#", justify="right")
+            t.add_column("ms", justify="right")
+            t.add_column("event")
+            t.add_column("what changed")
+            for step in v.replay_trace:
+                at = step.get("at_ms")
+                t.add_row(str(step["step"]), DASH if at is None else f"{at:g}", step["text"], "\n".join(step["changes"]) or DASH)
+            out.print(t)
         if v.reproduced is not None:
             verdict = "reproduced" if v.reproduced else "NOT reproduced"
             out.print(f"replayed as a simulation: {verdict} ({v.data.get('replay_message')})", markup=False, highlight=False)

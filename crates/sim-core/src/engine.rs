@@ -89,6 +89,9 @@ pub struct Engine {
     /// Heap sequence numbers of steps dropped by a replica stopping mid-step: their
     /// completion is skipped (the replica may have restarted and be running another step).
     dropped_steps: Vec<u64>,
+    /// Start steps without pricing them (no duration, step metrics or completion event):
+    /// the model checker, which explores every completion order itself, sets it.
+    pub(crate) unpriced_steps: bool,
 }
 
 impl Engine {
@@ -180,6 +183,7 @@ impl Engine {
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
             dropped_steps: Vec::new(),
+            unpriced_steps: false,
         }
     }
 
@@ -247,12 +251,15 @@ impl Engine {
                 budget = budget.saturating_sub(1);
             }
             self.drain_dispatch();
-            self.kick_idle()?;
+            let kicked = self.kick_idle();
+            // A broken invariant explains a stall that follows from it: report it first (as
+            // the model checker does).
             if self.options.check_invariants {
                 self.check_invariants().map_err(|m| SimError::Internal {
                     message: format!("invariant violated at t = {:.6} ms: {m}", self.now_ns as f64 / 1e6),
                 })?;
             }
+            kicked?;
         }
         self.settle_steady();
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
@@ -443,6 +450,12 @@ impl Engine {
                 replica.steady.open(st, &self.reqs);
             }
         }
+        if self.unpriced_steps {
+            // The model checker orders completions itself: no duration, metrics or event.
+            replica.busy = true;
+            replica.stats.steps += 1;
+            return true;
+        }
         let sh = st.shape;
         let tokens = sh.tokens as u32;
         let shape = BatchShape {
@@ -577,6 +590,12 @@ impl Engine {
         self.replicas.iter_mut().for_each(|r| r.steady.reset());
         self.kick.clear();
         self.kick_flag.iter_mut().for_each(|f| *f = false);
+    }
+
+    /// The execution-time model pricing this engine's steps (the model checker times
+    /// counterexample replays with it).
+    pub(crate) fn perf(&self) -> &StepCostModel {
+        &self.perf
     }
 
     /// Check the state invariants of the model checker ([`crate::check::props`]): no request

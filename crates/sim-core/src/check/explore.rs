@@ -7,14 +7,20 @@
 //! holds here holds for every workload timing and cost model.
 //!
 //! States are expanded in id order, which is breadth-first order, so the first violation
-//! found of each property is one of the shortest.
+//! found of each property is one of the shortest. A state is loaded into the engine once
+//! per expansion; after each action only what the action touched (the replicas it changed,
+//! the router, the requests on no replica) is loaded again for the next one. The engine
+//! starts steps unpriced (`Engine::unpriced_steps`): durations do not matter here.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::engine::Engine;
 use crate::request::Status;
 use crate::SimError;
 
-use super::props::{self, Broken, CAN_FINISH, NO_DEADLOCK, TIMELINESS};
-use super::state::{decode, encode, hash, Store};
+use super::props::{self, Broken, CAN_FINISH, NO_DEADLOCK, PROPERTIES, TIMELINESS};
+use super::state::{decode, encode, encode_into, hash, marking, touched, Layout, Store, ALL_REPLICAS};
 
 /// States expanded per batch: their successors are all generated (and their index slots
 /// touched, so the cache misses overlap) before any is interned, in the same order as one
@@ -29,7 +35,8 @@ struct Succ {
     off: u32,
     len: u32,
     done: bool,
-    broken: Option<Broken>,
+    /// Index of what it breaks in `Explorer::broken` (`u32::MAX`: nothing).
+    broken: u32,
 }
 
 /// One event of the model.
@@ -57,6 +64,9 @@ impl Action {
     }
 }
 
+/// Reverse sweeps of the liveness fixpoint before it falls back to backward reachability.
+const MAX_SWEEPS: u32 = 8;
+
 const VIOLATING: u8 = 1;
 const DONE: u8 = 2;
 
@@ -80,16 +90,22 @@ pub struct Explorer {
     edges: Vec<u32>,
     cursor: usize,
     pub found: Vec<Found>,
+    /// Every violating state met, with the index in [`PROPERTIES`] of what it breaks.
+    violating: Vec<(u32, u8)>,
     /// Timeliness bound (scheduler steps), and whether the policy has priorities.
     k: u8,
     timeliness: bool,
     scratch: props::Scratch,
+    /// Where the sections of the loaded state start (for partial reloads).
+    layout: Layout,
     buf: Vec<u8>,
     pub(crate) wait: Vec<u8>,
     steps_before: Vec<u64>,
     enabled: Vec<Action>,
     pend: Vec<u8>,
     succ: Vec<Succ>,
+    /// What the batch's violating successors break.
+    broken: Vec<Broken>,
     /// Per state of the batch: its id and the end of its successors in `succ`.
     batch: Vec<(u32, u32)>,
     pub transitions: u64,
@@ -115,15 +131,18 @@ impl Explorer {
             edges: Vec::new(),
             cursor: 0,
             found: Vec::new(),
+            violating: Vec::new(),
             k,
             timeliness,
             scratch: props::Scratch::default(),
+            layout: Layout::default(),
             buf: Vec::new(),
             wait: vec![0; n],
             steps_before: vec![0; reps],
             enabled: Vec::new(),
             pend: Vec::new(),
             succ: Vec::new(),
+            broken: Vec::new(),
             batch: Vec::new(),
             transitions: 0,
             max_depth: 0,
@@ -159,7 +178,7 @@ impl Explorer {
 
     /// Load state `id` into the engine.
     pub(crate) fn load(&mut self, id: u32) {
-        decode(&mut self.engine, self.store.get(id), &mut self.wait);
+        decode(&mut self.engine, self.store.get(id), &mut self.wait, ALL_REPLICAS, &mut self.layout);
     }
 
     /// Apply one action to the loaded state with the engine's own code, then judge the
@@ -234,24 +253,30 @@ impl Explorer {
         let target = self.store.len().saturating_add(more);
         while self.cursor < self.store.len() {
             self.generate_batch();
+            // Taken out (and put back, keeping their allocations) while interning.
             let batch = std::mem::take(&mut self.batch);
             let succ = std::mem::take(&mut self.succ);
-            let mut it = succ.into_iter();
-            let mut at = 0u32;
+            let mut at = 0usize;
+            let mut full = false;
             for &(id, end) in &batch {
                 if self.store.len() >= max_states || self.store.len() >= target {
-                    self.batch = batch;
-                    return self.store.len() >= max_states;
+                    // The rest of the batch is generated again by the next call.
+                    full = true;
+                    break;
                 }
                 debug_assert_eq!(id as usize, self.cursor);
-                for s in it.by_ref().take((end - at) as usize) {
+                for s in &succ[at..end as usize] {
                     self.intern_succ(id, s);
                 }
-                at = end;
+                at = end as usize;
                 self.cursor += 1;
                 self.edge_start.push(self.edges.len() as u32);
             }
             self.batch = batch;
+            self.succ = succ;
+            if full {
+                return self.store.len() >= max_states;
+            }
         }
         if !self.liveness_checked {
             self.liveness_checked = true;
@@ -264,6 +289,7 @@ impl Explorer {
     fn generate_batch(&mut self) {
         self.batch.clear();
         self.succ.clear();
+        self.broken.clear();
         self.pend.clear();
         let end = self.store.len().min(self.cursor + BATCH);
         for idx in self.cursor..end {
@@ -272,17 +298,37 @@ impl Explorer {
                 self.load(id);
                 self.collect_enabled();
                 let acts = std::mem::take(&mut self.enabled);
+                let mut mask = 0u64;
                 for (k, &act) in acts.iter().enumerate() {
                     if k > 0 {
-                        self.load(id);
+                        // Undo the previous action: reload only what it touched.
+                        decode(&mut self.engine, self.store.get(id), &mut self.wait, mask, &mut self.layout);
+                        #[cfg(debug_assertions)]
+                        {
+                            encode(&self.engine, &self.wait, &mut self.buf);
+                            debug_assert_eq!(self.buf.as_slice(), self.store.get(id), "restore of state {id}");
+                        }
                     }
                     let broken = self.apply(act);
+                    let completed = match act {
+                        Action::Complete(r) => Some(r),
+                        Action::Arrive(_) => None,
+                    };
+                    mask = touched(&self.engine, self.store.get(id), completed);
                     let off = self.pend.len();
-                    encode(&self.engine, &self.wait, &mut self.buf);
-                    self.pend.extend_from_slice(&self.buf);
-                    let h = hash(&self.buf);
+                    encode_into(&self.engine, &self.wait, &mut self.pend);
+                    let bytes = &self.pend[off..];
+                    let h = hash(bytes);
+                    let len = bytes.len() as u32;
                     let done = self.engine.is_done() && !self.engine.replicas.iter().any(|r| r.busy);
-                    self.succ.push(Succ { act, hash: h, off: off as u32, len: self.buf.len() as u32, done, broken });
+                    let broken = match broken {
+                        Some(b) => {
+                            self.broken.push(b);
+                            self.broken.len() as u32 - 1
+                        }
+                        None => u32::MAX,
+                    };
+                    self.succ.push(Succ { act, hash: h, off: off as u32, len, done, broken });
                 }
                 self.enabled = acts;
             }
@@ -297,7 +343,7 @@ impl Explorer {
         std::hint::black_box(acc);
     }
 
-    fn intern_succ(&mut self, from: u32, s: Succ) {
+    fn intern_succ(&mut self, from: u32, s: &Succ) {
         self.transitions += 1;
         let bytes = &self.pend[s.off as usize..(s.off + s.len) as usize];
         let (to, new) = self.store.intern_hashed(bytes, s.hash);
@@ -314,8 +360,10 @@ impl Explorer {
         if s.done {
             f |= DONE;
         }
-        if let Some(b) = s.broken {
+        if let Some(b) = self.broken.get(s.broken as usize).cloned() {
             f |= VIOLATING;
+            let prop = PROPERTIES.iter().position(|&p| p == b.property).unwrap_or(0) as u8;
+            self.violating.push((to, prop));
             if !self.found.iter().any(|x| x.broken.property == b.property) {
                 self.found.push(Found { broken: b, state: to });
             }
@@ -324,34 +372,32 @@ impl Explorer {
     }
 
     /// `can_finish` on the complete graph: every state must reach a finished state (or a
-    /// state already reported as violating). Backward reachability over reversed edges.
+    /// state already reported as violating). The least fixpoint of "good = finished, or some
+    /// successor good", computed by sweeps in reverse id order: ids are breadth-first, so
+    /// most edges lead to later states and a sweep or two settle it; a graph that is still
+    /// changing after [`MAX_SWEEPS`] is finished by backward reachability over reversed
+    /// edges.
     fn check_liveness(&mut self) {
         let n = self.store.len();
-        let mut indeg = vec![0u32; n + 1];
-        for &t in &self.edges {
-            indeg[t as usize + 1] += 1;
-        }
-        for i in 0..n {
-            indeg[i + 1] += indeg[i];
-        }
-        let mut rev = vec![0u32; self.edges.len()];
-        let mut fill = indeg.clone();
-        for from in 0..n {
-            let (a, b) = (self.edge_start[from] as usize, self.edge_start[from + 1] as usize);
-            for &t in &self.edges[a..b] {
-                rev[fill[t as usize] as usize] = from as u32;
-                fill[t as usize] += 1;
-            }
-        }
         let mut good: Vec<bool> = self.flags.iter().map(|&f| f & (VIOLATING | DONE) != 0).collect();
-        let mut stack: Vec<u32> = (0..n as u32).filter(|&i| good[i as usize]).collect();
-        while let Some(s) = stack.pop() {
-            for &p in &rev[indeg[s as usize] as usize..indeg[s as usize + 1] as usize] {
-                if !good[p as usize] {
-                    good[p as usize] = true;
-                    stack.push(p);
+        let mut changed = true;
+        let mut sweeps = 0;
+        while changed && sweeps < MAX_SWEEPS {
+            changed = false;
+            sweeps += 1;
+            for s in (0..n).rev() {
+                if good[s] {
+                    continue;
+                }
+                let (a, b) = (self.edge_start[s] as usize, self.edge_start[s + 1] as usize);
+                if self.edges[a..b].iter().any(|&t| good[t as usize]) {
+                    good[s] = true;
+                    changed = true;
                 }
             }
+        }
+        if changed {
+            self.propagate_backwards(&mut good);
         }
         if let Some(bad) = good.iter().position(|g| !g) {
             self.load(bad as u32);
@@ -370,6 +416,93 @@ impl Explorer {
         }
     }
 
+    /// The reversed graph (of the expanded states' edges) as `(start, predecessors)`: the
+    /// predecessors of state `s` are `preds[start[s]..start[s + 1]]`.
+    fn reversed(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.store.len();
+        let expanded = self.edge_start.len() - 1;
+        let mut start = vec![0u32; n + 1];
+        for &t in &self.edges {
+            start[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut preds = vec![0u32; self.edges.len()];
+        let mut fill = start.clone();
+        for from in 0..expanded {
+            let (a, b) = (self.edge_start[from] as usize, self.edge_start[from + 1] as usize);
+            for &t in &self.edges[a..b] {
+                preds[fill[t as usize] as usize] = from as u32;
+                fill[t as usize] += 1;
+            }
+        }
+        (start, preds)
+    }
+
+    /// Mark every state that reaches a `good` one: backward reachability over the reversed
+    /// edges (linear in the graph whatever its shape).
+    fn propagate_backwards(&self, good: &mut [bool]) {
+        let (start, preds) = self.reversed();
+        let n = self.store.len();
+        let mut stack: Vec<u32> = (0..n as u32).filter(|&i| good[i as usize]).collect();
+        while let Some(s) = stack.pop() {
+            for &p in &preds[start[s as usize] as usize..start[s as usize + 1] as usize] {
+                if !good[p as usize] {
+                    good[p as usize] = true;
+                    stack.push(p);
+                }
+            }
+        }
+    }
+
+    /// The violating states met that break `property`.
+    pub(crate) fn violating_states(&self, property: &str) -> Vec<u32> {
+        let idx = PROPERTIES.iter().position(|&p| p == property).map(|i| i as u8);
+        self.violating.iter().filter(|v| Some(v.1) == idx).map(|v| v.0).collect()
+    }
+
+    /// Each state's distance (actions) to the nearest of `targets` in the explored graph;
+    /// `u32::MAX` where none is reachable.
+    pub(crate) fn distances_to(&self, targets: &[u32]) -> Vec<u32> {
+        let (start, preds) = self.reversed();
+        let mut dist = vec![u32::MAX; self.store.len()];
+        let mut queue = std::collections::VecDeque::new();
+        for &t in targets {
+            if dist[t as usize] == u32::MAX {
+                dist[t as usize] = 0;
+                queue.push_back(t);
+            }
+        }
+        while let Some(s) = queue.pop_front() {
+            let d = dist[s as usize] + 1;
+            for &p in &preds[start[s as usize] as usize..start[s as usize + 1] as usize] {
+                if dist[p as usize] == u32::MAX {
+                    dist[p as usize] = d;
+                    queue.push_back(p);
+                }
+            }
+        }
+        dist
+    }
+
+    /// The actions enabled in the loaded state, in the order the explorer takes them.
+    pub(crate) fn enabled_actions(&mut self) -> Vec<Action> {
+        self.collect_enabled();
+        self.enabled.clone()
+    }
+
+    /// The id of the engine's current state, if the exploration met it.
+    pub(crate) fn current_id(&mut self) -> Option<u32> {
+        encode(&self.engine, &self.wait, &mut self.buf);
+        self.store.find(&self.buf)
+    }
+
+    /// Whether state `id` was never expanded: every request done, or a violation.
+    pub(crate) fn is_leaf(&self, id: u32) -> bool {
+        self.flags[id as usize] & (VIOLATING | DONE) != 0
+    }
+
     /// The actions from the initial state to `state`, in order.
     pub fn path_to(&self, state: u32) -> Vec<Action> {
         let mut acts = Vec::new();
@@ -382,23 +515,46 @@ impl Explorer {
         acts
     }
 
-    /// Per-status request counts and free units of every state seen (for the Petri-net
-    /// projection): `(counts by status code, free units summed over replicas)`.
-    pub fn markings(&mut self) -> Vec<([u8; 6], u32)> {
-        let mut out = Vec::with_capacity(self.store.len());
+    /// The distinct markings of the states seen, violating ones left out (not states of
+    /// the correct net), for the Petri-net projection: `(counts by status code, free units
+    /// summed over replicas)`, sorted. Read from the packed bytes, without loading states.
+    pub fn markings(&self) -> Vec<([u8; 6], u32)> {
+        let (n, reps) = (self.engine.reqs.len(), self.engine.replicas.len());
+        let mut seen: HashSet<u64, BuildHasherDefault<KeyHasher>> = HashSet::default();
+        let mut out = Vec::new();
+        let mut last = u64::MAX;
         for id in 0..self.store.len() as u32 {
             if self.flags[id as usize] & VIOLATING != 0 {
-                continue; // not a state of the correct net
+                continue;
             }
-            self.load(id);
-            let mut c = [0u8; 6];
-            for r in &self.engine.reqs {
-                c[r.status as usize] += 1;
+            let (c, free) = marking(self.store.get(id), n, reps);
+            let key = c.iter().fold(free as u64, |k, &x| k << 8 | x as u64);
+            // Neighbouring states often share a marking: skip the set then.
+            if key != last && seen.insert(key) {
+                out.push((c, free));
             }
-            let free = self.engine.replicas.iter().map(|r| r.sched.kv.free_units()).sum();
-            out.push((c, free));
+            last = key;
         }
+        out.sort_unstable();
         out
+    }
+}
+
+/// Hasher of the marking keys (distinct 64-bit integers): one multiply.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ x >> 29).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 

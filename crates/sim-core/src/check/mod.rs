@@ -14,9 +14,11 @@
 //! (every order is explored); the router's dispatch timeout is not modelled.
 
 pub mod explore;
+mod lp;
 pub mod pnml;
 pub mod props;
 pub mod state;
+mod timing;
 pub mod trace;
 
 use serde::Serialize;
@@ -194,6 +196,7 @@ impl Checker {
         let built = build(sc, SimOptions::default())?;
         let mut engine = built.engine;
         engine.steady_ok = false; // the explorer completes steps itself, one state at a time
+        engine.unpriced_steps = true;
         let n = engine.reqs.len();
         if n > MAX_REQUESTS {
             return Err(SimError::config(

@@ -67,6 +67,107 @@ pub fn check_state(e: &Engine) -> Result<(), Broken> {
 
 /// [`check_state`] with caller-owned buffers.
 pub fn check_with(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
+    if all_hold_small(e) {
+        return Ok(());
+    }
+    check_all(e, s)
+}
+
+#[inline]
+fn bit(id: u32) -> u64 {
+    1u64.wrapping_shl(id)
+}
+
+/// The set (bit mask) of `ids`, and whether one is listed twice or is not below `n`.
+#[inline]
+fn id_set(ids: impl Iterator<Item = u32>, n: usize) -> (u64, bool) {
+    let (mut set, mut odd) = (0u64, false);
+    for id in ids {
+        odd |= set & bit(id) != 0 || id as usize >= n;
+        set |= bit(id);
+    }
+    (set, odd)
+}
+
+/// Every state invariant holds, decided with bit masks on engines of at most 64 requests,
+/// 8 replicas and 64 units per pool (every model-checked one). `true` only when
+/// [`check_all`] finds nothing: anything unusual — a repeated entry, an id out of range, a
+/// larger engine — answers `false`, and [`check_all`] then decides and names what is
+/// broken. Sets of requests and units are bit masks.
+fn all_hold_small(e: &Engine) -> bool {
+    let (n, reps) = (e.reqs.len(), e.replicas.len());
+    if n > 64 || reps > 8 {
+        return false;
+    }
+    let mut bad = false;
+    // One pass over the requests: by status, by replica, and the units each replica's
+    // requests hold.
+    let (mut st_run, mut st_wait, mut st_disp) = (0u64, 0u64, 0u64);
+    let mut on = [0u64; 8];
+    let mut units = [0u64; 8];
+    let mut held = [0u32; 8];
+    let mut totals = [0u32; 8];
+    for (t, rep) in totals.iter_mut().zip(&e.replicas) {
+        *t = rep.sched.kv.total();
+    }
+    for (k, r) in e.reqs.iter().enumerate() {
+        bad |= r.id as usize != k;
+        let b = bit(k as u32);
+        match r.status {
+            Status::Running => st_run |= b,
+            Status::Waiting => st_wait |= b,
+            Status::Dispatching => st_disp |= b,
+            _ => {}
+        }
+        let has = !r.blocks.is_empty();
+        if r.replica < 0 || r.replica as usize >= reps {
+            bad |= has || r.replica >= 0;
+            continue;
+        }
+        let ri = r.replica as usize;
+        on[ri] |= b;
+        bad |= has && r.status != Status::Running;
+        for &u in &r.blocks {
+            bad |= units[ri] & bit(u) != 0 || u >= totals[ri];
+            units[ri] |= bit(u);
+        }
+        held[ri] += r.blocks.len() as u32;
+    }
+    // Queues: each request in exactly the queue its status names, on its own replica (a
+    // running one may also be in the step's plan, nothing else may); a request in the same
+    // kind of queue of two replicas is there twice.
+    let (mut run, mut wait, mut plan) = (0u64, 0u64, 0u64);
+    let seqs = e.params.max_num_seqs as u64;
+    for (i, rep) in e.replicas.iter().enumerate() {
+        let st = &rep.sched;
+        let (r, odd_r) = id_set(st.running.iter().copied(), n);
+        let (w, odd_w) = id_set(st.waiting.iter(), n);
+        let (p, odd_p) = if rep.busy { id_set(st.plan.iter().map(|x| x.0), n) } else { (0, false) };
+        bad |= odd_r || odd_w || odd_p || (r | w) & !on[i] != 0;
+        bad |= run & r != 0 || wait & w != 0 || plan & p != 0;
+        run |= r;
+        wait |= w;
+        plan |= p;
+        // Units: none twice (free or held), all below the total, free + held = total.
+        let kv = &st.kv;
+        let total = totals[i];
+        for &u in kv.free_list() {
+            bad |= units[i] & bit(u) != 0 || u >= total;
+            units[i] |= bit(u);
+        }
+        let free = kv.free_units();
+        bad |= total > 64 || held[i] + free != total;
+        bad |= st.running.is_empty() && free != total;
+        let (running, waiting) = (st.running.len() as u64, st.waiting.len() as u64);
+        bad |= running > seqs || e.max_waiting.is_some_and(|m| waiting + running > m as u64 + seqs);
+    }
+    let (disp, odd_d) = id_set(e.dispatch.iter().copied(), n);
+    bad |= odd_d || run != st_run || wait != st_wait || disp != st_disp || plan & !st_run != 0;
+    !bad
+}
+
+/// Check every state invariant, naming the first broken one.
+fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
     let n = e.reqs.len();
     for v in [&mut s.in_wait, &mut s.in_run, &mut s.in_disp, &mut s.in_plan] {
         v.clear();

@@ -34,46 +34,60 @@ fn status_code(s: Status) -> u8 {
     }
 }
 
+/// Statuses by code (a table: decoding does not branch on the status).
+const STATUS_OF: [Status; 7] = [
+    Status::Pending,
+    Status::Dispatching,
+    Status::Waiting,
+    Status::Running,
+    Status::Finished,
+    Status::Rejected,
+    Status::Transferring,
+];
+
+#[inline]
 fn status_of(c: u8) -> Status {
-    match c {
-        0 => Status::Pending,
-        1 => Status::Dispatching,
-        2 => Status::Waiting,
-        3 => Status::Running,
-        4 => Status::Finished,
-        6 => Status::Transferring,
-        _ => Status::Rejected,
-    }
+    STATUS_OF.get(c as usize).copied().unwrap_or(Status::Rejected)
 }
 
 /// Pack `e`'s state (plus the per-request timeliness counters `wait`) into `out`.
 /// Sizes are bounded by the checker's limits (≤ 255 requests and units, lengths < 65,536).
 pub fn encode(e: &Engine, wait: &[u8], out: &mut Vec<u8>) {
     out.clear();
+    encode_into(e, wait, out);
+}
+
+/// [`encode`] appending to `out` (the explorer packs a batch of successors back to back).
+pub fn encode_into(e: &Engine, wait: &[u8], out: &mut Vec<u8>) {
+    out.reserve(e.reqs.len() * REQ_BYTES + 16 + e.dispatch.len());
     for (r, &w) in e.reqs.iter().zip(wait) {
-        out.push(status_code(r.status));
-        out.push(if r.replica < 0 { u8::MAX } else { r.replica as u8 });
-        out.extend_from_slice(&(r.computed as u16).to_le_bytes());
-        out.extend_from_slice(&(r.generated as u16).to_le_bytes());
-        out.extend_from_slice(&(r.prefill_target as u16).to_le_bytes());
-        out.push(r.blocks.len() as u8);
-        out.push(w);
+        let mut rec = [0u8; REQ_BYTES];
+        rec[0] = status_code(r.status);
+        rec[1] = if r.replica < 0 { u8::MAX } else { r.replica as u8 };
+        rec[2..4].copy_from_slice(&(r.computed as u16).to_le_bytes());
+        rec[4..6].copy_from_slice(&(r.generated as u16).to_le_bytes());
+        rec[6..8].copy_from_slice(&(r.prefill_target as u16).to_le_bytes());
+        rec[8] = r.blocks.len() as u8;
+        rec[9] = w;
+        out.extend_from_slice(&rec);
     }
     for rep in &e.replicas {
         let st = &rep.sched;
-        out.push(rep.busy as u8);
-        out.extend_from_slice(&(rep.outstanding_tokens as u32).to_le_bytes());
-        out.extend_from_slice(&(st.used_slots as u32).to_le_bytes());
-        out.push(st.kv.free_units() as u8);
-        out.push(st.waiting.len() as u8);
+        let mut head = [0u8; 11];
+        head[0] = rep.busy as u8;
+        head[1..5].copy_from_slice(&(rep.outstanding_tokens as u32).to_le_bytes());
+        head[5..9].copy_from_slice(&(st.used_slots as u32).to_le_bytes());
+        head[9] = st.kv.free_units() as u8;
+        head[10] = st.waiting.len() as u8;
+        out.extend_from_slice(&head);
         out.extend(st.waiting.iter().map(|id| id as u8));
         out.push(st.running.len() as u8);
         out.extend(st.running.iter().map(|&id| id as u8));
         if rep.busy {
             out.push(st.plan.len() as u8);
             for &(id, n) in &st.plan {
-                out.push(id as u8);
-                out.extend_from_slice(&(n as u16).to_le_bytes());
+                let [a, b] = (n as u16).to_le_bytes();
+                out.extend_from_slice(&[id as u8, a, b]);
             }
         }
     }
@@ -94,112 +108,219 @@ impl Rd<'_> {
         self.at += 1;
         v
     }
-    fn u16(&mut self) -> u16 {
-        let v = u16::from_le_bytes([self.b[self.at], self.b[self.at + 1]]);
-        self.at += 2;
-        v
-    }
     fn u32(&mut self) -> u32 {
         let v = u32::from_le_bytes(self.b[self.at..self.at + 4].try_into().unwrap_or([0; 4]));
         self.at += 4;
         v
     }
+    fn skip(&mut self, n: usize) {
+        self.at += n;
+    }
 }
 
-/// Load a packed state into `e` (built from the same scenario), filling `wait`. Only
-/// states whose invariants held are ever loaded.
-pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8]) {
+/// Every replica (the mask of [`decode`]).
+pub const ALL_REPLICAS: u64 = u64::MAX;
+
+/// Replica `i`'s bit of a mask; replicas past 63 share every bit (never split).
+#[inline]
+fn bit(i: usize) -> u64 {
+    1u64.checked_shl(i as u32).filter(|_| i < 64).unwrap_or(ALL_REPLICAS)
+}
+
+/// Where each replica's section of a packed state starts, and the router's: found by a
+/// full [`decode`], reused by the partial decodes of the same state.
+#[derive(Debug, Default, Clone)]
+pub struct Layout {
+    reps: Vec<u32>,
+    tail: u32,
+    /// Scratch: the next unit id of each replica while tables are laid out.
+    next: Vec<u32>,
+}
+
+/// Load a packed state into `e` (built from the same scenario), filling `wait`: with
+/// [`ALL_REPLICAS`], the whole state (and `layout`); with a smaller mask, only the
+/// replicas of the mask with their requests, the requests on no replica and the router —
+/// which undoes an action that touched only those ([`touched`]) on an engine loaded with
+/// this state. Units get fresh ids (each request's table in id order, then the free list),
+/// waiting queues keys 1, 2, … in queue order. Only states whose invariants held are ever
+/// loaded.
+pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: &mut Layout) {
     e.reset_transient();
-    let mut rd = Rd { b: bytes, at: 0 };
+    let n = e.reqs.len();
+    let reps = e.replicas.len();
+    let full = mask == ALL_REPLICAS;
     let mut done = 0u64;
-    let mut held = [0u8; 256];
-    for (i, r) in e.reqs.iter_mut().enumerate() {
-        r.status = status_of(rd.u8());
-        let rep = rd.u8();
-        r.replica = if rep == u8::MAX { -1 } else { rep as i32 };
-        r.computed = rd.u16() as u32;
-        r.generated = rd.u16() as u32;
-        r.prefill_target = rd.u16() as u32;
-        held[i] = rd.u8();
-        wait[i] = rd.u8();
-        r.blocks.clear();
+    // Units: each request's table in id order (here), then the free list (below).
+    layout.next.clear();
+    layout.next.resize(reps, 0);
+    for (i, (r, w)) in e.reqs.iter_mut().zip(wait.iter_mut()).enumerate() {
+        let rec = &bytes[i * REQ_BYTES..(i + 1) * REQ_BYTES];
+        let status = status_of(rec[0]);
+        done += matches!(status, Status::Finished | Status::Rejected) as u64;
+        *w = rec[9];
+        let replica = if rec[1] == u8::MAX { -1 } else { rec[1] as i32 };
+        if replica >= 0 && mask & bit(replica as usize) == 0 {
+            continue;
+        }
+        r.status = status;
+        r.replica = replica;
+        r.computed = u16::from_le_bytes([rec[2], rec[3]]) as u32;
+        r.generated = u16::from_le_bytes([rec[4], rec[5]]) as u32;
+        r.prefill_target = u16::from_le_bytes([rec[6], rec[7]]) as u32;
         r.order = 0;
         r.preemptions = 0;
-        done += matches!(r.status, Status::Finished | Status::Rejected) as u64;
-    }
-    debug_assert_eq!(rd.at, e.reqs.len() * REQ_BYTES);
-    e.done_requests = done;
-    let priority_order = e.params.priority_order;
-    let mut max_rank = 0i64;
-    for ri in 0..e.replicas.len() {
-        // Fresh unit ids: each request's table in id order, then the free list.
-        let total = e.replicas[ri].sched.kv.total();
-        let mut next = 0u32;
-        for (i, r) in e.reqs.iter_mut().enumerate() {
-            if r.replica == ri as i32 && held[i] > 0 {
-                r.blocks.extend(next..next + held[i] as u32);
-                next += held[i] as u32;
+        r.blocks.clear();
+        let held = rec[8] as u32;
+        if held > 0 {
+            if let Some(next) = usize::try_from(replica).ok().and_then(|ri| layout.next.get_mut(ri)) {
+                r.blocks.extend(*next..*next + held);
+                *next += held;
             }
         }
-        let rep = &mut e.replicas[ri];
-        rep.busy = rd.u8() != 0;
-        rep.outstanding_tokens = rd.u32() as u64;
-        let st = &mut rep.sched;
-        st.used_slots = rd.u32() as u64;
+    }
+    e.done_requests = done;
+    if full {
+        layout.reps.clear();
+    }
+    let priority_order = e.params.priority_order;
+    let mut rd = Rd { b: bytes, at: n * REQ_BYTES };
+    let mut max_rank = 0i64;
+    for ri in 0..reps {
+        if full {
+            layout.reps.push(rd.at as u32);
+        } else {
+            rd.at = layout.reps[ri] as usize;
+        }
+        let on = mask & bit(ri) != 0;
+        let busy = rd.u8() != 0;
+        let outstanding = rd.u32() as u64;
+        let used_slots = rd.u32() as u64;
         let free = rd.u8() as u32;
+        let nw = rd.u8() as usize;
+        max_rank = max_rank.max(nw as i64);
+        if !on {
+            // Skip the section (its length is in its counts).
+            rd.skip(nw);
+            let nr = rd.u8() as usize;
+            rd.skip(nr);
+            if busy {
+                let np = rd.u8() as usize;
+                rd.skip(3 * np);
+            }
+            continue;
+        }
+        let next = layout.next[ri];
+        let rep = &mut e.replicas[ri];
+        rep.busy = busy;
+        rep.outstanding_tokens = outstanding;
+        let st = &mut rep.sched;
+        st.used_slots = used_slots;
+        let total = st.kv.total();
         let list = st.kv.free_list_mut();
         list.clear();
         list.extend((next..total.min(next + free)).rev());
         st.waiting.clear();
-        let nw = rd.u8();
         for rank in 1..=nw as i64 {
             let id = rd.u8() as u32;
             let r = &mut e.reqs[id as usize];
             r.order = rank;
             st.waiting.insert((if priority_order { r.priority } else { 0 }, rank), id);
         }
-        max_rank = max_rank.max(nw as i64);
         st.running.clear();
-        let nr = rd.u8();
-        for _ in 0..nr {
-            st.running.push(rd.u8() as u32);
-        }
+        let nr = rd.u8() as usize;
+        st.running.extend(bytes[rd.at..rd.at + nr].iter().map(|&id| id as u32));
+        rd.skip(nr);
         st.plan.clear();
+        if busy {
+            let np = rd.u8() as usize;
+            let plan = bytes[rd.at..rd.at + 3 * np].chunks_exact(3);
+            st.plan.extend(plan.map(|c| (c[0] as u32, u16::from_le_bytes([c[1], c[2]]) as u32)));
+            rd.skip(3 * np);
+        }
         st.preempted.clear();
         st.front_counter = 0;
-        if rep.busy {
-            let np = rd.u8();
-            for _ in 0..np {
-                let id = rd.u8() as u32;
-                let n = rd.u16() as u32;
-                st.plan.push((id, n));
-            }
-        }
+    }
+    if full {
+        layout.tail = rd.at as u32;
+    } else {
+        rd.at = layout.tail as usize;
     }
     e.order_counter = max_rank;
     e.rr_next = rd.u8() as usize;
     e.dispatch.clear();
-    let nd = rd.u8();
-    for _ in 0..nd {
-        e.dispatch.push_back(rd.u8() as u32);
-    }
+    let nd = rd.u8() as usize;
+    e.dispatch.extend(bytes[rd.at..rd.at + nd].iter().map(|&id| id as u32));
+    debug_assert_eq!(rd.at + nd, bytes.len());
 }
 
-/// 64-bit hash of a packed state (multiply-xorshift over 8-byte words; deterministic).
+/// The replicas an action changed in an engine loaded with the packed state `bytes`: the
+/// replica whose step completed (`completed`) and every replica the router dispatched a
+/// request to. No other replica can change: a replica's scheduler runs only when it is
+/// offered a step, which happens only to these, and it touches only its own requests.
+pub fn touched(e: &Engine, bytes: &[u8], completed: Option<u32>) -> u64 {
+    let mut mask = completed.map_or(0, |r| bit(r as usize));
+    for (i, r) in e.reqs.iter().enumerate() {
+        if bytes[i * REQ_BYTES + 1] == u8::MAX && r.replica >= 0 {
+            mask |= bit(r.replica as usize);
+        }
+    }
+    mask
+}
+
+/// The Petri-net marking of a packed state without loading it: requests per status code
+/// and free units summed over the replicas.
+pub fn marking(bytes: &[u8], requests: usize, replicas: usize) -> ([u8; 6], u32) {
+    let mut counts = [0u8; 6];
+    for rec in bytes[..requests * REQ_BYTES].chunks_exact(REQ_BYTES) {
+        if let Some(c) = counts.get_mut(rec[0] as usize) {
+            *c += 1;
+        }
+    }
+    let mut rd = Rd { b: bytes, at: requests * REQ_BYTES };
+    let mut free = 0u32;
+    for _ in 0..replicas {
+        let busy = rd.u8() != 0;
+        rd.skip(8);
+        free += rd.u8() as u32;
+        let nw = rd.u8() as usize;
+        rd.skip(nw);
+        let nr = rd.u8() as usize;
+        rd.skip(nr);
+        if busy {
+            let np = rd.u8() as usize;
+            rd.skip(3 * np);
+        }
+    }
+    (counts, free)
+}
+
+/// 64-bit hash of a packed state (deterministic): multiply-xorshift over 8-byte words in
+/// four independent lanes (word i feeds lane i mod 4), so that the multiplications of a
+/// state's words overlap instead of waiting for one another, then the lanes are mixed.
 #[inline]
 pub fn hash(b: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h = (b.len() as u64).wrapping_mul(K);
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    const SEEDS: [u64; 4] = [0, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9, 0x85EB_CA77_C2B2_AE63];
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+    let step = |l: u64, w: u64| (l ^ w).wrapping_mul(K).rotate_left(29);
+    let mut lanes = SEEDS;
+    lanes[0] ^= b.len() as u64;
+    let mut rounds = b.chunks_exact(32);
+    for c in &mut rounds {
+        for (l, w) in lanes.iter_mut().zip(c.chunks_exact(8)) {
+            *l = step(*l, word(w));
+        }
+    }
+    let mut words = rounds.remainder().chunks_exact(8);
+    for (l, w) in lanes.iter_mut().zip(&mut words) {
+        *l = step(*l, word(w));
     }
     let mut tail = 0u64;
-    for (i, &x) in chunks.remainder().iter().enumerate() {
+    for (i, &x) in words.remainder().iter().enumerate() {
         tail |= (x as u64) << (8 * i);
     }
-    h = (h ^ tail).wrapping_mul(K);
+    lanes[3] = step(lanes[3], tail);
+    let h = (lanes[0] ^ lanes[1].rotate_left(17) ^ lanes[2].rotate_left(31) ^ lanes[3].rotate_left(47)).wrapping_mul(K);
     h ^ (h >> 32)
 }
 
@@ -225,7 +346,7 @@ struct Slot {
 pub struct Store {
     bytes: Vec<u8>,
     offs: Vec<u32>,
-    /// Power-of-two size, at most half full; linear probing.
+    /// Power-of-two size, at most three quarters full; linear probing.
     table: Vec<Slot>,
 }
 
@@ -274,9 +395,29 @@ impl Store {
         self.intern_hashed(state, hash(state))
     }
 
+    /// The id of `state`, if it is stored.
+    pub fn find(&self, state: &[u8]) -> Option<u32> {
+        let n = self.table.len();
+        if n == 0 {
+            return None;
+        }
+        let h = hash(state);
+        let mut slot = h as usize & (n - 1);
+        loop {
+            let s = self.table[slot];
+            if s.id1 == 0 {
+                return None;
+            }
+            if s.hash == h && self.bytes.get(s.off as usize..s.off as usize + state.len()) == Some(state) {
+                return Some(s.id1 - 1);
+            }
+            slot = (slot + 1) & (n - 1);
+        }
+    }
+
     /// [`Store::intern`] with the state's [`hash`] already computed.
     pub fn intern_hashed(&mut self, state: &[u8], h: u64) -> (u32, bool) {
-        if (self.offs.len() + 1) * 2 > self.table.len() {
+        if (self.offs.len() + 1) * 4 > self.table.len() * 3 {
             self.grow();
         }
         let mask = self.table.len() - 1;
@@ -301,7 +442,7 @@ impl Store {
     }
 
     fn grow(&mut self) {
-        let size = (self.table.len() * 2).max(1024);
+        let size = (self.table.len() * 2).max(64);
         let old = std::mem::replace(&mut self.table, vec![Slot::default(); size]);
         let mask = size - 1;
         // Where an entry lands does not change any lookup's answer (only exact matches

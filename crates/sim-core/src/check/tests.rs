@@ -79,6 +79,52 @@ fn every_mutant_is_caught_with_a_replayable_counterexample() {
     assert!(c.trace.iter().any(|s| s.changes.iter().any(|x| x.contains("starts a step"))));
 }
 
+/// The states a counterexample's trace goes through, and when, must be what the replay
+/// scenario makes the simulator do: checked by the replay itself (`reproduced`), plus the
+/// times here.
+fn assert_timed(trace: &[TraceStep]) {
+    let times: Vec<f64> = trace.iter().map(|s| s.at_ms.expect("every replayed step is timed")).collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "one event at a time, in order: {times:?}");
+}
+
+#[test]
+fn two_replica_counterexamples_replay_with_a_solved_cost_model() {
+    // Equal steps cannot time this order (replica 1's step must outlast two of replica
+    // 0's): the replay's linear cost model is solved for it.
+    let four = [(6, 3, 1), (5, 3, 0), (4, 3, 1), (3, 3, 0)];
+    for (bug, property) in [("leak_on_preempt", props::BLOCK_ACCOUNTING), ("drop_on_requeue", props::ONE_STATE)] {
+        let r = run(&small("vllm", Some(bug), 3, 2, 8, &four));
+        let c = r.violations[0].clone();
+        assert_eq!(c.property, property);
+        assert!(c.replay_trace.is_none() && c.replay_note.is_none(), "{bug}: {:?}", c.replay_note);
+        assert_eq!(c.reproduced, Some(true), "{bug}: {:?}", c.replay_message);
+        assert_eq!(c.replay_events, Some(c.length as u64), "{bug}: the replay breaks at the same step");
+        assert_timed(&c.trace);
+        let cost = &c.replay_scenario.as_ref().unwrap()["cost_model"];
+        assert!(cost["per_prefill_token_ms"].as_f64().unwrap() > 0.0, "{bug}: {cost}");
+        assert!(c.trace.iter().any(|s| s.state.replicas[1].busy), "{bug}: both replicas take part");
+    }
+}
+
+#[test]
+fn an_order_no_timing_produces_is_replaced_by_one_that_reaches_the_same_violation() {
+    // The shortest deadlock needs replica 1's step to outlast replica 0's longer ones: no
+    // linear cost model does that, so the replay follows another order to a deadlock.
+    let four = [(8, 4, 1), (6, 4, 0), (5, 3, 1), (4, 3, 0)];
+    let r = run(&small("vllm", Some("no_preempt"), 4, 2, 8, &four));
+    let c = r.violations[0].clone();
+    assert_eq!(c.property, props::NO_DEADLOCK);
+    assert!(c.trace.iter().all(|s| s.at_ms.is_none()), "the shortest order has no times");
+    let note = c.replay_note.as_deref().unwrap();
+    assert!(note.contains("no linear cost model") && note.contains("replay_trace"), "{note}");
+    let alt = c.replay_trace.as_ref().expect("an order the simulator can take");
+    assert!(alt.len() >= c.length);
+    assert_eq!(alt.iter().map(|s| s.step).collect::<Vec<_>>(), (1..=alt.len() as u32).collect::<Vec<_>>());
+    assert_timed(alt);
+    assert_eq!(c.reproduced, Some(true), "{:?}", c.replay_message);
+    assert_eq!(c.replay_events, Some(alt.len() as u64));
+}
+
 #[test]
 fn results_are_deterministic() {
     let text = small("vllm", Some("leak_on_preempt"), 8, 1, 8, &[(8, 5, 1), (6, 4, 0), (5, 4, 1), (3, 3, 0)]);
