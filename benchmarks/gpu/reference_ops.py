@@ -16,7 +16,6 @@ import argparse
 import csv
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_steps import DEV, DT, Engine, causal_lower_right  # noqa: E402
+from reference_steps import DEV, DT, Engine, causal_lower_right, timed  # noqa: E402
 
 SHAPES = {  # model label -> hidden, hq, hkv, hd, inter, vocab (Llama-3 8B / 70B)
     "llama3-8b": (4096, 32, 8, 128, 14336, 128256),
@@ -44,22 +43,9 @@ if DEV != "cuda":  # dry run on the CPU (shapes only): tiny models, few sizes
     PREFILL, CHUNK, DECODE = [(4, 2, 64)], [(4, 2, 32, 0), (4, 2, 32, 64)], [(2, 64)]
 
 
-def iso(fn, reps: int = 10, warm: int = 3) -> tuple[float, float]:
-    if DEV != "cuda":
-        fn()
-        return 0.0, 0.0
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts), min(ts)
+def iso(fn, reps: int = 10) -> tuple[float, float]:
+    """One isolated eager call between two CUDA events: median and best of `reps` runs."""
+    return timed(fn, reps)
 
 
 def write(path: Path, header: list[str], rows: list[list]) -> None:
