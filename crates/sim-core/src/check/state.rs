@@ -116,6 +116,17 @@ impl Rd<'_> {
     fn skip(&mut self, n: usize) {
         self.at += n;
     }
+    /// Skip the rest of a replica section after its waiting count `nw`: the waiting ids,
+    /// the running ones, and (when busy) the step's plan entries of 3 bytes.
+    fn skip_queues(&mut self, nw: usize, busy: bool) {
+        self.skip(nw);
+        let nr = self.u8() as usize;
+        self.skip(nr);
+        if busy {
+            let np = self.u8() as usize;
+            self.skip(3 * np);
+        }
+    }
 }
 
 /// Every replica (the mask of [`decode`]).
@@ -200,13 +211,7 @@ pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: 
         max_rank = max_rank.max(nw as i64);
         if !on {
             // Skip the section (its length is in its counts).
-            rd.skip(nw);
-            let nr = rd.u8() as usize;
-            rd.skip(nr);
-            if busy {
-                let np = rd.u8() as usize;
-                rd.skip(3 * np);
-            }
+            rd.skip_queues(nw, busy);
             continue;
         }
         let next = layout.next[ri];
@@ -283,13 +288,7 @@ pub fn marking(bytes: &[u8], requests: usize, replicas: usize) -> ([u8; 6], u32)
         rd.skip(8);
         free += rd.u8() as u32;
         let nw = rd.u8() as usize;
-        rd.skip(nw);
-        let nr = rd.u8() as usize;
-        rd.skip(nr);
-        if busy {
-            let np = rd.u8() as usize;
-            rd.skip(3 * np);
-        }
+        rd.skip_queues(nw, busy);
     }
     (counts, free)
 }
