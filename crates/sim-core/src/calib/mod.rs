@@ -274,6 +274,18 @@ impl Profile {
 
     fn build(raw: RawProfile, ex: Exclude) -> Option<Profile> {
         let mut gemm: Vec<GemmTable> = Vec::new();
+        // Best rate (FLOP/ms) each dtype reached over its kept rows: a ratio table's floor is
+        // BF16's best over its own (two saturated GEMMs' time ratio).
+        let mut best: Vec<(&str, f64)> = Vec::new();
+        for (i, g) in raw.gemm.iter().enumerate() {
+            let rows = g.m.iter().zip(&g.ms).enumerate().filter(|(r, _)| keep(ex, "gemm", i, *r));
+            let rate = rows.map(|(_, (m, ms))| 2.0 * m * f64::from(g.k) * f64::from(g.n) / ms).fold(0.0, f64::max);
+            match best.iter_mut().find(|(d, _)| *d == g.dtype) {
+                Some((_, b)) => *b = b.max(rate),
+                None => best.push((&g.dtype, rate)),
+            }
+        }
+        let best_of = |d: &str| best.iter().find(|(x, _)| *x == d).map_or(f64::NAN, |(_, b)| *b);
         // BF16 tables first: the others are ratios to them.
         for pass_bf16 in [true, false] {
             for (i, g) in raw.gemm.iter().enumerate() {
@@ -296,7 +308,10 @@ impl Profile {
                         None => (*m, *ms),
                     })
                     .collect();
-                let curve = if base.is_some() { Curve::ratio(&pts)? } else { Curve::new(&pts)? };
+                let curve = match base {
+                    Some(_) => Curve::ratio(&pts, best_of("bf16") / best_of(&g.dtype))?,
+                    None => Curve::new(&pts)?,
+                };
                 gemm.push(GemmTable { dtype: g.dtype.clone(), op: g.op.clone(), label: g.label.clone(), k: g.k, n: g.n, curve, base });
             }
         }
