@@ -54,14 +54,20 @@ const dec = new TextDecoder();
 const isNode = typeof process !== "undefined" && !!(process.versions && process.versions.node);
 
 async function load(src) {
+  if (src && typeof src.then === "function") src = await src;
   if (src instanceof WebAssembly.Module) return src;
+  if (typeof Response !== "undefined" && src instanceof Response) return compileResponse(src, src.url);
   if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src);
   const url = src === undefined ? new URL("./pkg/o1sim.wasm", import.meta.url) : new URL(String(src), import.meta.url);
   if (url.protocol === "file:") {
     const { readFile } = await import("node:fs/promises");
     return WebAssembly.compile(await readFile(url));
   }
-  const res = await fetch(url);
+  return compileResponse(await fetch(url), url);
+}
+
+// Compile a fetched module, while it downloads when the server says `application/wasm`.
+async function compileResponse(res, url) {
   if (!res.ok) throw new Error(`o1sim: cannot fetch ${url}: HTTP ${res.status}`);
   if (WebAssembly.compileStreaming && (res.headers.get("content-type") || "").startsWith("application/wasm")) {
     return WebAssembly.compileStreaming(res);
@@ -79,7 +85,9 @@ function instantiate() {
 
 /**
  * Load and instantiate the module. `src`: bytes, a URL (default `./pkg/o1sim.wasm` next to
- * this file; file: URLs work in Node) or a compiled `WebAssembly.Module`. Idempotent.
+ * this file; file: URLs work in Node), a compiled `WebAssembly.Module`, or a `Response` (or
+ * a promise of one): a page that starts `fetch(".../o1sim.wasm")` before importing this file
+ * downloads both at once. Idempotent.
  */
 export async function init(src) {
   if (wasm && src === undefined) return;

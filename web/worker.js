@@ -2,7 +2,12 @@
 // Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
 //               | modelCheck | predictStep | routes | topology
 // Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}}
-import * as o1sim from "./o1sim.js";
+// The module's download starts with the worker, alongside o1sim.js's (not after it).
+const WASM_URL = new URL("./pkg/o1sim.wasm", import.meta.url).href;
+const early = { response: fetch(WASM_URL) };
+early.response.catch(() => {}); // a failed early fetch is reported by init's own fetch
+let o1sim = null;
+const lib = import("./o1sim.js").then((m) => (o1sim = m));
 
 let ready = null;
 
@@ -36,7 +41,14 @@ function digest(text) {
 const ops = {
   async init(src) {
     const t0 = performance.now();
-    await o1sim.init(src);
+    await lib;
+    // The default module: take the download already under way (once; a restart fetches).
+    let from = src;
+    if ((src === undefined || String(src) === WASM_URL) && early.response) {
+      from = early.response.then((r) => (r.ok ? r : fetch(WASM_URL)), () => fetch(WASM_URL));
+      early.response = null;
+    }
+    await o1sim.init(from);
     return {
       initMs: performance.now() - t0,
       features: o1sim.features(),
