@@ -36,6 +36,18 @@ test("init is idempotent and accepts a file: URL", async () => {
   assert.ok(o1sim.presets().policies.includes("vllm"));
 });
 
+test("init takes a fetch Response, or a promise of one (as the page's worker passes it)", async () => {
+  const bytes = readFileSync(`${root}web/pkg/o1sim.wasm`);
+  const toml = readFileSync(golden + "vllm_hand.toml", "utf8");
+  const expected = readFileSync(golden + "vllm_hand.json", "utf8");
+  await o1sim.init(Promise.resolve(new Response(bytes, { headers: { "content-type": "application/wasm" } })));
+  assert.equal(o1sim.simulate(toml, { format: "toml" }), expected);
+  await o1sim.init(new Response(bytes)); // no wasm content type: compiled from its bytes
+  assert.equal(o1sim.simulate(toml, { format: "toml" }), expected);
+  await assert.rejects(o1sim.init(new Response("missing", { status: 404 })), /HTTP 404/);
+  await o1sim.init(bytes); // leave a working instance for the other tests
+});
+
 test("errors carry the Python class name and the field path", () => {
   const base = o1sim.validate(o1sim.defaultScenario(), { format: "toml" }).scenario;
   const cases = [
