@@ -7,7 +7,7 @@ VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.o1sim-deps-stamp
 PYTEST_ARGS ?= -q
 
-.PHONY: all venv build run serve test test-rust test-py test-web test-node test-browser web bench golden clean check-cargo
+.PHONY: all venv build run serve test test-rust test-py test-web test-node test-browser web bench golden profiles clean check-cargo
 
 NPM    ?= npm
 PORT   ?= 8000
@@ -91,6 +91,11 @@ bench: build web $(PW_STAMP)
 # Regenerate tests/golden/*.json from the Rust runner; review the diff before committing.
 golden: check-cargo
 	UPDATE_GOLDEN=1 cargo test -p sim-core --test golden
+
+# Regenerate the shipped profiles' static snapshot (crates/sim-core/src/calib/snapshot/
+# builtin.rs) after changing crates/sim-core/profiles/*.json; a test fails while it is stale.
+profiles: check-cargo
+	UPDATE_PROFILES=1 cargo test -p sim-core --lib calib::snapshot
 
 clean:
 	rm -rf $(VENV) target web/pkg web/node_modules tests/web/out python/o1sim/*.so python/o1sim/__pycache__ .pytest_cache .mypy_cache

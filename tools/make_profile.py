@@ -107,6 +107,8 @@ def main() -> None:
     text = text.replace("},{", "},\n{").replace(":[{", ":[\n{")
     args.out.write_text(text + "\n")
     print(f"wrote {args.out} ({len(text):,} bytes, {len(gemm)} GEMM tables)")
+    if args.out.resolve().parent == (ROOT / "crates/sim-core/profiles"):
+        print("a shipped profile changed: run `make profiles` to rebuild its static snapshot")
 
 
 if __name__ == "__main__":

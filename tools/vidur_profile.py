@@ -173,6 +173,7 @@ def main() -> None:
         path.write_text(text + "\n")
         print(f"wrote {path} ({len(text):,} bytes, {len(doc['gemm'])} GEMM tables, "
               f"{len(doc['elementwise'])} elementwise tables, copy {doc['copy_gbps']} GB/s, GEMM {doc['gemm_tflops']} TFLOP/s)")
+    print("shipped profiles changed: run `make profiles` to rebuild their static snapshot")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@
 //! Ratio curves (an FP8 time over the BF16 time of the same shape) are the exception: a
 //! falling ratio keeps falling along its last segment, down to a floor (see [`Curve::ratio`]).
 
+use std::borrow::Cow;
+
 use super::Source;
 
 /// Relative distance under which a query counts as hitting a measured point.
@@ -21,9 +23,9 @@ const HIT_REL: f64 = 1e-9;
 /// Measured points of one operator shape, sorted by `x`, with logs precomputed.
 #[derive(Debug, Clone)]
 pub struct Curve {
-    x: Vec<f64>,
-    lx: Vec<f64>,
-    ly: Vec<f64>,
+    x: Cow<'static, [f64]>,
+    lx: Cow<'static, [f64]>,
+    ly: Cow<'static, [f64]>,
     /// Above the last point: scale linearly with `x` (times) or follow [`Above::Ratio`].
     above: Above,
 }
@@ -52,7 +54,7 @@ impl Curve {
             return None;
         }
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut c = Curve { x: Vec::new(), lx: Vec::new(), ly: Vec::new(), above: Above::Linear };
+        let (mut x, mut lx, mut ly) = (Vec::new(), Vec::new(), Vec::new());
         let mut i = 0;
         while i < pts.len() {
             let mut j = i;
@@ -61,12 +63,12 @@ impl Curve {
                 sum += libm::log(pts[j].1);
                 j += 1;
             }
-            c.x.push(pts[i].0);
-            c.lx.push(libm::log(pts[i].0));
-            c.ly.push(sum / (j - i) as f64);
+            x.push(pts[i].0);
+            lx.push(libm::log(pts[i].0));
+            ly.push(sum / (j - i) as f64);
             i = j;
         }
-        Some(c)
+        Some(Curve { x: x.into(), lx: lx.into(), ly: ly.into(), above: Above::Linear })
     }
 
     /// Like [`Curve::new`] for a ratio (e.g. FP8 time / BF16 time): held flat below the
@@ -80,6 +82,24 @@ impl Curve {
     pub fn ratio(points: &[(f64, f64)], floor: f64) -> Option<Curve> {
         let floor = if floor.is_finite() && floor > 0.0 { floor } else { 0.0 };
         Curve::new(points).map(|c| Curve { above: Above::Ratio { floor }, ..c })
+    }
+
+    /// A curve over points prepared ahead of time (a shipped profile's snapshot): `x`
+    /// ascending, `lx = ln x`, `ly = ln y`, exactly as [`Curve::new`] leaves them;
+    /// `ratio_floor`: `None` for a time, `Some(floor)` for [`Curve::ratio`]'s.
+    pub fn from_static(x: &'static [f64], lx: &'static [f64], ly: &'static [f64], ratio_floor: Option<f64>) -> Curve {
+        debug_assert!(!x.is_empty() && x.len() == lx.len() && x.len() == ly.len());
+        let above = ratio_floor.map_or(Above::Linear, |floor| Above::Ratio { floor });
+        Curve { x: Cow::Borrowed(x), lx: Cow::Borrowed(lx), ly: Cow::Borrowed(ly), above }
+    }
+
+    /// What [`Curve::from_static`] takes: `(x, ln x, ln y, ratio floor)`.
+    pub fn parts(&self) -> (&[f64], &[f64], &[f64], Option<f64>) {
+        let floor = match self.above {
+            Above::Linear => None,
+            Above::Ratio { floor } => Some(floor),
+        };
+        (&self.x, &self.lx, &self.ly, floor)
     }
 
     /// Smallest measured `x`.

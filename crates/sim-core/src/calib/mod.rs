@@ -17,6 +17,7 @@
 //! `../shared/data/h200-calibration`). GPUs without a profile use the roofline.
 
 mod curve;
+mod snapshot;
 
 pub use curve::Curve;
 
@@ -185,7 +186,10 @@ pub struct Profile {
     /// at equal element counts; a sparse grid of one width interpolates worse than all widths'
     /// points together).
     elementwise_width: Vec<(String, u32, Curve)>,
-    raw: RawProfile,
+    /// The tables as parsed (for [`Profile::fidelity`]); a shipped profile parses them from
+    /// `raw_text` on first use.
+    raw: std::sync::OnceLock<RawProfile>,
+    raw_text: Option<&'static str>,
 }
 
 /// Embedded profile text of a GPU preset, if one ships.
@@ -232,7 +236,7 @@ fn eval_or_nan(c: &Option<Curve>, x: f64) -> (f64, Source) {
 impl Profile {
     /// The shipped profile of GPU preset `gpu`, if any.
     pub fn builtin(gpu: &str) -> Option<Profile> {
-        builtin_text(gpu).and_then(|t| Profile::parse(t).ok())
+        Some(Profile::from_data(snapshot::get(gpu)?, builtin_text(gpu)?))
     }
 
     /// [`Profile::builtin`], parsed once per process and shared: the embedded text is a
@@ -379,7 +383,17 @@ impl Profile {
             decode: Curve::new(&dec),
             elementwise,
             elementwise_width,
-            raw,
+            raw: std::sync::OnceLock::from(raw),
+            raw_text: None,
+        })
+    }
+
+    /// The tables this profile was built from.
+    fn raw(&self) -> &RawProfile {
+        self.raw.get_or_init(|| {
+            // Only a shipped profile leaves `raw` empty, and its text parsed when it was
+            // snapshotted (a test re-parses it on every build).
+            serde_json::from_str(self.raw_text.unwrap_or_default()).unwrap_or_else(|e| panic!("shipped profile {}: {e}", self.gpu))
         })
     }
 
@@ -452,7 +466,7 @@ impl Profile {
     /// prediction (the profile rebuilt without that row): the honest test of interpolation.
     pub fn fidelity(&self) -> Vec<FidelityRow> {
         let mut out = Vec::new();
-        let raw = &self.raw;
+        let raw = self.raw();
         let mut push = |kind: String, key: String, ms: f64, sec: &'static str, t: usize, r: usize, f: &dyn Fn(&Profile) -> f64| {
             let loo = Profile::build(raw.clone(), Some((sec, t, r))).map(|p| f(&p));
             out.push(FidelityRow { kind, key, measured_ms: ms, predicted_ms: f(self), loo_ms: loo });
