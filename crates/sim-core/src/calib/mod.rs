@@ -404,7 +404,9 @@ impl Profile {
         Some(self.gemm_at(i, m))
     }
 
-    fn gemm_at(&self, i: usize, m: f64) -> (f64, Source) {
+    /// [`Profile::gemm`] of the table at index `i` of [`Profile::gemm`]'s list (its shape's
+    /// first table answers for the shape, as a lookup by shape does).
+    pub fn gemm_at(&self, i: usize, m: f64) -> (f64, Source) {
         let t = &self.gemm[i];
         let (v, s) = t.curve.eval(m);
         match t.base {

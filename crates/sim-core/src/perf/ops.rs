@@ -129,6 +129,38 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     Some(v[v.len() / 2])
 }
 
+/// The profile's GEMM rates for tables of `dtype`: (streaming bandwidth from every BF16
+/// shape at M = 1, B/s; median throughput at M = 16,384, FLOP/s; best throughput at M ≥
+/// 1,024). Each shape answers through its first table, as a lookup by shape does.
+///
+/// Not inlined, and one pass over the tables (it used to look each shape up by name, ~100k
+/// comparisons on a Vidur profile): inlined into the step model's constructor, its loop made
+/// a browser's WASM engine optimise that whole function during the first simulation.
+#[inline(never)]
+fn gemm_fit(p: &Profile, dtype: &str) -> (f64, Option<f64>, f64) {
+    let first: Vec<usize> = (0..p.gemm.len())
+        .map(|i| {
+            let t = &p.gemm[i];
+            p.gemm[..i].iter().position(|b| b.dtype == t.dtype && b.k == t.k && b.n == t.n).unwrap_or(i)
+        })
+        .collect();
+    let (mut bw, mut tail, mut best) = (0.0f64, Vec::new(), 0.0f64);
+    for (t, &i) in p.gemm.iter().zip(&first) {
+        let (k, n) = (f64::from(t.k), f64::from(t.n));
+        if t.dtype == "bf16" {
+            bw = bw.max(k * n * 2.0 / (p.gemm_at(i, 1.0).0 * 1e-3));
+        }
+        if t.dtype == dtype {
+            let m = 16384.0;
+            tail.push(2.0 * m * k * n / (p.gemm_at(i, m).0 * 1e-3));
+            for m in [1024.0, 2048.0, 4096.0, 8192.0, 16384.0] {
+                best = best.max(2.0 * m * k * n / (p.gemm_at(i, m).0 * 1e-3));
+            }
+        }
+    }
+    (bw, median(tail), best)
+}
+
 impl Rates {
     /// `use_tables = false` ignores the profile (the `roofline` kind).
     pub fn new(gpu: &Gpu, spec: &StepSpec, use_tables: bool) -> Rates {
@@ -168,32 +200,12 @@ impl Rates {
     /// floors (unless the spec sets it).
     fn fit(&mut self, p: &Profile, spec: &StepSpec) {
         let table_dtype = if self.dtype == Dtype::Fp8 { "fp8" } else { "bf16" };
-        let mut bw: f64 = 0.0;
         self.iso_overhead = p.isolated_overhead_s;
-        let mut tail = Vec::new();
-        let mut best: f64 = 0.0;
-        for t in p.gemm.iter() {
-            let (k, n) = (f64::from(t.k), f64::from(t.n));
-            if t.dtype == "bf16" {
-                let (ms, _) = p.gemm("bf16", t.k, t.n, 1.0).unwrap_or((f64::INFINITY, Source::Model));
-                bw = bw.max(k * n * 2.0 / (ms * 1e-3));
-            }
-            if t.dtype == table_dtype {
-                let m = 16384.0;
-                if let Some((ms, _)) = p.gemm(&t.dtype, t.k, t.n, m) {
-                    tail.push(2.0 * m * k * n / (ms * 1e-3));
-                }
-                for m in [1024.0, 2048.0, 4096.0, 8192.0, 16384.0] {
-                    if let Some((ms, _)) = p.gemm(&t.dtype, t.k, t.n, m) {
-                        best = best.max(2.0 * m * k * n / (ms * 1e-3));
-                    }
-                }
-            }
-        }
+        let (bw, tail, best) = gemm_fit(p, table_dtype);
         if bw > 0.0 {
             self.stream_bw = bw;
         }
-        if let Some(f) = median(tail) {
+        if let Some(f) = tail {
             self.gemm_flops = f;
             self.gemm_best_flops = best.max(f);
         }

@@ -164,6 +164,32 @@ pub struct StepModel {
     external_comm: bool,
 }
 
+/// The token counts of the step-time grid: every M up to [`GRID_LINEAR_MAX`], then
+/// [`GRID_PER_DOUBLING`] points per doubling up to [`GRID_MAX_M`].
+///
+/// This and [`empty_cells`] are kept out of [`StepModel::new`] (`inline(never)`): their
+/// loops run thousands of times per simulation, which makes a browser's WASM engine send
+/// the function holding them to its optimising compiler while the first simulation runs;
+/// small, they compile in a moment, where `new` with them inlined took ~25 ms of a 2-core
+/// machine's CPU for code that runs once.
+#[inline(never)]
+fn grid_points() -> Vec<f64> {
+    let ratio = libm::exp2(1.0 / GRID_PER_DOUBLING);
+    let mut out = Vec::new();
+    let mut m = 1.0;
+    while m <= GRID_MAX_M {
+        out.push(m);
+        m = if out.len() < GRID_LINEAR_MAX { m + 1.0 } else { m * ratio };
+    }
+    out
+}
+
+/// `n` cells to be filled on first use.
+#[inline(never)]
+fn empty_cells<T>(n: usize) -> Vec<OnceLock<T>> {
+    (0..n).map(|_| OnceLock::new()).collect()
+}
+
 impl StepModel {
     /// `external_comm`: leave the TP AllReduce and PP transfer times to the caller (a
     /// topology); their kernel floors and launches stay.
@@ -216,16 +242,11 @@ impl StepModel {
         };
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
         s.prefill_cpu = s.r.attention_prefill(hq, hkv, hd, 1.0, 0.0).cpu_s;
-        let ratio = libm::exp2(1.0 / GRID_PER_DOUBLING);
-        let mut m = 1.0;
-        while m <= GRID_MAX_M {
-            s.grid_m.push(m);
-            m = if s.grid_m.len() < GRID_LINEAR_MAX { m + 1.0 } else { m * ratio };
-        }
-        s.grid = s.grid_m.iter().map(|_| OnceLock::new()).collect();
-        s.epi = s.grid_m.iter().map(|_| OnceLock::new()).collect();
+        s.grid_m = grid_points();
+        s.grid = empty_cells(s.grid_m.len());
+        s.epi = empty_cells(s.grid_m.len());
         if s.r.profile.as_ref().is_some_and(|p| p.has_attention()) {
-            s.decode_grid = (0..=DECODE_MAX_LOG2 << DECODE_SUB_BITS).map(|_| OnceLock::new()).collect();
+            s.decode_grid = empty_cells((DECODE_MAX_LOG2 << DECODE_SUB_BITS) as usize + 1);
         }
         s
     }
