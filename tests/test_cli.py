@@ -144,3 +144,22 @@ def test_validate_prints_the_resolved_scenario(runner: CliRunner) -> None:
     resolved = json.loads(res.stdout)
     assert resolved["scenario"]["scheduler"]["policy"] in o1sim.presets()["policies"]
     assert resolved["deployment"]["num_gpu_blocks"] > 0
+
+
+def test_routes_with_links_down(runner: CliRunner) -> None:
+    args = ["routes", "2x-hgx-h200-ib", "n0.gpu3", "n1.gpu3"]
+    res = runner.invoke(main, [*args, "--down", "ib3:n0.nic3", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == o1sim.routes("2x-hgx-h200-ib", "n0.gpu3", "n1.gpu3", down=[("ib3", "n0.nic3")])
+    res = runner.invoke(main, [*args, "--down", "ib3:n0.nic3"])
+    assert res.exit_code == 0, res.output
+    assert "(down: ib3:n0.nic3)" in res.stdout and "ib0" in res.stdout and "ib3 " not in res.stdout
+    # Both links of n0.gpu3 down: no route, said plainly.
+    res = runner.invoke(main, [*args, "--down", "ib3:n0.nic3", "--down", "n0.gpu3:n0.nic3", "--down", "n0.gpu3:n0.nvswitch0"])
+    assert res.exit_code == 0, res.output
+    assert "no route from n0.gpu3 to n1.gpu3" in res.stdout
+    res = runner.invoke(main, [*args, "--down", "n0.gpu0:n1.gpu0"])
+    assert res.exit_code == 2
+    assert "ConfigError: down[0]: no link between 'n0.gpu0' and 'n1.gpu0'" in res.stderr
+    res = runner.invoke(main, [*args, "--down", "n0.gpu0"])
+    assert res.exit_code == 2 and "A:B" in res.stderr

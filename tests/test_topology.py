@@ -39,6 +39,47 @@ def test_builder_round_trips_and_routes_pick_the_best_score() -> None:
     assert all(r["frontier"] for r in rs)
 
 
+def _hops(path: list[str]) -> set[frozenset[str]]:
+    return {frozenset(h) for h in zip(path, path[1:])}
+
+
+def test_routes_with_a_link_down_are_the_route_the_simulation_takes() -> None:
+    src, dst = "n0.gpu3", "n1.gpu3"
+    before = next(r for r in o1sim.routes("2x-hgx-h200-ib", src, dst) if r["chosen"])["path"]
+    assert before == [src, "n0.nic3", "ib3", "n1.nic3", dst]
+    # Take down the rail link the chosen route crosses (either order names it).
+    rail = ("ib3", "n0.nic3")
+    after = o1sim.routes("2x-hgx-h200-ib", src, dst, down=[rail])
+    assert after and all(frozenset(rail) not in _hops(r["path"]) for r in after)
+    chosen = next(r for r in after if r["chosen"])["path"]
+    assert chosen != before
+    assert o1sim.routes("2x-hgx-h200-ib", src, dst, down=[]) == o1sim.routes("2x-hgx-h200-ib", src, dst)
+    # The simulator: one TP-2 replica over the pair, the link down at t = 0. Its AllReduce
+    # flows ride the pair's route, so the links that carried bytes are exactly its hops.
+    sc = dict(BASE, model="llama-3-8b", topology="2x-hgx-h200-ib",
+              deployment={"tp": 2, "replicas": 1, "placement": [[src, dst]]},
+              events=[{"at_s": 0, "kind": "link_down", "src": rail[0], "dst": rail[1]}])
+    links = o1sim.simulate(sc).links
+    assert links is not None
+    used = {frozenset((s, d)) for s, d, b in zip(links["src"], links["dst"], links["bytes"]) if b > 0}
+    assert used == _hops(chosen)
+
+
+def test_routes_down_errors_name_the_item() -> None:
+    for down, field in [([("n0.gpu0", "n1.gpu0")], "down[0]"),  # no link between them
+                        ([("n0.gpu0", "n0.nvswitch0"), ("n0.gpu0", "n9.gpu0")], "down[1]"),  # unknown id
+                        ([("n0.gpu0",)], "down[0]"), (["n0.gpu0:n0.nvswitch0"], "down[0]")]:
+        with pytest.raises(o1sim.ConfigError) as e:
+            o1sim.routes("2x-hgx-h200-ib", "n0.gpu3", "n1.gpu3", down=down)
+        assert e.value.field == field, (down, e.value)
+    with pytest.raises(o1sim.ConfigError, match="no link between 'n0.gpu0' and 'n1.gpu0'"):
+        o1sim.routes("2x-hgx-h200-ib", "n0.gpu3", "n1.gpu3", down=[("n0.gpu0", "n1.gpu0")])
+    # Cut off: every link of the source down leaves no route, as in the simulator.
+    full = o1sim.Topology(preset="hgx-h200").resolved()
+    cut = [(x["src"], x["dst"]) for x in full["links"] if "gpu0" in (x["src"], x["dst"])]
+    assert o1sim.routes("hgx-h200", "gpu0", "gpu5", down=cut) == []
+
+
 def test_to_networkx() -> None:
     nx = pytest.importorskip("networkx")
     g = o1sim.Topology(preset="hgx-h200").to_networkx()

@@ -322,7 +322,7 @@ const topology = new TopologyPanel({
   select: $("#topology-preset"),
   root: $("#topology-body"),
   expand: async (name) => (await ask("topology", name)).result,
-  routes: async (t, src, dst) => (await ask("routes", t, src, dst)).result,
+  routes: async (t, src, dst, options) => (await ask("routes", t, src, dst, options)).result,
   onChange: () => { updateDisagg(); schedule(); },
 });
 

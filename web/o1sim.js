@@ -207,9 +207,13 @@ export function predictStep(request) {
  * RTMPv2 candidate routes between two nodes of a topology, shortest latency first:
  * `[{path, bandwidth_gbps, latency_us, score, chosen, frontier}]` (Python's `o1sim.routes`).
  * `topology`: a preset name (`"hgx-h200"`) or a table `{preset?, nodes, links, routing?}`.
+ * `down`: links that are down, `[[a, b], …]` node-id pairs (any iterable), taken down in
+ * that order as `link_down` events at t = 0 re-route a simulation; an empty list when they
+ * cut the pair apart; a bad pair throws a ConfigError with `field` `down[i]`.
  */
-export function routes(topology, src, dst) {
-  return JSON.parse(call("o1_routes", [JSON.stringify(topology), String(src), String(dst)]));
+export function routes(topology, src, dst, { down } = {}) {
+  const pairs = down == null ? [] : Array.isArray(down) ? down : [...down];
+  return JSON.parse(call("o1_routes", [JSON.stringify(topology), String(src), String(dst), JSON.stringify(pairs)]));
 }
 
 /**

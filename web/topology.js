@@ -2,8 +2,10 @@
 // nodes. Clicking a link (in the graph or the table) selects it; its bandwidth and latency
 // can be changed and it can be taken down. Picking two GPUs (two clicks on the graph, or the
 // route selects) lists the RTMPv2 candidate paths between them, from the core
-// (`o1sim.routes` on the topology as edited: path, bottleneck bandwidth, latency, score,
-// chosen, Pareto frontier), and highlights the chosen one (or a clicked row) on the graph.
+// (`o1sim.routes` on the topology as edited, with the links taken down: path, bottleneck
+// bandwidth, latency, score, chosen, Pareto frontier, as the simulation re-routes after
+// those links go down at t = 0), and highlights the chosen one (or a clicked row) on the
+// graph. Taking a link down or bringing it back re-computes them.
 //
 // What it sends (the scenario's shapes, README "Topology"):
 // - no edits: `topology = "<preset>"`;
@@ -21,8 +23,8 @@ const natural = (a, b) => a.localeCompare(b, "en", { numeric: true });
 export class TopologyPanel {
   /**
    * `select`: the form's preset <select>; `root`: the panel's container; `expand(name)`:
-   * async, the core's full table of a preset; `routes(topology, src, dst)`: async, the
-   * core's route candidates; `onChange()`: the experiment changed.
+   * async, the core's full table of a preset; `routes(topology, src, dst, {down})`: async,
+   * the core's route candidates with links down; `onChange()`: the experiment changed.
    */
   constructor({ select, root, expand, routes, onChange }) {
     this.select = select;
@@ -248,16 +250,21 @@ export class TopologyPanel {
     else if (id !== src) this.pickRoute(src, id);
   }
 
-  /** Ask the core for the candidates between the picked GPUs on the topology as edited. */
+  /**
+   * Ask the core for the candidates between the picked GPUs on the topology as edited, with
+   * the links taken down (in the order `events()` sends them, so the chosen route is the
+   * one the run takes).
+   */
   refreshRoutes() {
     const { src, dst } = this.route;
     if (!this.preset || !src || !dst || !this.routesOf) return this.routing;
     const seq = ++this.route.seq;
+    const down = [...this.down].map((k) => k.split("|"));
     this.routing = (async () => {
       let list = null;
       let error = null;
       try {
-        list = await this.routesOf(this.current(), src, dst);
+        list = await this.routesOf(this.current(), src, dst, { down });
       } catch (e) {
         error = e;
       }
@@ -339,12 +346,17 @@ export class TopologyPanel {
       body.innerHTML = hint ? `<p class="muted">${hint}</p>` : "";
       return;
     }
-    const note = this.down.size
-      ? `<p class="muted">Links taken down are not in these routes: the simulation takes them down at t = 0 and re-routes.</p>` : "";
+    if (!list.length) {
+      const why = this.down.size ? "the links taken down cut them apart" : "they are not connected";
+      body.innerHTML = `<p class="muted" data-role="no-route">No route from ${esc(src)} to ${esc(dst)}: ${why}
+        (a replica using this pair stops in the run).</p>`;
+      return;
+    }
+    const downNote = this.down.size ? " Links taken down are avoided, as the run re-routes after they go down at t = 0." : "";
     body.innerHTML = `<div class="scroll"><table class="routes"><thead><tr><th>#</th><th>path</th><th>GB/s</th><th>µs</th>
       <th>score</th><th>chosen</th><th>frontier</th></tr></thead><tbody></tbody></table></div>
       <p class="muted">Candidates: the k shortest loop-free paths by latency; score = α·B/B<sub>min</sub> + (1−α)·D<sub>max</sub>/D;
-      frontier: not beaten on both bandwidth and latency. Click a row to draw it.</p>${note}`;
+      frontier: not beaten on both bandwidth and latency. Click a row to draw it.${downNote}</p>`;
     const tbody = body.querySelector("tbody");
     list.forEach((c, i) => {
       const tr = document.createElement("tr");

@@ -82,7 +82,7 @@ const ops = {
     return o1sim.check(sc, opts);
   },
   predictStep: (request) => o1sim.predictStep(request),
-  routes: (topology, src, dst) => o1sim.routes(topology, src, dst),
+  routes: (topology, src, dst, options) => o1sim.routes(topology, src, dst, options),
   topology: (entry) => o1sim.topology(entry),
 };
 

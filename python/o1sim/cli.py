@@ -678,19 +678,32 @@ def web_cmd(port: int, host: str, directory: Optional[Path]) -> None:
 @click.argument("topology")
 @click.argument("src")
 @click.argument("dst")
+@click.option("--down", "down", multiple=True, metavar="A:B",
+              help="The link between nodes A and B is down (repeatable): routes as the simulation re-routes after link_down events at t = 0.")
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
 @_handle_errors
-def routes_cmd(topology: str, src: str, dst: str, as_json: bool) -> None:
+def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json: bool) -> None:
     """RTMPv2 candidate routes from SRC to DST on TOPOLOGY (a preset name, a .toml/.json
     file, or an inline TOML table), with bandwidth, latency, score, the chosen route and
     the Pareto frontier."""
     from .topology import routes
 
-    cands = routes(_preset_or_table(topology), src, dst)
+    pairs: list[tuple[str, str]] = []
+    for item in down:
+        a, sep, b = item.partition(":")
+        if not sep or not a or not b or ":" in b:
+            raise click.BadParameter(f"expected A:B (two node ids), got {item!r}", param_hint="--down")
+        pairs.append((a, b))
+    cands = routes(_preset_or_table(topology), src, dst, down=pairs)
     if as_json:
         click.echo(json.dumps(cands, indent=2))
         return
-    table = Table(title=f"routes {src} → {dst}", title_justify="left")
+    if not cands:
+        why = "the links down cut them apart" if down else "they are not connected"
+        click.echo(f"no route from {src} to {dst}: {why}")
+        return
+    title = f"routes {src} → {dst}" + (f" (down: {', '.join(down)})" if down else "")
+    table = Table(title=title, title_justify="left")
     for col, just in (("", "left"), ("path", "left"), ("GB/s", "right"), ("µs", "right"), ("score", "right"), ("frontier", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for c in cands:

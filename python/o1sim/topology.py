@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -114,11 +114,21 @@ def expand(topology: TopologyLike) -> dict[str, Any]:
     return full
 
 
-def routes(topology: TopologyLike, src: str, dst: str) -> list[dict[str, Any]]:
+def routes(
+    topology: TopologyLike, src: str, dst: str, down: Optional[Iterable[Sequence[str]]] = None
+) -> list[dict[str, Any]]:
     """RTMPv2 candidate paths between two nodes, shortest latency first: each
     ``{"path", "bandwidth_gbps", "latency_us", "score", "chosen", "frontier"}`` (the chosen
-    route has the best score; ``frontier`` marks the (bandwidth, latency) Pareto frontier)."""
-    out: list[dict[str, Any]] = json.loads(_core.routes_json(json.dumps(_as_entry(topology)), src, dst))
+    route has the best score; ``frontier`` marks the (bandwidth, latency) Pareto frontier).
+
+    ``down``: links that are down, as ``(a, b)`` node-id pairs (either order). They go down
+    in that order, as ``link_down`` events at t = 0 do in a simulation: the pair is routed on
+    the full topology, then re-routed after each (a surviving route is kept unless beaten by
+    more than the 3% hysteresis). Candidates never use a down link; when the links cut the
+    pair off the list is empty. A pair that is not a link (or names an unknown node) raises
+    ``ConfigError`` with ``.field`` ``down[i]``."""
+    pairs = "[]" if down is None else json.dumps([list(p) if isinstance(p, (tuple, list)) else p for p in down], default=str)
+    out: list[dict[str, Any]] = json.loads(_core.routes_json(json.dumps(_as_entry(topology)), src, dst, pairs))
     return out
 
 

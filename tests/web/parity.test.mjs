@@ -142,6 +142,24 @@ test("routes and topology: the same candidates as Python, errors with the field 
   const bad = { preset: "hgx-h200", links: [{ ...table.links[0], bandwidth_gbps: 0 }] };
   assert.throws(() => o1sim.topology(bad), (e) => e.name === "ConfigError" && e.field === "topology.links[0].bandwidth_gbps");
   assert.throws(() => o1sim.routes("hgx-h200", "gpu0", "gpu9"), (e) => e.name === "ConfigError" && e.field === "dst");
+  // Links down: the chosen route leaves the rail taken down (the simulator's re-route), the
+  // list never crosses it, and either order or a Set of pairs names the same link.
+  const [src, dst] = ["n0.gpu3", "n1.gpu3"];
+  assert.deepEqual(o1sim.routes("2x-hgx-h200-ib", src, dst).find((c) => c.chosen).path, [src, "n0.nic3", "ib3", "n1.nic3", dst]);
+  const after = o1sim.routes("2x-hgx-h200-ib", src, dst, { down: [["ib3", "n0.nic3"]] });
+  const crosses = (p) => p.some((n, i) => i > 0 && [p[i - 1], n].sort().join("|") === "ib3|n0.nic3");
+  assert.ok(after.length > 0 && !after.some((c) => crosses(c.path)));
+  assert.notDeepEqual(after.find((c) => c.chosen).path, [src, "n0.nic3", "ib3", "n1.nic3", dst]);
+  assert.deepEqual(o1sim.routes("2x-hgx-h200-ib", src, dst, { down: new Set([["n0.nic3", "ib3"]]) }), after);
+  assert.deepEqual(o1sim.routes("2x-hgx-h200-ib", src, dst, { down: [] }), o1sim.routes("2x-hgx-h200-ib", src, dst));
+  const cut = [["n0.gpu3", "n0.nic3"], ["n0.gpu3", "n0.nvswitch0"]];
+  assert.deepEqual(o1sim.routes("2x-hgx-h200-ib", src, dst, { down: cut }), []);
+  assert.throws(() => o1sim.routes("2x-hgx-h200-ib", src, dst, { down: [["n0.gpu0", "n1.gpu0"]] }),
+    (e) => e.name === "ConfigError" && e.field === "down[0]" && /no link between/.test(e.message));
+  assert.throws(() => o1sim.routes("2x-hgx-h200-ib", src, dst, { down: [["ib3", "n0.nic3"], ["n0.gpu0", "gpu0"]] }),
+    (e) => e.name === "ConfigError" && e.field === "down[1]");
+  assert.throws(() => o1sim.routes("2x-hgx-h200-ib", src, dst, { down: ["ib3|n0.nic3"] }),
+    (e) => e.name === "ConfigError" && e.field === "down[0]");
   // Inside a scenario the same bad link names the same field.
   const base = o1sim.validate(o1sim.defaultScenario(), { format: "toml" }).scenario;
   assert.throws(() => o1sim.simulate({ ...base, topology: bad }), (e) => e.name === "ConfigError" && e.field === "topology.links[0].bandwidth_gbps");

@@ -1,7 +1,8 @@
 """The page's fabric views in headless Chromium: the `disagg` policy (offered once a
 topology is chosen, its numbers equal to the Python API's, a bad split shown next to its
 field) and the route view (two GPUs picked → the core's RTMPv2 candidates, the chosen path
-drawn on the graph, re-priced after a link edit). Screenshots go to tests/web/out/."""
+drawn on the graph, re-priced after a link edit, re-routed around a link taken down).
+Screenshots go to tests/web/out/."""
 
 from __future__ import annotations
 
@@ -114,8 +115,8 @@ def _table(page: Any) -> list[dict[str, Any]]:
     )
 
 
-def _want(t: Any, src: str, dst: str) -> list[dict[str, Any]]:
-    return [{**c, "score": f"{c['score']:.3f}"} for c in o1sim.routes(t, src, dst)]
+def _want(t: Any, src: str, dst: str, down: Any = None) -> list[dict[str, Any]]:
+    return [{**c, "score": f"{c['score']:.3f}"} for c in o1sim.routes(t, src, dst, down=down)]
 
 
 def _drawn(page: Any) -> tuple[set[frozenset[str]], set[str]]:
@@ -175,3 +176,47 @@ def test_route_view_shows_the_core_candidates_and_draws_the_chosen_path(page: An
     err.wait_for(state="visible")
     assert (err.text_content() or "").startswith("ConfigError:") and "bandwidth_gbps" in (err.text_content() or "")
     assert page.locator("#topology table.routes").count() == 0
+
+
+def test_route_view_reroutes_around_a_link_taken_down(page: Any, server: str) -> None:
+    _on_fabric(page, server, "2x-hgx-h200-ib")
+    src, dst = "n0.gpu3", "n1.gpu3"
+    page.select_option("#topology select[data-role=route-src]", src)
+    page.select_option("#topology select[data-role=route-dst]", dst)
+    page.wait_for_selector("#topology table.routes tbody tr")
+    want = _want("2x-hgx-h200-ib", src, dst)
+    assert _table(page) == want
+    chosen = next(c for c in want if c["chosen"])
+    rail = frozenset(("n0.nic3", "ib3"))
+    assert rail in _hops(chosen["path"]) and rail in _drawn(page)[0]
+    # Take that rail down in the links table: the candidates are the core's with it down
+    # (as the run re-routes after its link_down at t = 0), and none crosses it.
+    before = runs(page)
+    page.uncheck("#topology tr[data-key='n0.nic3|ib3'] input[data-k=up]")
+    page.wait_for_function(
+        "() => { const rows = [...document.querySelectorAll('#topology table.routes tbody tr td:nth-child(2)')];"
+        " return rows.length && rows.every(td => !td.textContent.includes('ib3')); }"
+    )
+    wait_ready(page, before)
+    assert page_scenario(page)["events"] == [{"at_s": 0, "kind": "link_down", "src": "n0.nic3", "dst": "ib3"}]
+    want = _want("2x-hgx-h200-ib", src, dst, down=[("n0.nic3", "ib3")])
+    assert _table(page) == want
+    assert all(rail not in _hops(c["path"]) for c in want)
+    chosen = next(c for c in want if c["chosen"])
+    assert _drawn(page) == (_hops(chosen["path"]), {src, dst})
+    assert "Links taken down are avoided" in (page.text_content("#topology [data-role=routes]") or "")
+    OUT.mkdir(exist_ok=True)
+    page.locator("#topology").screenshot(path=str(OUT / "routes-down.png"))
+    # Cut n0.gpu3 off (its NVSwitch and NIC links down too): no route, said so.
+    page.uncheck("#topology tr[data-key='n0.gpu3|n0.nvswitch0'] input[data-k=up]")
+    page.uncheck("#topology tr[data-key='n0.gpu3|n0.nic3'] input[data-k=up]")
+    page.wait_for_selector("#topology [data-role=no-route]")
+    page.locator("#topology [data-role=routes]").screenshot(path=str(OUT / "routes-cut.png"))
+    assert o1sim.routes("2x-hgx-h200-ib", src, dst, down=[("n0.nic3", "ib3"), ("n0.gpu3", "n0.nvswitch0"), ("n0.gpu3", "n0.nic3")]) == []
+    assert page.locator("#topology table.routes").count() == 0
+    # Everything back up: the first candidates again.
+    page.check("#topology tr[data-key='n0.gpu3|n0.nvswitch0'] input[data-k=up]")
+    page.check("#topology tr[data-key='n0.gpu3|n0.nic3'] input[data-k=up]")
+    page.check("#topology tr[data-key='n0.nic3|ib3'] input[data-k=up]")
+    page.wait_for_function("() => [...document.querySelectorAll('#topology table.routes tbody tr td:nth-child(2)')].some(td => td.textContent.includes('ib3'))")
+    assert _table(page) == _want("2x-hgx-h200-ib", src, dst)

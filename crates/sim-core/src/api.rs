@@ -439,16 +439,50 @@ pub fn presets_json() -> String {
 /// RTMPv2 candidates between two nodes of a topology (JSON: a preset name string or a
 /// table) → JSON list of `{path, bandwidth_gbps, latency_us, score, chosen, frontier}`,
 /// shortest latency first.
-pub fn routes_json(topology_json: &str, src: &str, dst: &str) -> Result<String> {
+///
+/// `down_json` lists links that are down: a JSON array of `[a, b]` node-id pairs (either
+/// order; empty text means none). They go down in that order as the simulator's `link_down`
+/// events do, after the pair was routed on the full topology (see
+/// [`crate::topo::route::candidates_view`]); when they disconnect the pair the list is
+/// empty. Errors: `down` (not a list), `down[i]` (not a pair of ids, an unknown id, two
+/// nodes without a link between them).
+pub fn routes_json(topology_json: &str, src: &str, dst: &str, down_json: &str) -> Result<String> {
     guard(|| {
         let t = crate::topo::Topology::from_json(topology_json)?;
         let (a, b) = (t.node("src", src)?, t.node("dst", dst)?);
         if a == b {
             return Err(SimError::config("dst", "must differ from src"));
         }
-        let v = crate::topo::route::candidates_view(&t, a, b);
+        let down = down_links(&t, down_json)?;
+        let v = crate::topo::route::candidates_view(&t, a, b, &down);
         serde_json::to_string(&v).map_err(|e| SimError::Internal { message: e.to_string() })
     })
+}
+
+/// The link indices of a `down` list (see [`routes_json`]), checked against `t`.
+fn down_links(t: &crate::topo::Topology, down_json: &str) -> Result<Vec<u32>> {
+    if down_json.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let v: serde_json::Value = serde_json::from_str(down_json).map_err(|e| SimError::config("down", e.to_string()))?;
+    let Some(items) = v.as_array() else {
+        return Err(SimError::config("down", "must be a list of [src, dst] node-id pairs"));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("down[{i}]");
+        let pair = match item.as_array().map(Vec::as_slice) {
+            Some([x, y]) => x.as_str().zip(y.as_str()),
+            _ => None,
+        };
+        let Some((x, y)) = pair else {
+            return Err(SimError::config(path, format!("must be a pair [src, dst] of node ids (got {item})")));
+        };
+        let (na, nb) = (t.node(&path, x)?, t.node(&path, y)?);
+        let l = t.link_between(na, nb).ok_or_else(|| SimError::config(&path, format!("no link between '{x}' and '{y}'")))?;
+        out.push(l);
+    }
+    Ok(out)
 }
 
 /// Resolve and validate a topology (JSON: preset name or table) → its full table as JSON

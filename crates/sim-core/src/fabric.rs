@@ -493,14 +493,13 @@ impl Fabric {
         let mut whole = false;
         self.routes.changed.clear();
         for a in actions {
-            let (touched, structural, may_add) = events::apply(&mut self.topo, a);
+            let (touched, changed) = self.routes.apply(&mut self.topo, a);
             self.stats.events_applied += 1;
-            if touched.len() > 1 {
-                whole = true;
-                self.stats.route_changes += u64::from(self.routes.recompute_all(&self.topo));
-            } else if let Some(&l) = touched.first() {
-                links.push(l);
-                self.stats.route_changes += u64::from(self.routes.on_link_change(&self.topo, l, structural, may_add));
+            self.stats.route_changes += u64::from(changed);
+            match touched[..] {
+                [] => {}
+                [l] => links.push(l),
+                _ => whole = true,
             }
         }
         if whole {

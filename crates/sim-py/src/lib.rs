@@ -337,10 +337,13 @@ fn calibration_fidelity_json(py: Python<'_>, gpu: String) -> PyResult<Option<Str
     Ok(guarded_infallible(py, move || core::calibration_fidelity(&gpu))?)
 }
 
-/// RTMPv2 candidates between two nodes (topology JSON: preset name or table) as JSON.
+/// RTMPv2 candidates between two nodes (topology JSON: preset name or table) as JSON;
+/// `down`: JSON list of `[a, b]` links that are down.
 #[pyfunction]
-fn routes_json(py: Python<'_>, topology: String, src: String, dst: String) -> PyResult<String> {
-    Ok(guarded(py, move || core::routes_json(&topology, &src, &dst))?)
+#[pyo3(signature = (topology, src, dst, down = "[]"))]
+fn routes_json(py: Python<'_>, topology: String, src: String, dst: String, down: &str) -> PyResult<String> {
+    let down = down.to_owned();
+    Ok(guarded(py, move || core::routes_json(&topology, &src, &dst, &down))?)
 }
 
 /// A topology (JSON: preset name or table) validated and expanded to its full table (JSON).

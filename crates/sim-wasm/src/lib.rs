@@ -112,11 +112,12 @@ pub fn predict_step(request: &[u8]) -> Outcome {
 }
 
 /// RTMPv2 candidate routes between two nodes: `topology` is JSON (a preset name string or
-/// a table `{preset?, nodes, links, routing?}`), `src`/`dst` node ids (plain UTF-8). The
-/// output is the core's list `[{path, bandwidth_gbps, latency_us, score, chosen, frontier}]`
-/// (Python's `o1sim.routes`).
-pub fn routes(topology: &[u8], src: &[u8], dst: &[u8]) -> Outcome {
-    guarded(|| core::routes_json(text_of(topology)?, text_of(src)?, text_of(dst)?))
+/// a table `{preset?, nodes, links, routing?}`), `src`/`dst` node ids (plain UTF-8), `down`
+/// the links that are down as JSON `[[a, b], …]` (empty = none). The output is the core's
+/// list `[{path, bandwidth_gbps, latency_us, score, chosen, frontier}]` (Python's
+/// `o1sim.routes`).
+pub fn routes(topology: &[u8], src: &[u8], dst: &[u8], down: &[u8]) -> Outcome {
+    guarded(|| core::routes_json(text_of(topology)?, text_of(src)?, text_of(dst)?, text_of(down)?))
 }
 
 /// Resolve and validate a topology entry (JSON: preset name or table) into its full table
@@ -307,11 +308,21 @@ pub unsafe extern "C" fn o1_predict_step(ptr: *const u8, len: usize) -> u32 {
 /// See [`routes`].
 ///
 /// # Safety
-/// See [`input`], for all three buffers.
+/// See [`input`], for all four buffers.
 #[no_mangle]
-pub unsafe extern "C" fn o1_routes(t_ptr: *const u8, t_len: usize, s_ptr: *const u8, s_len: usize, d_ptr: *const u8, d_len: usize) -> u32 {
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn o1_routes(
+    t_ptr: *const u8,
+    t_len: usize,
+    s_ptr: *const u8,
+    s_len: usize,
+    d_ptr: *const u8,
+    d_len: usize,
+    down_ptr: *const u8,
+    down_len: usize,
+) -> u32 {
     install_hook();
-    publish(routes(input(t_ptr, t_len), input(s_ptr, s_len), input(d_ptr, d_len)))
+    publish(routes(input(t_ptr, t_len), input(s_ptr, s_len), input(d_ptr, d_len), input(down_ptr, down_len)))
 }
 
 /// See [`topology`].

@@ -207,7 +207,7 @@ fn predict_step_garbage_gives_config_errors() {
 
 #[test]
 fn routes_and_topology_garbage_give_config_errors_with_paths() {
-    let ok = sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu5").expect("routes on a preset");
+    let ok = sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu5", b"").expect("routes on a preset");
     let v: Value = serde_json::from_str(&ok).unwrap();
     assert!(v.as_array().is_some_and(|a| a.iter().any(|c| c["chosen"] == true)), "{ok}");
     let table = sim_wasm::topology(br#""2x-hgx-h200-ib""#).expect("a preset expands");
@@ -222,11 +222,32 @@ fn routes_and_topology_garbage_give_config_errors_with_paths() {
     let huge = br#"{"preset": "hgx-h200", "links": [{"src": "gpu0", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": 1, "latency_us": 1e308}]}"#;
     let err: Value = serde_json::from_str(&sim_wasm::topology(huge).unwrap_err()).unwrap();
     assert_eq!(err["error"]["field"], "topology.links[0].latency_us", "{err}");
-    let err: Value = serde_json::from_str(&sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu9").unwrap_err()).unwrap();
+    let err: Value = serde_json::from_str(&sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu9", b"[]").unwrap_err()).unwrap();
     assert_eq!(err["error"]["field"], "dst", "{err}");
     for junk in [&b""[..], b"{", b"[]", b"\xff", b"null", b"3", br#""nope""#, br#"{"links": [{}]}"#] {
         assert_clean("topology junk", &sim_wasm::topology(junk));
-        assert_clean("routes junk", &sim_wasm::routes(junk, b"gpu0", b"gpu1"));
-        assert_clean("routes junk ids", &sim_wasm::routes(br#""hgx-h200""#, junk, b"\xff"));
+        assert_clean("routes junk", &sim_wasm::routes(junk, b"gpu0", b"gpu1", b""));
+        assert_clean("routes junk ids", &sim_wasm::routes(br#""hgx-h200""#, junk, b"\xff", b""));
+    }
+    // Links down: a link on the route moves it; a bad list names `down` or its item.
+    let two = br#""2x-hgx-h200-ib""#;
+    let down = sim_wasm::routes(two, b"n0.gpu3", b"n1.gpu3", br#"[["ib3", "n0.nic3"]]"#).expect("a link down");
+    let v: Value = serde_json::from_str(&down).unwrap();
+    let chosen = v.as_array().unwrap().iter().find(|c| c["chosen"] == true).expect("still a route");
+    assert!(!chosen["path"].as_array().unwrap().iter().any(|n| n == "ib3"), "{down}");
+    // gpu0's only link down on one HGX: no route, an empty list.
+    assert_eq!(sim_wasm::routes(br#""hgx-h200""#, b"gpu0", b"gpu5", br#"[["nvswitch0", "gpu0"]]"#).as_deref(), Ok("[]"));
+    let field = |down: &[u8]| -> Value {
+        let err: Value = serde_json::from_str(&sim_wasm::routes(two, b"n0.gpu3", b"n1.gpu3", down).unwrap_err()).unwrap();
+        assert_eq!(err["error"]["name"], "ConfigError", "{err}");
+        err["error"]["field"].clone()
+    };
+    assert_eq!(field(br#"[["n0.gpu0", "n0.gpu1"]]"#), "down[0]", "not a link");
+    assert_eq!(field(br#"[["n0.gpu0", "n0.nvswitch0"], ["n0.gpu0", "gpu99"]]"#), "down[1]", "unknown id");
+    assert_eq!(field(br#"[["n0.gpu0"]]"#), "down[0]");
+    assert_eq!(field(br#"["n0.gpu0|n0.nvswitch0"]"#), "down[0]");
+    assert_eq!(field(br#"{"a": 1}"#), "down");
+    for junk in [&b"{"[..], b"\xff", b"null", b"3", b"[[1, 2]]", b"[[null, \"n0.gpu0\"]]", b"[[[]]]"] {
+        assert_clean("routes junk down", &sim_wasm::routes(two, b"n0.gpu3", b"n1.gpu3", junk));
     }
 }

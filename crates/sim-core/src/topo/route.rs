@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::events::{self, Action};
 use super::Topology;
 
 /// A loop-free path: node indices and the links between them.
@@ -442,6 +443,21 @@ impl RouteTable {
     pub fn recompute_all(&mut self, t: &Topology) -> u32 {
         self.pairs.values_mut().map(|r| r.recompute(t, true) as u32).sum()
     }
+
+    /// Apply one topology action to `t` and re-route as the simulator does: an action that
+    /// touches several links (a GPU removed) re-evaluates every pair, a one-link change only
+    /// the pairs it concerns ([`RouteTable::on_link_change`]). The simulator's event handling
+    /// and the route view ([`candidates_view`]) both go through here, so they cannot drift.
+    /// Returns the links touched and how many chosen routes changed.
+    pub fn apply(&mut self, t: &mut Topology, a: &Action) -> (Vec<u32>, u32) {
+        let (touched, structural, may_add) = events::apply(t, a);
+        let changed = match touched[..] {
+            [] => 0,
+            [l] => self.on_link_change(t, l, structural, may_add),
+            _ => self.recompute_all(t),
+        };
+        (touched, changed)
+    }
 }
 
 /// One candidate as the front ends see it.
@@ -456,14 +472,34 @@ pub struct CandidateView {
     pub frontier: bool,
 }
 
-/// Candidates between two node ids, in the order `src → dst`, best-latency first.
-pub fn candidates_view(t: &Topology, src: u32, dst: u32) -> Vec<CandidateView> {
-    let r = PairRoute::new(t, src, dst);
+/// Candidates between two nodes, listed `src → dst`, best-latency first, as the simulator
+/// holds them once the links `down` have gone down.
+///
+/// This is the simulator's own sequence, not a fresh search on the reduced graph: the pair's
+/// route is computed on the topology as given (as a deployment's routes are, when the
+/// simulation starts), then each link of `down` goes down in turn, as a `link_down` event
+/// does, through [`RouteTable::apply`]. So the chosen route keeps its hysteresis (a route
+/// that survives stays unless beaten by more than 3%) and `D_max` remembers the latencies of
+/// paths lost — what the page's "taken down" links (events at t = 0) do in a run. A link
+/// listed twice goes down once. When `down` disconnects the pair the list is empty: the
+/// simulator then has no route either (a replica with such a pair stops).
+///
+/// Like the simulator's table the pair is kept as `(min, max)`; for `src > dst` the paths
+/// are reversed, so ties between equal-latency paths resolve as in a run.
+pub fn candidates_view(t: &Topology, src: u32, dst: u32, down: &[u32]) -> Vec<CandidateView> {
+    let mut table = RouteTable::default();
+    let mut t = t.clone();
+    table.get(&t, src, dst);
+    for &l in down {
+        table.apply(&mut t, &Action::LinkDown(l));
+    }
+    let Some(r) = table.pairs.get(&(src.min(dst), src.max(dst))) else { return Vec::new() };
+    let id = |n: &u32| t.nodes[*n as usize].id.clone();
     r.cands
         .iter()
         .enumerate()
         .map(|(i, c)| CandidateView {
-            path: c.path.nodes.iter().map(|&n| t.nodes[n as usize].id.clone()).collect(),
+            path: if src <= dst { c.path.nodes.iter().map(id).collect() } else { c.path.nodes.iter().rev().map(id).collect() },
             bandwidth_gbps: c.bandwidth_gbps,
             latency_us: c.latency_us,
             score: c.score,

@@ -133,7 +133,7 @@ fn pareto_frontier_of_a_small_graph() {
     }
     let json = format!(r#"{{"nodes": [{}], "links": [{}]}}"#, nodes.join(","), links.join(","));
     let t = table(&json).unwrap();
-    let v = candidates_view(&t, 0, 1);
+    let v = candidates_view(&t, 0, 1, &[]);
     let got: Vec<(String, f64, f64, f64, bool, bool)> =
         v.iter().map(|c| (c.path[1].clone(), c.bandwidth_gbps, c.latency_us, c.score, c.frontier, c.chosen)).collect();
     let want = [("a", 100.0, 2.0, 2.35, true, false), ("b", 200.0, 4.0, 3.125, true, true), ("d", 100.0, 4.0, 1.825, false, false), ("c", 50.0, 6.0, 1.0, false, false)];
@@ -154,10 +154,43 @@ fn pipeline_makespan_is_bounded_by_the_slowest_stage() {
 #[test]
 fn multi_node_routes_cross_the_rail() {
     let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
-    let v = candidates_view(&t, t.index["n0.gpu3"], t.index["n1.gpu3"]);
+    let v = candidates_view(&t, t.index["n0.gpu3"], t.index["n1.gpu3"], &[]);
     let c = v.iter().find(|c| c.chosen).unwrap();
     assert_eq!(c.path, ["n0.gpu3", "n0.nic3", "ib3", "n1.nic3", "n1.gpu3"]);
     assert_eq!((c.bandwidth_gbps, c.latency_us), (50.0, 4.0));
+}
+
+/// A link taken down on the chosen route moves the view off it, to what the simulator's
+/// own table chooses after the same `link_down`; the down link is on no candidate.
+#[test]
+fn routes_with_a_link_down_avoid_it_as_the_simulator_does() {
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let (a, b) = (t.index["n0.gpu3"], t.index["n1.gpu3"]);
+    let rail = t.link_between(t.index["n0.nic3"], t.index["ib3"]).unwrap();
+    let before = candidates_view(&t, a, b, &[]);
+    let chosen = |v: &[route::CandidateView]| v.iter().find(|c| c.chosen).map(|c| c.path.clone());
+    assert_eq!(chosen(&before).unwrap(), ["n0.gpu3", "n0.nic3", "ib3", "n1.nic3", "n1.gpu3"]);
+    let after = candidates_view(&t, a, b, &[rail]);
+    assert!(!after.is_empty());
+    let hops = |p: &[String]| p.windows(2).map(|w| t.link_between(t.index[&w[0]], t.index[&w[1]]).unwrap()).collect::<Vec<_>>();
+    for c in &after {
+        assert!(!hops(&c.path).contains(&rail), "{:?} uses the down link", c.path);
+    }
+    let now = chosen(&after).unwrap();
+    assert_ne!(Some(now.clone()), chosen(&before));
+    // The simulator: one TP-2 replica over the pair, the same link down as an event at t = 0.
+    let mut f = crate::fabric::Fabric::new(t.clone(), Vec::new(), vec![vec![vec![a, b]]], 1000, 1, 1000.0, 0).unwrap();
+    f.apply_actions(0, &[events::Action::LinkDown(rail)]);
+    let sim = f.routes.pairs[&(a.min(b), a.max(b))].route().unwrap();
+    let sim_path: Vec<String> = sim.path.nodes.iter().map(|&n| t.nodes[n as usize].id.clone()).collect();
+    assert_eq!(now, sim_path);
+    // Listed the other way round (dst → src) and twice, it is the same link, down once.
+    let back = candidates_view(&t, b, a, &[rail, rail]);
+    let rev: Vec<Vec<String>> = back.iter().map(|c| c.path.iter().rev().cloned().collect()).collect();
+    assert_eq!(rev, after.iter().map(|c| c.path.clone()).collect::<Vec<_>>());
+    // Every link of n0.gpu3 down: no path, an empty list (the simulator has no route).
+    let all: Vec<u32> = t.adj[a as usize].iter().map(|&(_, l)| l).collect();
+    assert!(candidates_view(&t, a, b, &all).is_empty());
 }
 
 /// The A*-with-bounds Yen returns exactly the paths of the plain Dijkstra-under-Yen, ties
