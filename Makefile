@@ -7,7 +7,7 @@ VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.o1sim-deps-stamp
 PYTEST_ARGS ?= -q
 
-.PHONY: all venv build run serve test test-rust test-py test-web test-node test-browser web bench golden profiles clean check-cargo
+.PHONY: all venv build run serve test test-rust test-py test-web test-node test-browser web bench golden profiles lint clean check-cargo
 
 NPM    ?= npm
 PORT   ?= 8000
@@ -91,6 +91,11 @@ bench: build web $(PW_STAMP)
 # Regenerate tests/golden/*.json from the Rust runner; review the diff before committing.
 golden: check-cargo
 	UPDATE_GOLDEN=1 cargo test -p sim-core --test golden
+
+# Clippy over the workspace, warnings as errors (not part of `make test`: a newer clippy's
+# new lints should not fail CI).
+lint: check-cargo
+	cargo clippy --workspace --all-targets -- -D warnings
 
 # Regenerate the shipped profiles' static snapshot (crates/sim-core/src/calib/snapshot/
 # builtin.rs) after changing crates/sim-core/profiles/*.json; a test fails while it is stale.

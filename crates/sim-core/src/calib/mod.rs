@@ -344,8 +344,9 @@ impl Profile {
                 }
             }
         }
-        let mut elementwise: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-        let mut by_width: Vec<(String, u32, Vec<(f64, f64)>)> = Vec::new();
+        type Points = Vec<(f64, f64)>;
+        let mut elementwise: Vec<(String, Points)> = Vec::new();
+        let mut by_width: Vec<(String, u32, Points)> = Vec::new();
         for (i, e) in raw.elementwise.iter().enumerate() {
             let tok = e.m.iter().zip(&e.ms).enumerate().filter(|(r, _)| keep(ex, "elementwise", i, *r)).map(|(_, (m, ms))| (*m, *ms));
             match by_width.iter_mut().find(|(op, w, _)| *op == e.op && *w == e.width) {

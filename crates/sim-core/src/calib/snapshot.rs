@@ -52,7 +52,9 @@ pub struct ProfileData {
     pub elementwise_width: &'static [(&'static str, u32, CurveData)],
 }
 
+// Generated numbers: logs that happen to equal ln 2 etc. are data, not constants to name.
 #[rustfmt::skip]
+#[allow(clippy::approx_constant, clippy::excessive_precision, clippy::unreadable_literal)]
 mod builtin;
 
 /// The snapshot of shipped profile `gpu` (a name of [`super::PROFILED_GPUS`]).

@@ -67,8 +67,11 @@ pub struct Rates {
     pub tile: TileUnit,
     /// Per-operator launch cost and GPU-time envelope on the table grid, computed once per
     /// operator shape (shared by clones).
-    memo: std::sync::Arc<std::sync::Mutex<Vec<(MemoKey, std::sync::Arc<Prepared>)>>>,
+    memo: Memo,
 }
+
+/// Each operator shape's [`Prepared`] data, computed on first use.
+type Memo = std::sync::Arc<std::sync::Mutex<Vec<(MemoKey, std::sync::Arc<Prepared>)>>>;
 
 /// An operator shape: a GEMM `(k, n)` or an elementwise op (name, width, kernels, bytes).
 #[derive(Debug, Clone, PartialEq)]
