@@ -14,7 +14,10 @@
 //! CPU time of a whole step.
 //!
 //! Shipped profiles: `h200` (our own measurements, `tools/make_profile.py` derives it from
-//! `../shared/data/h200-calibration`). GPUs without a profile use the roofline.
+//! `../shared/data/h200-calibration`), `a100-80g` and `h100` (from Vidur's MIT-licensed
+//! profiles, `tools/vidur_profile.py`). They are embedded twice: as JSON (the raw tables,
+//! for leave-one-out) and as a static snapshot of the built curves (`snapshot`), which is
+//! what lookups use. GPUs without a profile use the roofline.
 
 mod curve;
 mod snapshot;
@@ -405,8 +408,9 @@ impl Profile {
         Some(self.gemm_at(i, m))
     }
 
-    /// [`Profile::gemm`] of the table at index `i` of [`Profile::gemm`]'s list (its shape's
-    /// first table answers for the shape, as a lookup by shape does).
+    /// Isolated time (ms) and source of GEMM table `i` (an index into [`Profile::gemm`]'s
+    /// tables) at `m` tokens. A lookup by shape ([`Profile::gemm`]) answers with the first
+    /// table of that shape.
     pub fn gemm_at(&self, i: usize, m: f64) -> (f64, Source) {
         let t = &self.gemm[i];
         let (v, s) = t.curve.eval(m);
