@@ -45,7 +45,7 @@ TOPO_EDITED = TOPO.replace(
 )
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-REPEAT = 7
+REPEAT = 11  # cold starts vary by ±15 ms on a busy 2-core machine: an odd count, median
 BENCH_PAGE = b"<!doctype html><title>o1sim bench</title>"
 # A returning visitor comes back after the first visit stayed open this long: V8 writes a
 # module's compiled code to Chromium's code cache a moment after it tiered up.
