@@ -22,8 +22,14 @@ mkdir -p "$OUT"
 
 have_src() { [ -d "$1/lib/rustlib/src/rust/library/std" ]; }
 
-route=""
-if command -v rustup >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
+# O1SIM_WASM_ROUTE=rustup|debian|rustup-abort forces a route (to check one that is not
+# the first available; see DEVELOPERS.md).
+route="${O1SIM_WASM_ROUTE:-}"
+case "$route" in
+  ""|rustup|debian|rustup-abort) ;;
+  *) echo "error: O1SIM_WASM_ROUTE must be rustup, debian or rustup-abort (got '$route')" >&2; exit 1 ;;
+esac
+if [ -z "$route" ] && command -v rustup >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
   sysroot=$(rustc --print sysroot)
   have_src "$sysroot" || rustup component add rust-src >/dev/null 2>&1 || true
   if have_src "$sysroot"; then
@@ -55,7 +61,7 @@ case "$route" in
       -Zbuild-std=std,panic_unwind 2> >(filter)
     wasm=target/wasm-debian/$TARGET/$PROFILE/sim_wasm.wasm; eh=true ;;
   rustup-abort)
-    echo "warning: no rust-src: building without exception handling (a panic traps; o1sim.js recovers)" >&2
+    echo "warning: building without exception handling (no rust-src, or forced): a panic traps the module; o1sim.js recovers" >&2
     CARGO_TARGET_DIR=target/wasm-abort cargo build --quiet -p sim-wasm --profile "$PROFILE" --target "$TARGET"
     wasm=target/wasm-abort/$TARGET/$PROFILE/sim_wasm.wasm; eh=false ;;
   *)
