@@ -5,8 +5,9 @@ Measured in Chromium (Debian's, driven by Playwright), each a median of several 
   compiles the .wasm (streaming; both downloads start together, as in the page's worker),
   instantiates and runs the first simulation (10,000 scheduler
   iterations), with the three parts printed apart; and the same for a returning visitor
-  (new page, same profile, after the first visit has been open a few seconds: Chromium
-  then has the module in its HTTP cache and V8's compiled code in its code cache);
+  (a browser with an on-disk profile, as a user's; a new page after the first visit has
+  been open a few seconds: Chromium then has the module in its HTTP cache and V8's
+  compiled code in its code cache);
 - 10,000 scheduler iterations (benchmarks/scenarios/iterations_10k.toml), warm;
 - re-run after a topology edit: the 10k scenario at TP 4 on the `hgx-h100` fabric, then the
   same with gpu1's NVSwitch link lowered 450 → 45 GB/s (the inline table the page's Topology
@@ -27,6 +28,7 @@ import os
 import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -138,20 +140,23 @@ def main() -> None:
             cold.append(page.evaluate(COLD, SCENARIO))
             ctx.close()
         assert all(c["steps"] >= 10_000 for c in cold), cold
-        # A returning visitor: same profile, so the HTTP cache (and V8's cache of the
-        # compiled module) is warm; a new page each time.
-        ctx = browser.new_context()
+        # A returning visitor: a browser with an on-disk profile (as a user's is), so the
+        # HTTP cache and V8's code cache of the compiled module persist between visits; a
+        # new page each time. (Playwright's plain contexts are off the record: no code cache
+        # is kept there, and a "returning" visit measured in one compiles everything again.)
         recold = []
-        for i in range(REPEAT + 1):
-            page = ctx.new_page()
-            page.goto(base + "bench.html")
-            c = page.evaluate(COLD, SCENARIO)
-            if i:
-                recold.append(c)
-            else:
-                page.wait_for_timeout(RETURN_AFTER_MS)
-            page.close()
-        ctx.close()
+        with tempfile.TemporaryDirectory(prefix="o1sim-chromium-") as profile:
+            ctx = p.chromium.launch_persistent_context(profile, executable_path=exe, args=ARGS, headless=True)
+            for i in range(REPEAT + 1):
+                page = ctx.new_page()
+                page.goto(base + "bench.html")
+                c = page.evaluate(COLD, SCENARIO)
+                if i:
+                    recold.append(c)
+                else:
+                    page.wait_for_timeout(RETURN_AFTER_MS)
+                page.close()
+            ctx.close()
         ctx = browser.new_context()
         page = ctx.new_page()
         page.goto(base + "bench.html")
@@ -215,7 +220,7 @@ def main() -> None:
         ("  import o1sim.js (the .wasm downloading meanwhile)", f"{res['cold_import_js_ms']:.1f} ms", "—", ""),
         ("  rest of the .wasm's fetch + compile + instantiate", f"{res['cold_fetch_compile_instantiate_wasm_ms']:.1f} ms", "—", ""),
         ("  first simulation (baseline code, tiering up)", f"{res['cold_first_simulation_ms']:.1f} ms", "—", ""),
-        ("cold start, returning visitor (cached module, new page)", f"{res['cold_start_cached_ms']:.1f} ms", "—", "≤ 50 ms"),
+        ("cold start, returning visitor (on-disk profile: cached module and code)", f"{res['cold_start_cached_ms']:.1f} ms", "—", "≤ 50 ms"),
         ("  of which the first simulation", f"{res['cold_cached_first_simulation_ms']:.1f} ms", "—", ""),
         ("10,000 scheduler iterations (warm; median, best)", f"{res['iterations_10k_ms']:.2f} ms ({res['iterations_10k_best_ms']:.1f})", f"{res['iterations_10k_native_ms']:.2f} ms", "≤ 5 ms (WASM), ≤ 2 ms native"),
         ("10k iterations, TP 4 on the hgx-h100 fabric (warm)", f"{res['iterations_10k_topology_ms']:.2f} ms", f"{res['iterations_10k_topology_native_ms']:.2f} ms", ""),
