@@ -404,8 +404,12 @@ impl Profile {
     /// Isolated time (ms) and source of the GEMM of exactly this `(dtype, K, N)` shape at
     /// `m` tokens, if the profile has that shape.
     pub fn gemm(&self, dtype: &str, k: u32, n: u32, m: f64) -> Option<(f64, Source)> {
-        let i = self.gemm.iter().position(|g| g.dtype == dtype && g.k == k && g.n == n)?;
-        Some(self.gemm_at(i, m))
+        Some(self.gemm_at(self.gemm_index(dtype, k, n)?, m))
+    }
+
+    /// Index of the table that answers for the `(dtype, K, N)` shape: its first table.
+    pub fn gemm_index(&self, dtype: &str, k: u32, n: u32) -> Option<usize> {
+        self.gemm.iter().position(|g| g.dtype == dtype && g.k == k && g.n == n)
     }
 
     /// Isolated time (ms) and source of GEMM table `i` (an index into [`Profile::gemm`]'s

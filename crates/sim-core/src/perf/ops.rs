@@ -136,19 +136,14 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// shape at M = 1, B/s; median throughput at M = 16,384, FLOP/s; best throughput at M ≥
 /// 1,024). Each shape answers through its first table, as a lookup by shape does.
 ///
-/// Not inlined, and one pass over the tables (it used to look each shape up by name, ~100k
-/// comparisons on a Vidur profile): inlined into the step model's constructor, its loop made
+/// Not inlined, and one shape lookup per table (it used to look each shape up seven times,
+/// ~100k comparisons on a Vidur profile): inlined into the step model's constructor, its loop made
 /// a browser's WASM engine optimise that whole function during the first simulation.
 #[inline(never)]
 fn gemm_fit(p: &Profile, dtype: &str) -> (f64, Option<f64>, f64) {
-    let first: Vec<usize> = (0..p.gemm.len())
-        .map(|i| {
-            let t = &p.gemm[i];
-            p.gemm[..i].iter().position(|b| b.dtype == t.dtype && b.k == t.k && b.n == t.n).unwrap_or(i)
-        })
-        .collect();
     let (mut bw, mut tail, mut best) = (0.0f64, Vec::new(), 0.0f64);
-    for (t, &i) in p.gemm.iter().zip(&first) {
+    for (j, t) in p.gemm.iter().enumerate() {
+        let i = p.gemm_index(&t.dtype, t.k, t.n).unwrap_or(j);
         let (k, n) = (f64::from(t.k), f64::from(t.n));
         if t.dtype == "bf16" {
             bw = bw.max(k * n * 2.0 / (p.gemm_at(i, 1.0).0 * 1e-3));
