@@ -8,12 +8,15 @@ honest test of interpolation), with the MAPE per operator type against the targe
 
     .venv/bin/python benchmarks/fidelity.py            # summary per op type + step checks
     .venv/bin/python benchmarks/fidelity.py --rows     # every row
+    .venv/bin/python benchmarks/fidelity.py --bound    # how far interpolation can go (FP8)
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import math
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -82,6 +85,51 @@ def fidelity(data: Path = DATA) -> dict[str, Any]:
     return {"summary": summary, "rows": detail, "missing": missing}
 
 
+def _loglog(pts: list[tuple[float, float]], x: float) -> float:
+    """Piecewise linear in log-log; flat below the first point, last segment above."""
+    pts = sorted(pts)
+    if x <= pts[0][0]:
+        return pts[0][1]
+    (x0, y0), (x1, y1) = next(((a, b) for a, b in zip(pts, pts[1:]) if x <= b[0]), (pts[-2], pts[-1]))
+    t = math.log(x / x0) / math.log(x1 / x0)
+    return math.exp(math.log(y0) + t * math.log(y1 / y0))
+
+
+def fp8_bound(data: Path = DATA) -> dict[str, dict[str, float]]:
+    """Leave-one-out of every FP8 GEMM row by three simple predictors from the row's own
+    curve, and the best of the three for each row chosen with hindsight: a bound that no
+    choice among them can beat, showing how much of the error is the tables' own scatter.
+    Predictors: the FP8/BF16 time ratio interpolated in log M (the profile's method, here
+    without its floor and extrapolation details), the FP8 time interpolated directly, and
+    the nearest remaining row's ratio."""
+    def read(name: str) -> dict[tuple[str, str, str, float], float]:
+        with open(data / name, newline="") as fh:
+            return {(r["op"], r["model"], r["tp"], float(r["m"])): float(r["ms"]) for r in csv.DictReader(fh)}
+
+    bf16, fp8 = read("gemm_bf16.csv"), read("gemm_fp8.csv")
+    curves: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for (op, model, tp, m), ms in fp8.items():
+        curves[(op, model, tp)].append((m, ms))
+    errs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for shape, pts in curves.items():
+        def bf(m: float) -> float:
+            return _loglog([(k[3], v) for k, v in bf16.items() if k[:3] == shape], m)
+
+        for i, (m, ms) in enumerate(pts):
+            rest = pts[:i] + pts[i + 1:]
+            near = min(rest, key=lambda r: abs(math.log(r[0] / m)))
+            preds = {
+                "ratio": _loglog([(x, y / bf(x)) for x, y in rest], m) * bf(m),
+                "direct": _loglog(rest, m),
+                "nearest": near[1] / bf(near[0]) * bf(m),
+            }
+            e = errs[shape[0]]
+            for name, pred in preds.items():
+                e[name].append(abs(pred / ms - 1))
+            e["best of 3 (hindsight)"].append(min(abs(pred / ms - 1) for pred in preds.values()))
+    return {op: {k: statistics.mean(v) for k, v in e.items()} for op, e in sorted(errs.items())}
+
+
 def step_checks() -> list[tuple[str, bool, str]]:
     """Whole-step sanity: (what, passed, numbers)."""
     out = []
@@ -114,9 +162,19 @@ def step_checks() -> list[tuple[str, bool, str]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument("--bound", action="store_true",
+                    help="FP8 GEMMs: leave-one-out of simple predictors and of the best of them per row")
     args = ap.parse_args()
     if not DATA.is_dir():
         print(f"skipped: {DATA} not found (the raw H200 tables live in the project's shared data)")
+        return 0
+    if args.bound:
+        bound = fp8_bound()
+        names = list(next(iter(bound.values())))
+        print("FP8 GEMMs, leave-one-out MAPE by predictor (from the raw tables alone)")
+        print(f"{'op':10}" + "".join(f"{n:>24}" for n in names))
+        for op, e in bound.items():
+            print(f"{op:10}" + "".join(f"{e[n]:24.1%}" for n in names))
         return 0
     f = fidelity()
     if args.rows:

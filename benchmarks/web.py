@@ -8,6 +8,9 @@ Measured in Chromium (Debian's, driven by Playwright), each a median of several 
   (a browser with an on-disk profile, as a user's; a new page after the first visit has
   been open a few seconds: Chromium then has the module in its HTTP cache and V8's
   compiled code in its code cache);
+- this machine's floor under that cold start, measured in the same run: the same cold start
+  with the scenario cut to 11 steps, and, in a fresh context, fetching o1sim.js alone and
+  the .wasm's bytes alone (no compile);
 - 10,000 scheduler iterations (benchmarks/scenarios/iterations_10k.toml), warm;
 - re-run after a topology edit: the 10k scenario at TP 4 on the `hgx-h100` fabric, then the
   same with gpu1's NVSwitch link lowered 450 → 45 GB/s (the inline table the page's Topology
@@ -32,6 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from o1sim import _core
 
@@ -39,6 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "web"
 SCENARIO = (ROOT / "benchmarks" / "scenarios" / "iterations_10k.toml").read_text()
 EDITED = SCENARIO.replace('gpu = "h100"', 'gpu = "h200"')
+# The same scenario cut to 11 steps: a cold start that is almost all load and first-call
+# compilation, the floor of this machine and browser under the 10k-iteration one.
+TRIVIAL = SCENARIO.replace("value = 10000", "value = 10")
 # The page's topology edit: TP 4 on an HGX H100 node, then one link lowered (inline table).
 TOPO = SCENARIO.replace('gpu = "h100"', 'gpu = "h100"\ntopology = "hgx-h100"') + "[deployment]\ntp = 4\n"
 TOPO_EDITED = TOPO.replace(
@@ -94,6 +101,30 @@ COLD = """async (text) => {
             steps: JSON.parse(r).summary.steps};
 }"""
 
+# What the network part costs here, apart from any compiling: in a fresh context, fetching
+# o1sim.js (10 KB) and the .wasm's bytes (no compile), each alone.
+FETCH_ONLY = """async () => {
+    const t = performance.now();
+    await (await fetch('/o1sim.js')).text();
+    return {js: performance.now() - t};
+}"""
+BYTES_ONLY = """async () => {
+    const t = performance.now();
+    const n = (await (await fetch('/pkg/o1sim.wasm')).arrayBuffer()).byteLength;
+    return {wasm: performance.now() - t, n};
+}"""
+
+
+def fresh(browser: Any, base: str, script: str, arg: object = None) -> Any:
+    """Evaluate `script` on the bench page in a new, empty browser context."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto(base + "bench.html")
+    out = page.evaluate(script, arg)
+    ctx.close()
+    return out
+
+
 # Alternates each base with its edit, as the page does (base run, edit, re-run, ...).
 WARM = """async ([pairs, n]) => {
     const o = await import('/o1sim.js');
@@ -132,14 +163,12 @@ def main() -> None:
     res: dict[str, object] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=ARGS)
-        cold = []
-        for _ in range(REPEAT):
-            ctx = browser.new_context()
-            page = ctx.new_page()
-            page.goto(base + "bench.html")
-            cold.append(page.evaluate(COLD, SCENARIO))
-            ctx.close()
+        cold = [fresh(browser, base, COLD, SCENARIO) for _ in range(REPEAT)]
         assert all(c["steps"] >= 10_000 for c in cold), cold
+        trivial = [fresh(browser, base, COLD, TRIVIAL) for _ in range(REPEAT)]
+        assert all(c["steps"] == 11 for c in trivial), trivial
+        js_only = [fresh(browser, base, FETCH_ONLY) for _ in range(REPEAT)]
+        bytes_only = [fresh(browser, base, BYTES_ONLY) for _ in range(REPEAT)]
         # A returning visitor: a browser with an on-disk profile (as a user's is), so the
         # HTTP cache and V8's code cache of the compiled module persist between visits; a
         # new page each time. (Playwright's plain contexts are off the record: no code cache
@@ -195,6 +224,10 @@ def main() -> None:
         "cold_fetch_instantiate_ms": med(c["init"] for c in cold),
         "cold_import_js_ms": med(c["import"] for c in cold),
         "cold_fetch_compile_instantiate_wasm_ms": med(c["load"] for c in cold),
+        "cold_start_trivial_ms": med(c["total"] for c in trivial),
+        "cold_trivial_first_simulation_ms": med(c["first"] for c in trivial),
+        "fresh_fetch_js_ms": med(c["js"] for c in js_only),
+        "fresh_fetch_wasm_bytes_ms": med(c["wasm"] for c in bytes_only),
         "cold_start_cached_ms": med(c["total"] for c in recold),
         "cold_cached_first_simulation_ms": med(c["first"] for c in recold),
         "cold_first_simulation_ms": med(c["first"] for c in cold),
@@ -220,6 +253,10 @@ def main() -> None:
         ("  import o1sim.js (the .wasm downloading meanwhile)", f"{res['cold_import_js_ms']:.1f} ms", "—", ""),
         ("  rest of the .wasm's fetch + compile + instantiate", f"{res['cold_fetch_compile_instantiate_wasm_ms']:.1f} ms", "—", ""),
         ("  first simulation (baseline code, tiering up)", f"{res['cold_first_simulation_ms']:.1f} ms", "—", ""),
+        ("  floor here: the same cold start, scenario cut to 11 steps", f"{res['cold_start_trivial_ms']:.1f} ms", "—", ""),
+        ("    of which its first simulation", f"{res['cold_trivial_first_simulation_ms']:.1f} ms", "—", ""),
+        ("  floor here: fresh context, fetch o1sim.js alone", f"{res['fresh_fetch_js_ms']:.1f} ms", "—", ""),
+        ("  floor here: fresh context, fetch the .wasm's bytes alone (no compile)", f"{res['fresh_fetch_wasm_bytes_ms']:.1f} ms", "—", ""),
         ("cold start, returning visitor (on-disk profile: cached module and code)", f"{res['cold_start_cached_ms']:.1f} ms", "—", "≤ 50 ms"),
         ("  of which the first simulation", f"{res['cold_cached_first_simulation_ms']:.1f} ms", "—", ""),
         ("10,000 scheduler iterations (warm; median, best)", f"{res['iterations_10k_ms']:.2f} ms ({res['iterations_10k_best_ms']:.1f})", f"{res['iterations_10k_native_ms']:.2f} ms", "≤ 5 ms (WASM), ≤ 2 ms native"),

@@ -134,6 +134,13 @@ def test_fidelity_benchmark_matches_every_raw_row() -> None:
     assert sum(s["rows"] for s in f["summary"].values()) == 900
     assert all(s["in_range"] <= 0.05 for s in f["summary"].values())
     assert all(ok for _, ok, _ in mod.step_checks())
+    # --bound re-derives the FP8 leave-one-out from the raw tables: its ratio predictor must
+    # track the core's (within a point), and the hindsight pick can only do better.
+    bound = mod.fp8_bound(SHARED)
+    assert sorted(bound) == ["down", "gate_up", "lm_head", "o", "qkv"]
+    for op, e in bound.items():
+        assert abs(e["ratio"] - f["summary"][f"gemm_fp8:{op}"]["loo"]) < 0.01, (op, e)
+        assert e["best of 3 (hindsight)"] <= min(e["ratio"], e["direct"], e["nearest"])
 
 
 STEPS = ROOT / "benchmarks" / "data" / "h200_steps_c.json"
