@@ -250,6 +250,26 @@ def test_a100_and_h100_use_the_vidur_derived_tables() -> None:
     assert o1sim.calibration_fidelity("a100-80g") and o1sim.calibration_fidelity("l40s") is None
 
 
+def test_profile_kernels_are_the_tables_engine() -> None:
+    """The Vidur-derived profiles come from sarathi-serve, whose RoPE and SiLU·mul are one
+    fused kernel each: a graph decode step pays RoPE's table time per layer, not 16 kernel
+    floors of the reference engine (which a profile without `kernels` gets)."""
+    prof = json.loads((ROOT / "crates" / "sim-core" / "profiles" / "a100-80g.json").read_text())
+    assert prof["kernels"] == {"rope_q_and_k": 1, "silu_mul": 1}
+    batch = [{"new_tokens": 1, "context_tokens": 600}] * 22
+    fused = o1sim.predict_step("llama-3-8b", "a100-80g", batch=batch)
+    unfused = o1sim.predict_step("llama-3-8b", "a100-80g", batch=batch,
+                                 profile={k: v for k, v in prof.items() if k != "kernels"})
+    rope = {o.op: o.ms for o in fused.breakdown}["rope_q_and_k"] / 32
+    rope16 = {o.op: o.ms for o in unfused.breakdown}["rope_q_and_k"] / 32
+    assert rope < 0.008 < 0.04 <= rope16  # Vidur's rows are ~5 µs; 16 kernel floors are 40 µs
+    assert unfused.total_ms - fused.total_ms > 1.0  # ~9% of this decode step
+    for bad, field in (({"rope": 1}, "profile.kernels.rope"), ({"silu_mul": 0}, "profile.kernels.silu_mul")):
+        with pytest.raises(o1sim.ConfigError) as e:
+            o1sim.predict_step("llama-3-8b", "a100-80g", batch=batch, profile={**prof, "kernels": bad})
+        assert e.value.field == field, e.value
+
+
 def test_profile_timing_must_be_known() -> None:
     prof = json.loads((ROOT / "crates" / "sim-core" / "profiles" / "a100-80g.json").read_text())
     with pytest.raises(o1sim.ConfigError) as e:

@@ -19,7 +19,9 @@ crates/sim-core/profiles/<gpu>.json in the format of profiles/h200.json:
   there by its roofline and flags it.
 * `timing = "in_stream"`: Vidur times each op with CUDA events inside a running forward
   pass, so a row is the op's GPU time (no isolated-call launch to remove). Its kernels are
-  sarathi-serve's fused ones (one RoPE kernel, one SiLU·mul kernel).
+  sarathi-serve's fused ones: `kernels = {rope_q_and_k: 1, silu_mul: 1}` tells the step
+  model so (its reference engine launches 16 and 2), for the graph floor, the gaps between
+  kernels and the eager launches.
 * ceilings: copy bandwidth from the fastest residual add of ≥ 2,048 tokens (3 × 2 bytes ×
   hidden per token), GEMM rate = the median over shapes of each shape's best rate at
   ≥ 1,024 tokens.
@@ -153,6 +155,9 @@ def profile(src: Path, device: str, gpu: str) -> dict:
                   "MIT licence, Copyright (c) Microsoft Corporation; sarathi-serve kernels, median of CUDA-event "
                   f"timings inside the forward pass); derived by tools/vidur_profile.py; {what}",
         "timing": "in_stream",
+        # sarathi-serve's fused custom ops (pos_encoding_ops.rotary_embedding,
+        # activation_ops.silu_and_mul): one kernel each, not the reference engine's 16 and 2
+        "kernels": {"rope_q_and_k": 1, "silu_mul": 1},
         "copy_gbps": round(copy_bps / 1e9, 1),
         "gemm_tflops": round(best_flops / 1e12, 1),
         "gemm": gemm,

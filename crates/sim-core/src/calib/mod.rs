@@ -117,6 +117,11 @@ struct RawProfile {
     /// time only).
     #[serde(default)]
     timing: Option<String>,
+    /// Kernels each elementwise op launched in the engine the tables come from, where it
+    /// differs from the reference engine's (RoPE 16, SiLU·mul 2, the others 1): e.g. a
+    /// vLLM-style engine's fused RoPE and SiLU·mul are one kernel each.
+    #[serde(default)]
+    kernels: std::collections::BTreeMap<String, u32>,
     gemm: Vec<RawGemm>,
     attention_prefill: Vec<RawPrefill>,
     attention_chunk: Vec<RawChunk>,
@@ -173,6 +178,9 @@ pub struct Profile {
     /// Rows are GPU times measured inside a forward pass (`timing = "in_stream"`), not
     /// isolated eager calls: nothing to invert, no launch cost in them.
     pub in_stream: bool,
+    /// Kernels per elementwise op in the tables' engine, where the profile says (see
+    /// [`Profile::kernels`]).
+    pub kernels: Vec<(String, f64)>,
     pub gemm: Vec<GemmTable>,
     /// Causal prefill attention over FLOPs, all head layouts merged.
     prefill: Option<Curve>,
@@ -194,6 +202,11 @@ pub struct Profile {
     raw: std::sync::OnceLock<RawProfile>,
     raw_text: Option<&'static str>,
 }
+
+/// The elementwise ops the step model composes (a profile's `kernels` may name these).
+pub const ELEMENTWISE_OPS: [&str; 6] = ["rms_norm", "rope_q_and_k", "kv_write", "attn_out_transpose", "residual_add", "silu_mul"];
+/// Most kernels a profile may say one elementwise op launches.
+const MAX_OP_KERNELS: u32 = 64;
 
 /// Embedded profile text of a GPU preset, if one ships.
 pub fn builtin_text(gpu: &str) -> Option<&'static str> {
@@ -273,6 +286,17 @@ impl Profile {
         if let Some(t) = raw.timing.as_deref() {
             if t != "isolated" && t != "in_stream" {
                 return Err(SimError::config("profile.timing", format!("must be 'isolated' or 'in_stream' (got '{t}')")));
+            }
+        }
+        for (op, &n) in &raw.kernels {
+            if !ELEMENTWISE_OPS.contains(&op.as_str()) {
+                return Err(SimError::config(
+                    format!("profile.kernels.{op}"),
+                    format!("not an elementwise op of the step model (one of {})", ELEMENTWISE_OPS.join(", ")),
+                ));
+            }
+            if !(1..=MAX_OP_KERNELS).contains(&n) {
+                return Err(SimError::config(format!("profile.kernels.{op}"), format!("must be in 1..={MAX_OP_KERNELS} (got {n})")));
             }
         }
         Profile::build(raw, None)
@@ -380,6 +404,7 @@ impl Profile {
             gemm_flops: raw.gemm_tflops * 1e12,
             isolated_overhead_s: raw.isolated_overhead_us.max(0.0) * 1e-6,
             in_stream: raw.timing.as_deref() == Some("in_stream"),
+            kernels: raw.kernels.iter().map(|(op, n)| (op.clone(), f64::from(*n))).collect(),
             gemm,
             prefill: Curve::new(&pre),
             chunk: Curve::new(&ch),
@@ -450,6 +475,12 @@ impl Profile {
     /// layer.
     pub fn attention_decode(&self, bytes: f64) -> (f64, Source) {
         eval_or_nan(&self.decode, bytes)
+    }
+
+    /// Kernels elementwise `op` launched in the engine the tables were measured in, if the
+    /// profile says; otherwise the step model's reference-engine count applies.
+    pub fn kernels(&self, op: &str) -> Option<f64> {
+        self.kernels.iter().find(|(o, _)| o == op).map(|(_, n)| *n)
     }
 
     /// Isolated time (ms) of elementwise `op` over `elements` (tokens × the op's width), if

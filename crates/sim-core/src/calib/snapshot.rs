@@ -43,6 +43,7 @@ pub struct ProfileData {
     pub gemm_flops: f64,
     pub isolated_overhead_s: f64,
     pub in_stream: bool,
+    pub kernels: &'static [(&'static str, f64)],
     pub gemm: &'static [GemmData],
     pub prefill: Option<CurveData>,
     pub chunk: Option<CurveData>,
@@ -96,8 +97,9 @@ fn render(profiles: &[(&str, &Profile)]) -> String {
     for (gpu, p) in profiles {
         let _ = write!(
             s,
-            "\npub static {}: P = P {{\n    gpu: {:?},\n    source: {:?},\n    copy_bps: {:?},\n    gemm_flops: {:?},\n    isolated_overhead_s: {:?},\n    in_stream: {},\n    gemm: &[\n",
-            static_name(gpu), p.gpu, p.source, p.copy_bps, p.gemm_flops, p.isolated_overhead_s, p.in_stream
+            "\npub static {}: P = P {{\n    gpu: {:?},\n    source: {:?},\n    copy_bps: {:?},\n    gemm_flops: {:?},\n    isolated_overhead_s: {:?},\n    in_stream: {},\n    kernels: &[{}],\n    gemm: &[\n",
+            static_name(gpu), p.gpu, p.source, p.copy_bps, p.gemm_flops, p.isolated_overhead_s, p.in_stream,
+            p.kernels.iter().map(|(op, n)| format!("({op:?}, {n:?})")).collect::<Vec<_>>().join(", ")
         );
         for g in &p.gemm {
             let base = g.base.map_or("None".to_string(), |b| format!("Some({b})"));
@@ -136,6 +138,7 @@ impl Profile {
             gemm_flops: d.gemm_flops,
             isolated_overhead_s: d.isolated_overhead_s,
             in_stream: d.in_stream,
+            kernels: d.kernels.iter().map(|(op, n)| (op.to_string(), *n)).collect(),
             gemm: d
                 .gemm
                 .iter()
@@ -210,7 +213,7 @@ mod tests {
                     assert_eq!(a.elementwise(op, x).map(|v| v.0.to_bits()), b.elementwise(op, x).map(|v| v.0.to_bits()));
                 }
             }
-            assert_eq!((&a.gpu, &a.source, a.copy_bps, a.gemm_flops, a.isolated_overhead_s, a.in_stream), (&b.gpu, &b.source, b.copy_bps, b.gemm_flops, b.isolated_overhead_s, b.in_stream));
+            assert_eq!((&a.gpu, &a.source, a.copy_bps, a.gemm_flops, a.isolated_overhead_s, a.in_stream, &a.kernels), (&b.gpu, &b.source, b.copy_bps, b.gemm_flops, b.isolated_overhead_s, b.in_stream, &b.kernels));
             // The raw tables come from the embedded JSON on demand (for leave-one-out).
             assert_eq!((a.raw().gemm.len(), a.raw().elementwise.len()), (b.raw().gemm.len(), b.raw().elementwise.len()));
         }

@@ -43,9 +43,10 @@ pub struct OpCost {
     pub source: Source,
 }
 
-/// Kernels RoPE launches in the reference engine (~16 small kernels, per its README).
+/// Kernels RoPE launches in the reference engine (~16 small kernels, per its README), unless
+/// the profile says its engine launched another count ([`crate::calib::Profile::kernels`]).
 const ROPE_KERNELS: f64 = 16.0;
-/// Kernels of `silu(g) * u` unfused.
+/// Kernels of `silu(g) * u` unfused (likewise).
 const SILU_MUL_KERNELS: f64 = 2.0;
 /// GPU idle time between two dependent kernels launched eagerly, s: on an H200 the steps of
 /// `benchmarks/data/h200_steps_c.json` lasted 1.8–2.0 ms longer than the sum of their
@@ -54,15 +55,6 @@ const EAGER_KERNEL_GAP_S: f64 = 2.0e-6;
 /// The same within one CUDA-graph replay: 0.29–0.30 ms over ~965 kernels of a decode step.
 const GRAPH_KERNEL_GAP_S: f64 = 0.3e-6;
 
-/// Kernels one op of the dense part launches (fused groups launch one).
-fn kernels_of(name: &str) -> f64 {
-    match name {
-        "rope_q_and_k" => ROPE_KERNELS,
-        "silu_mul" => SILU_MUL_KERNELS,
-        "moe_permute" => 2.0,
-        _ => 1.0,
-    }
-}
 const GRID_LINEAR_MAX: usize = 64;
 const GRID_PER_DOUBLING: f64 = 16.0;
 const GRID_MAX_M: f64 = 65536.0;
@@ -143,6 +135,9 @@ pub struct StepModel {
     /// MoE: (experts, top_k, router width); None for dense models.
     moe: Option<(f64, f64, u32)>,
     inter_shard: f64,
+    /// Kernels RoPE and SiLU·mul launch in the engine the profile's tables come from.
+    rope_kernels: f64,
+    silu_mul_kernels: f64,
     fusion: FusionPolicy,
     graphs: bool,
     graph_max_tokens: u64,
@@ -207,6 +202,8 @@ impl StepModel {
             memory_coalesce: spec.memory_coalesce,
             gpu_supports: true,
         };
+        let kernels = |op: &str, reference: f64| r.profile.as_ref().and_then(|p| p.kernels(op)).unwrap_or(reference);
+        let (rope_kernels, silu_mul_kernels) = (kernels("rope_q_and_k", ROPE_KERNELS), kernels("silu_mul", SILU_MUL_KERNELS));
         let mut s = StepModel {
             remap_consts: {
                 let (entries, cycles) = descriptor_cache(&gpu.name);
@@ -226,6 +223,8 @@ impl StepModel {
             down: (inter, model.hidden),
             moe,
             inter_shard: f64::from(inter),
+            rope_kernels,
+            silu_mul_kernels,
             fusion,
             graphs: spec.cuda_graphs,
             graph_max_tokens: spec.cuda_graph_max_tokens.map_or(u64::MAX, u64::from),
@@ -327,7 +326,7 @@ impl StepModel {
         let qk = (hq + hkv) * hd;
         let g = |name: &str, t: OpT| Named { name: name.to_string(), t };
         let mut pre = vec![g("qkv", r.gemm(m, self.qkv.0, self.qkv.1))];
-        pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, ROPE_KERNELS, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 1.0, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
+        pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, self.rope_kernels, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 1.0, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
         let mut post = self.fuse(m, vec![el("attn_out_transpose", hq * hd, 1.0, 4.0 * hq * hd)], &[]);
         post.push(g("o", r.gemm(m, self.o.0, self.o.1)));
         let ar = (self.tp > 1.0).then(|| {
@@ -351,7 +350,7 @@ impl StepModel {
         }
         post.push(g("gate_up", self.mlp_gemm(m, self.gate_up)));
         let iw = self.inter_shard * top_k;
-        post.extend(self.fuse(m, vec![el("silu_mul", iw, SILU_MUL_KERNELS, 6.0 * iw)], &[]));
+        post.extend(self.fuse(m, vec![el("silu_mul", iw, self.silu_mul_kernels, 6.0 * iw)], &[]));
         post.push(g("down", self.mlp_gemm(m, self.down)));
         if let Some(a) = ar {
             post.push(g("tp_allreduce", a));
@@ -405,9 +404,19 @@ impl StepModel {
         (a.g_post, a.c_post, a.a_post) = launch_overlap(post);
         a.g_pro = pro.iter().map(|o| o.t.gpu_s).sum();
         a.c_pro = pro.iter().map(|o| o.t.cpu_s).sum();
-        let count = |ops: &[Named]| ops.iter().map(|o| kernels_of(&o.name)).sum::<f64>();
+        let count = |ops: &[Named]| ops.iter().map(|o| self.kernels_of(&o.name)).sum::<f64>();
         (a.k_pre, a.k_post, a.k_pro) = (count(pre), count(post), count(pro));
         a
+    }
+
+    /// Kernels one op of the dense part launches (fused groups launch one).
+    fn kernels_of(&self, name: &str) -> f64 {
+        match name {
+            "rope_q_and_k" => self.rope_kernels,
+            "silu_mul" => self.silu_mul_kernels,
+            "moe_permute" => 2.0,
+            _ => 1.0,
+        }
     }
 
     /// Kernels of a step's attention in one layer (one per prefill request, one for all

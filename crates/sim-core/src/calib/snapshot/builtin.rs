@@ -9,6 +9,7 @@ pub static H200: P = P {
     gemm_flops: 767800000000000.0,
     isolated_overhead_s: 1.33e-5,
     in_stream: false,
+    kernels: &[],
     gemm: &[
     G { dtype: "bf16", op: "qkv", label: "llama3-8b tp1", k: 4096, n: 6144, base: None, curve: C {
         x: &[1.0, 8.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0],
@@ -630,6 +631,7 @@ pub static A100_80G: P = P {
     gemm_flops: 249400000000000.0,
     isolated_overhead_s: 0.0,
     in_stream: true,
+    kernels: &[("rope_q_and_k", 1.0), ("silu_mul", 1.0)],
     gemm: &[
     G { dtype: "bf16", op: "down", label: "CodeLlama-34b-Instruct-hf tp1", k: 22016, n: 8192, base: None, curve: C {
         x: &[1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 64.0, 88.0, 128.0, 184.0, 256.0, 360.0, 512.0, 728.0, 1024.0, 1456.0, 2048.0, 2912.0, 4096.0],
@@ -1407,6 +1409,7 @@ pub static H100: P = P {
     gemm_flops: 753900000000000.0,
     isolated_overhead_s: 0.0,
     in_stream: true,
+    kernels: &[("rope_q_and_k", 1.0), ("silu_mul", 1.0)],
     gemm: &[
     G { dtype: "bf16", op: "down", label: "CodeLlama-34b-Instruct-hf tp1", k: 22016, n: 8192, base: None, curve: C {
         x: &[1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 64.0, 88.0, 128.0, 184.0, 256.0, 360.0, 512.0, 728.0, 1024.0, 1456.0, 2048.0, 2912.0, 4096.0],
