@@ -198,9 +198,9 @@ pub struct Profile {
     /// points together).
     elementwise_width: Vec<(String, u32, Curve)>,
     /// The tables as parsed (for [`Profile::fidelity`]); a shipped profile parses them from
-    /// `raw_text` on first use.
+    /// its embedded JSON ([`builtin_text`]) on first use. (Read only there, so a build that
+    /// never asks for fidelity, such as the WASM module, carries no JSON.)
     raw: std::sync::OnceLock<RawProfile>,
-    raw_text: Option<&'static str>,
 }
 
 /// The elementwise ops the step model composes (a profile's `kernels` may name these).
@@ -252,7 +252,7 @@ fn eval_or_nan(c: &Option<Curve>, x: f64) -> (f64, Source) {
 impl Profile {
     /// The shipped profile of GPU preset `gpu`, if any.
     pub fn builtin(gpu: &str) -> Option<Profile> {
-        Some(Profile::from_data(snapshot::get(gpu)?, builtin_text(gpu)?))
+        Some(Profile::from_data(snapshot::get(gpu)?))
     }
 
     /// [`Profile::builtin`], parsed once per process and shared: the embedded text is a
@@ -413,7 +413,6 @@ impl Profile {
             elementwise,
             elementwise_width,
             raw: std::sync::OnceLock::from(raw),
-            raw_text: None,
         })
     }
 
@@ -422,7 +421,7 @@ impl Profile {
         self.raw.get_or_init(|| {
             // Only a shipped profile leaves `raw` empty, and its text parsed when it was
             // snapshotted (a test re-parses it on every build).
-            serde_json::from_str(self.raw_text.unwrap_or_default()).unwrap_or_else(|e| panic!("shipped profile {}: {e}", self.gpu))
+            serde_json::from_str(builtin_text(&self.gpu).unwrap_or_default()).unwrap_or_else(|e| panic!("shipped profile {}: {e}", self.gpu))
         })
     }
 

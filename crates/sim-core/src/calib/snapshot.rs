@@ -127,9 +127,9 @@ fn render(profiles: &[(&str, &Profile)]) -> String {
 }
 
 impl Profile {
-    /// A shipped profile from its snapshot; `raw_text`: its JSON, parsed only if its raw
-    /// tables are asked for.
-    pub(super) fn from_data(d: &'static ProfileData, raw_text: &'static str) -> Profile {
+    /// A shipped profile from its snapshot (its JSON is parsed only if its raw tables are
+    /// asked for).
+    pub(super) fn from_data(d: &'static ProfileData) -> Profile {
         let curve = |c: &'static CurveData| super::Curve::from_static(c.x, c.lx, c.ly, c.ratio_floor);
         Profile {
             gpu: d.gpu.to_string(),
@@ -159,7 +159,6 @@ impl Profile {
             elementwise: d.elementwise.iter().map(|(op, c)| (op.to_string(), curve(c))).collect(),
             elementwise_width: d.elementwise_width.iter().map(|(op, w, c)| (op.to_string(), *w, curve(c))).collect(),
             raw: std::sync::OnceLock::new(),
-            raw_text: Some(raw_text),
         }
     }
 }
