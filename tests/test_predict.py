@@ -264,6 +264,11 @@ def test_profile_kernels_are_the_tables_engine() -> None:
     rope16 = {o.op: o.ms for o in unfused.breakdown}["rope_q_and_k"] / 32
     assert rope < 0.008 < 0.04 <= rope16  # Vidur's rows are ~5 µs; 16 kernel floors are 40 µs
     assert unfused.total_ms - fused.total_ms > 1.0  # ~9% of this decode step
+    # every op the field may name counts: an H200 engine with a 4-kernel rms_norm pays 4 floors
+    h200 = json.loads((ROOT / "crates" / "sim-core" / "profiles" / "h200.json").read_text())
+    norm = {k: {o.op: o.ms for o in o1sim.predict_step("llama-3-8b", "h200", batch=batch, profile=prof_).breakdown}["rms_norm"]
+            for k, prof_ in (("1", h200), ("4", {**h200, "kernels": {"rms_norm": 4}}))}
+    assert norm["4"] > norm["1"] * 1.5, norm
     for bad, field in (({"rope": 1}, "profile.kernels.rope"), ({"silu_mul": 0}, "profile.kernels.silu_mul")):
         with pytest.raises(o1sim.ConfigError) as e:
             o1sim.predict_step("llama-3-8b", "a100-80g", batch=batch, profile={**prof, "kernels": bad})

@@ -203,7 +203,8 @@ pub struct Profile {
     raw: std::sync::OnceLock<RawProfile>,
 }
 
-/// The elementwise ops the step model composes (a profile's `kernels` may name these).
+/// The elementwise ops the step model composes (a profile's `kernels` may name these; the
+/// step model keeps their counts in this order).
 pub const ELEMENTWISE_OPS: [&str; 6] = ["rms_norm", "rope_q_and_k", "kv_write", "attn_out_transpose", "residual_add", "silu_mul"];
 /// Most kernels a profile may say one elementwise op launches.
 const MAX_OP_KERNELS: u32 = 64;

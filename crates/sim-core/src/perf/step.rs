@@ -27,7 +27,7 @@
 
 use std::sync::OnceLock;
 
-use crate::calib::Source;
+use crate::calib::{Source, ELEMENTWISE_OPS};
 use crate::catalog::Model;
 use crate::memory::kv_heads_per_gpu;
 
@@ -43,11 +43,10 @@ pub struct OpCost {
     pub source: Source,
 }
 
-/// Kernels RoPE launches in the reference engine (~16 small kernels, per its README), unless
-/// the profile says its engine launched another count ([`crate::calib::Profile::kernels`]).
-const ROPE_KERNELS: f64 = 16.0;
-/// Kernels of `silu(g) * u` unfused (likewise).
-const SILU_MUL_KERNELS: f64 = 2.0;
+/// Kernels each elementwise op ([`ELEMENTWISE_OPS`], in that order) launches in the reference
+/// engine: RoPE ~16 small kernels (per its README), `silu(g) * u` unfused 2, the others 1. A
+/// profile whose engine launched other counts says so ([`crate::calib::Profile::kernels`]).
+const REFERENCE_KERNELS: [f64; ELEMENTWISE_OPS.len()] = [1.0, 16.0, 1.0, 1.0, 1.0, 2.0];
 /// GPU idle time between two dependent kernels launched eagerly, s: on an H200 the steps of
 /// `benchmarks/data/h200_steps_c.json` lasted 1.8–2.0 ms longer than the sum of their
 /// kernels' times (torch.profiler) over ~965 kernels in a GPU-bound 2,048-token prefill.
@@ -135,9 +134,9 @@ pub struct StepModel {
     /// MoE: (experts, top_k, router width); None for dense models.
     moe: Option<(f64, f64, u32)>,
     inter_shard: f64,
-    /// Kernels RoPE and SiLU·mul launch in the engine the profile's tables come from.
-    rope_kernels: f64,
-    silu_mul_kernels: f64,
+    /// Kernels each elementwise op ([`ELEMENTWISE_OPS`]) launches in the engine the
+    /// profile's tables come from.
+    elem_kernels: [f64; ELEMENTWISE_OPS.len()],
     fusion: FusionPolicy,
     graphs: bool,
     graph_max_tokens: u64,
@@ -202,8 +201,8 @@ impl StepModel {
             memory_coalesce: spec.memory_coalesce,
             gpu_supports: true,
         };
-        let kernels = |op: &str, reference: f64| r.profile.as_ref().and_then(|p| p.kernels(op)).unwrap_or(reference);
-        let (rope_kernels, silu_mul_kernels) = (kernels("rope_q_and_k", ROPE_KERNELS), kernels("silu_mul", SILU_MUL_KERNELS));
+        let elem_kernels =
+            std::array::from_fn(|i| r.profile.as_ref().and_then(|p| p.kernels(ELEMENTWISE_OPS[i])).unwrap_or(REFERENCE_KERNELS[i]));
         let mut s = StepModel {
             remap_consts: {
                 let (entries, cycles) = descriptor_cache(&gpu.name);
@@ -223,8 +222,7 @@ impl StepModel {
             down: (inter, model.hidden),
             moe,
             inter_shard: f64::from(inter),
-            rope_kernels,
-            silu_mul_kernels,
+            elem_kernels,
             fusion,
             graphs: spec.cuda_graphs,
             graph_max_tokens: spec.cuda_graph_max_tokens.map_or(u64::MAX, u64::from),
@@ -320,14 +318,14 @@ impl StepModel {
         let (hq, hkv, hd) = (f64::from(self.hq), f64::from(self.hkv), f64::from(self.hd));
         let top_k = self.moe.map_or(1.0, |x| x.1);
         let r = &self.r;
-        let el = |op: &str, width: f64, kernels: f64, bytes_tok: f64| (op.to_string(), r.elementwise(op, m, width, kernels, bytes_tok));
-        let rms = || el("rms_norm", h, 1.0, 4.0 * h);
-        let add = || el("residual_add", h, 1.0, 6.0 * h);
+        let el = |op: &str, width: f64, bytes_tok: f64| (op.to_string(), r.elementwise(op, m, width, self.kernels_of(op), bytes_tok));
+        let rms = || el("rms_norm", h, 4.0 * h);
+        let add = || el("residual_add", h, 6.0 * h);
         let qk = (hq + hkv) * hd;
         let g = |name: &str, t: OpT| Named { name: name.to_string(), t };
         let mut pre = vec![g("qkv", r.gemm(m, self.qkv.0, self.qkv.1))];
-        pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, self.rope_kernels, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 1.0, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
-        let mut post = self.fuse(m, vec![el("attn_out_transpose", hq * hd, 1.0, 4.0 * hq * hd)], &[]);
+        pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
+        let mut post = self.fuse(m, vec![el("attn_out_transpose", hq * hd, 4.0 * hq * hd)], &[]);
         post.push(g("o", r.gemm(m, self.o.0, self.o.1)));
         let ar = (self.tp > 1.0).then(|| {
             if self.external_comm {
@@ -350,7 +348,7 @@ impl StepModel {
         }
         post.push(g("gate_up", self.mlp_gemm(m, self.gate_up)));
         let iw = self.inter_shard * top_k;
-        post.extend(self.fuse(m, vec![el("silu_mul", iw, self.silu_mul_kernels, 6.0 * iw)], &[]));
+        post.extend(self.fuse(m, vec![el("silu_mul", iw, 6.0 * iw)], &[]));
         post.push(g("down", self.mlp_gemm(m, self.down)));
         if let Some(a) = ar {
             post.push(g("tp_allreduce", a));
@@ -411,11 +409,10 @@ impl StepModel {
 
     /// Kernels one op of the dense part launches (fused groups launch one).
     fn kernels_of(&self, name: &str) -> f64 {
-        match name {
-            "rope_q_and_k" => self.rope_kernels,
-            "silu_mul" => self.silu_mul_kernels,
-            "moe_permute" => 2.0,
-            _ => 1.0,
+        match ELEMENTWISE_OPS.iter().position(|op| *op == name) {
+            Some(i) => self.elem_kernels[i],
+            None if name == "moe_permute" => 2.0,
+            None => 1.0,
         }
     }
 
