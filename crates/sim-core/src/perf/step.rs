@@ -43,10 +43,6 @@ pub struct OpCost {
     pub source: Source,
 }
 
-/// Kernels each elementwise op ([`ELEMENTWISE_OPS`], in that order) launches in the reference
-/// engine: RoPE ~16 small kernels (per its README), `silu(g) * u` unfused 2, the others 1. A
-/// profile whose engine launched other counts says so ([`crate::calib::Profile::kernels`]).
-const REFERENCE_KERNELS: [f64; ELEMENTWISE_OPS.len()] = [1.0, 16.0, 1.0, 1.0, 1.0, 2.0];
 /// GPU idle time between two dependent kernels launched eagerly, s: on an H200 the steps of
 /// `benchmarks/data/h200_steps_c.json` lasted 1.8–2.0 ms longer than the sum of their
 /// kernels' times (torch.profiler) over ~965 kernels in a GPU-bound 2,048-token prefill.
@@ -134,8 +130,8 @@ pub struct StepModel {
     /// MoE: (experts, top_k, router width); None for dense models.
     moe: Option<(f64, f64, u32)>,
     inter_shard: f64,
-    /// Kernels each elementwise op ([`ELEMENTWISE_OPS`]) launches in the engine the
-    /// profile's tables come from.
+    /// Kernels each elementwise op ([`ELEMENTWISE_OPS`], in that order) launches in the
+    /// engine the profile's tables come from: the profile's count, else the reference's.
     elem_kernels: [f64; ELEMENTWISE_OPS.len()],
     fusion: FusionPolicy,
     graphs: bool,
@@ -202,7 +198,7 @@ impl StepModel {
             gpu_supports: true,
         };
         let elem_kernels =
-            std::array::from_fn(|i| r.profile.as_ref().and_then(|p| p.kernels(ELEMENTWISE_OPS[i])).unwrap_or(REFERENCE_KERNELS[i]));
+            ELEMENTWISE_OPS.map(|(op, reference)| r.profile.as_ref().and_then(|p| p.kernels(op)).unwrap_or(reference));
         let mut s = StepModel {
             remap_consts: {
                 let (entries, cycles) = descriptor_cache(&gpu.name);
@@ -409,7 +405,7 @@ impl StepModel {
 
     /// Kernels one op of the dense part launches (fused groups launch one).
     fn kernels_of(&self, name: &str) -> f64 {
-        match ELEMENTWISE_OPS.iter().position(|op| *op == name) {
+        match ELEMENTWISE_OPS.iter().position(|(op, _)| *op == name) {
             Some(i) => self.elem_kernels[i],
             None if name == "moe_permute" => 2.0,
             None => 1.0,
