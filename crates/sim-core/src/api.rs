@@ -161,7 +161,7 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
-    let specs = scenario.workload.generate(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
+    let workload = scenario.workload.generate_workload(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
     let perf = if scenario.topology.is_some() {
         StepCostModel::new_external_comm(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
     } else {
@@ -188,7 +188,7 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
         "memory": plan,
     });
     let mut deployment = deployment;
-    let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, specs, options);
+    let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, workload, options);
     if let Some(f) = fabric {
         let ids = |stages: &Vec<Vec<u32>>| -> Vec<String> {
             stages.iter().flatten().map(|&g| f.topo.nodes[g as usize].id.clone()).collect()

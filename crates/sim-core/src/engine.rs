@@ -19,7 +19,7 @@ use crate::perf::{BatchShape, StepCostModel};
 use crate::request::{Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
 use crate::steady::Steady;
-use crate::workload::RequestSpec;
+use crate::workload::{RequestSpec, Segment, Workload};
 
 /// Longest simulated time a run may reach: 10⁹ s (about 31.7 years). Beyond it a rate,
 /// latency or cost in the scenario is out of any realistic range, and the run stops with an
@@ -92,6 +92,39 @@ pub struct Engine {
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
+    /// Token identity and closed-loop dependencies of the requests ([`Content`]).
+    #[allow(dead_code)] // read by prefix caching and sessions (issue 13)
+    pub(crate) content: Content,
+}
+
+/// What the workload says beyond lengths and times, by request id: which tokens prompts
+/// share (prefix caching) and which requests wait for another to finish (sessions). Both
+/// vectors are empty when no request uses them, so plain workloads pay nothing.
+#[derive(Debug, Clone, Default)]
+#[allow(dead_code)] // read by prefix caching and sessions (issue 13)
+pub(crate) struct Content {
+    /// The segment arena the requests' `segs` index.
+    pub segments: Vec<Segment>,
+    /// Per request id: its range in `segments`; empty when every prompt is unique.
+    pub segs: Vec<(u32, u32)>,
+    /// Per request id: its closed-loop dependency; empty when there is none.
+    pub after: Vec<Option<crate::workload::After>>,
+}
+
+impl Content {
+    fn new(specs: &[RequestSpec], segments: Vec<Segment>) -> Content {
+        let by_id = |f: &dyn Fn(&RequestSpec) -> bool| specs.iter().any(f);
+        let mut c = Content { segments, segs: Vec::new(), after: Vec::new() };
+        if by_id(&|s| s.segs.1 > 0) {
+            c.segs = vec![(0, 0); specs.len()];
+            specs.iter().for_each(|s| c.segs[s.id as usize] = s.segs);
+        }
+        if by_id(&|s| s.after.is_some()) {
+            c.after = vec![None; specs.len()];
+            specs.iter().for_each(|s| c.after[s.id as usize] = s.after);
+        }
+        c
+    }
 }
 
 impl Engine {
@@ -101,9 +134,10 @@ impl Engine {
         perf: StepCostModel,
         num_blocks: u32,
         max_model_len: u32,
-        specs: Vec<RequestSpec>,
+        workload: Workload,
         options: SimOptions,
     ) -> Engine {
+        let Workload { requests: specs, segments } = workload;
         let (params, mode) = Params::for_policy(&scenario.scheduler);
         let bs = scenario.scheduler.block_size;
         let reqs: Vec<Req> = {
@@ -140,6 +174,7 @@ impl Engine {
         };
         // `specs` come sorted by (arrival, id).
         let arrival_order = specs.iter().map(|s| s.id).collect();
+        let content = Content::new(&specs, segments);
         let replicas = (0..scenario.deployment.replicas)
             .map(|_| Replica {
                 sched: SchedState::new(KvPool::new(mode, bs, num_blocks)),
@@ -184,6 +219,7 @@ impl Engine {
             steady_ok: !options.record_steps && !options.check_invariants,
             dropped_steps: Vec::new(),
             unpriced_steps: false,
+            content,
         }
     }
 

@@ -54,6 +54,53 @@ pub struct RequestSpec {
     /// Scheduling priority: lower is more urgent, 0 by default (as vLLM's priority
     /// scheduling).
     pub priority: i32,
+    /// What the prompt is made of, for prefix caching: `segments[segs.0 .. segs.0 + segs.1]`
+    /// of the [`Workload`], covering the prompt's first tokens in order. Tokens they do not
+    /// cover (all of them for `(0, 0)`) are unique to this request.
+    pub segs: (u32, u32),
+    /// Closed loop (a session's later turn): the request is sent `think_ns` after request
+    /// `parent` finishes, not at `arrival_ns`.
+    pub after: Option<After>,
+}
+
+impl RequestSpec {
+    /// A request with unique tokens and no dependency.
+    pub fn new(id: u32, arrival_ns: u64, prompt_tokens: u32, output_tokens: u32, priority: i32) -> Self {
+        RequestSpec { id, arrival_ns, prompt_tokens, output_tokens, priority, segs: (0, 0), after: None }
+    }
+}
+
+/// A closed-loop dependency: sent `think_ns` after request `parent` finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct After {
+    pub parent: u32,
+    pub think_ns: u64,
+}
+
+/// A run of `len` tokens of the token stream `key`, from the stream's start. Token identity
+/// for prefix caching: two prompts hold the same token at position p exactly when the
+/// segments covering p have the same key and p falls at the same offset into them. Keys are
+/// opaque; keys with [`OUTPUT_KEY_BIT`] set are requests' outputs ([`output_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub key: u64,
+    pub len: u32,
+}
+
+/// Set in the key of every output stream; workload keys never have it.
+pub const OUTPUT_KEY_BIT: u64 = 1 << 63;
+
+/// The key of the tokens request `id` generates (a session's next turn repeats them).
+pub const fn output_key(id: u32) -> u64 {
+    OUTPUT_KEY_BIT | id as u64
+}
+
+/// Every request of a run plus the segment arena their `segs` index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Workload {
+    /// Sorted by `(arrival_ns, id)`.
+    pub requests: Vec<RequestSpec>,
+    pub segments: Vec<Segment>,
 }
 
 /// The arrival process of a generated workload (`arrival` in the section).
@@ -337,10 +384,16 @@ impl WorkloadSpec {
     /// `requests[i].prompt_tokens`; generated ones are not filtered. The result depends only
     /// on the spec and `seed`.
     pub fn generate(&self, seed: u64, max_model_len: u32) -> Result<Vec<RequestSpec>> {
-        match self.resolve(max_model_len)? {
-            Resolved::Explicit(list) => Ok(list),
-            Resolved::Generated(g) => g.generate(seed),
-        }
+        Ok(self.generate_workload(seed, max_model_len)?.requests)
+    }
+
+    /// [`WorkloadSpec::generate`] with the segment arena the requests' `segs` index.
+    pub fn generate_workload(&self, seed: u64, max_model_len: u32) -> Result<Workload> {
+        let requests = match self.resolve(max_model_len)? {
+            Resolved::Explicit(list) => list,
+            Resolved::Generated(g) => g.generate(seed)?,
+        };
+        Ok(Workload { requests, segments: Vec::new() })
     }
 
     /// Number of requests without generating: `num_requests`, or the length of the

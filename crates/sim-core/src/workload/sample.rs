@@ -222,13 +222,13 @@ impl Generated {
                 }
                 _ => {}
             }
-            out.push(RequestSpec {
-                id: n as u32,
-                arrival_ns: seconds_to_ns(t_s),
-                prompt_tokens: self.prompt.sample(&mut prompts),
-                output_tokens: self.output.sample(&mut outputs),
-                priority: self.priority,
-            });
+            out.push(RequestSpec::new(
+                n as u32,
+                seconds_to_ns(t_s),
+                self.prompt.sample(&mut prompts),
+                self.output.sample(&mut outputs),
+                self.priority,
+            ));
             t_s += self.arrival.next_gap(&mut arrivals);
         }
         Ok(out)
@@ -485,13 +485,7 @@ pub(super) fn resolve_explicit(list: &[ExplicitRequest], max_model_len: u32) -> 
                 ),
             ));
         }
-        out.push(RequestSpec {
-            id: i as u32,
-            arrival_ns: (arrival_ms * 1e6).round() as u64,
-            prompt_tokens: prompt,
-            output_tokens: output,
-            priority: r.priority.unwrap_or(0),
-        });
+        out.push(RequestSpec::new(i as u32, (arrival_ms * 1e6).round() as u64, prompt, output, r.priority.unwrap_or(0)));
     }
     // Stable order: by arrival, ties by list position.
     out.sort_by_key(|r| (r.arrival_ns, r.id));

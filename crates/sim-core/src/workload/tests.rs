@@ -326,13 +326,7 @@ fn explicit_list_keeps_ids_and_sorts() {
     assert_eq!(ids, vec![1, 3, 0, 2]);
     assert_eq!(
         out[1],
-        RequestSpec {
-            id: 3,
-            arrival_ns: 1_500_000,
-            prompt_tokens: 13,
-            output_tokens: 8,
-            priority: -1
-        }
+        RequestSpec::new(3, 1_500_000, 13, 8, -1)
     );
     assert_eq!(out[2].arrival_ns, 20_000_000);
     // The seed does not matter for an explicit list.
@@ -644,13 +638,7 @@ fn parse_json() {
     let reqs = w.generate(0, MML).unwrap();
     assert_eq!(
         reqs[0],
-        RequestSpec {
-            id: 1,
-            arrival_ns: 250_000,
-            prompt_tokens: 20,
-            output_tokens: 4,
-            priority: 0
-        }
+        RequestSpec::new(1, 250_000, 20, 4, 0)
     );
     assert_eq!(reqs[1].priority, -1);
 
