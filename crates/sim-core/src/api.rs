@@ -47,14 +47,22 @@ pub struct RequestColumns {
     pub status: Vec<u8>,
     /// Index into [`REASON_NAMES`].
     pub reason: Vec<u8>,
+    /// Prompt tokens found in the prefix cache at the request's first admission (vLLM's
+    /// `num_cached_tokens`, the usage's `cached_tokens`); 0 when never admitted.
+    pub cached_tokens: Vec<u32>,
 }
 
 pub const STATUS_NAMES: &[&str] = &["finished", "rejected"];
-pub const REASON_NAMES: &[&str] = &["", "prompt exceeds max_model_len", "kv cache too small", "dispatch queue full"];
+/// Why a request was rejected, by [`crate::request::Reason`] code. `timeout`: its client
+/// gave up (`workload.timeout_s`); `session aborted`: an earlier turn of its session did
+/// not finish, so it was never sent.
+pub const REASON_NAMES: &[&str] =
+    &["", "prompt exceeds max_model_len", "kv cache too small", "dispatch queue full", "timeout", "session aborted"];
 
 /// Per-replica time series, bucketed at `interval_ms`: means over the time the replica
-/// was busy in each bucket (batch size, tokens per step, KV use, queue lengths) and the busy
-/// fraction; buckets where it was idle throughout have no row.
+/// was busy in each bucket (batch size, tokens per step, KV use, queue lengths), the busy
+/// fraction, and the prefix-cache lookups of the steps starting in the bucket; buckets where
+/// it was idle throughout have no row.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TimeSeries {
     pub interval_ms: f64,
@@ -67,6 +75,12 @@ pub struct TimeSeries {
     pub running: Vec<f64>,
     /// Fraction of the bucket the replica's GPUs were executing steps (0–1).
     pub busy: Vec<f64>,
+    /// Prefix-cache tokens looked up at first admissions in the bucket.
+    pub prefix_queries: Vec<f64>,
+    /// Of those, tokens found in the cache.
+    pub prefix_hits: Vec<f64>,
+    /// `prefix_hits / prefix_queries` (0–1); NaN (null) when nothing was looked up.
+    pub prefix_hit_rate: Vec<f64>,
 }
 
 /// One scheduler step (only with `record_steps`).
@@ -80,6 +94,9 @@ pub struct StepRecord {
     pub preempted: Vec<u32>,
     pub finished: Vec<u32>,
     pub free_blocks_after: u64,
+    /// (request id, tokens found in the prefix cache) for the requests admitted in this
+    /// step with a hit: their computed tokens start there (not scheduled, no budget).
+    pub cached: Vec<(u32, u32)>,
 }
 
 /// Everything a run produces.
@@ -126,6 +143,38 @@ pub struct Built {
 
 /// Check a parsed scenario and build its engine.
 pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
+    build_with(scenario, options, None)
+}
+
+/// Check a workload given directly (not generated from the scenario): request ids are
+/// 0..n in any order, the list is sorted by (arrival, id), lengths are at least 1, and each
+/// request's segments lie in the arena. Errors name `workload`.
+fn check_workload(w: &crate::workload::Workload) -> Result<()> {
+    let bad = |m: String| Err(SimError::config("workload", m));
+    let n = w.requests.len();
+    let mut seen = vec![false; n];
+    for (i, s) in w.requests.iter().enumerate() {
+        if s.id as usize >= n || std::mem::replace(&mut seen[s.id as usize], true) {
+            return bad(format!("request ids must be 0..{n}, each once (entry {i} has id {})", s.id));
+        }
+        if s.prompt_tokens == 0 || s.output_tokens == 0 {
+            return bad(format!("request {}: prompt and output need at least one token", s.id));
+        }
+        if i > 0 && (w.requests[i - 1].arrival_ns, w.requests[i - 1].id) > (s.arrival_ns, s.id) {
+            return bad(format!("requests must be sorted by (arrival, id) (entry {i}, request {})", s.id));
+        }
+        if (s.segs.0 as u64 + s.segs.1 as u64) > w.segments.len() as u64 {
+            return bad(format!("request {}: segments {}..{} are outside the arena of {}", s.id, s.segs.0,
+                s.segs.0 as u64 + s.segs.1 as u64, w.segments.len()));
+        }
+    }
+    Ok(())
+}
+
+/// [`build`] with the requests given instead of generated from `scenario.workload` (which
+/// is then only read for `timeout_s`): for callers that build token identity and sessions
+/// themselves.
+fn build_with(scenario: Scenario, options: SimOptions, given: Option<crate::workload::Workload>) -> Result<Built> {
     scenario.validate_local()?;
     let model = resolve_model(&scenario.model)?;
     let gpu = resolve_gpu(&scenario.gpu)?;
@@ -161,7 +210,14 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
-    let workload = scenario.workload.generate_workload(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
+    let workload = match given {
+        Some(w) => {
+            check_workload(&w)?;
+            w
+        }
+        None => scenario.workload.generate_workload(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?,
+    };
+    crate::client::check_sessions(&workload.requests)?;
     let perf = if scenario.topology.is_some() {
         StepCostModel::new_external_comm(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
     } else {
@@ -181,6 +237,7 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
         "replicas": d.replicas,
         "gpus": d.tp * d.pp * d.replicas,
         "policy": s.policy,
+        "prefix_caching": s.prefix_caching(),
         "num_gpu_blocks": blocks,
         "block_size": s.block_size,
         "kv_capacity_tokens": blocks as u64 * s.block_size as u64,
@@ -250,6 +307,13 @@ impl Simulation {
         guard(|| Ok(Simulation { built: build(scenario, options)?, done: false }))
     }
 
+    /// Build from a parsed scenario and requests made by the caller (with token identity
+    /// and session dependencies), instead of the scenario's own workload section, which
+    /// must still be valid and is read for `timeout_s`.
+    pub fn with_workload(scenario: Scenario, workload: crate::workload::Workload, options: SimOptions) -> Result<Simulation> {
+        guard(|| Ok(Simulation { built: build_with(scenario, options, Some(workload))?, done: false }))
+    }
+
     /// Process at most `max_events` events; `true` when the run is complete.
     pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
         if self.done {
@@ -316,6 +380,12 @@ impl Simulation {
         &self.built.engine
     }
 
+    /// The engine, writable (unit tests that swap a part for a reference version).
+    #[cfg(test)]
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.built.engine
+    }
+
     /// Run to the end (if needed) and collect the result.
     pub fn finish(mut self) -> Result<SimResult> {
         self.run()?;
@@ -341,6 +411,7 @@ fn collect(built: Built) -> SimResult {
         cols.replica.push(r.replica);
         cols.status.push(if r.status == crate::request::Status::Finished { 0 } else { 1 });
         cols.reason.push(r.reason as u8);
+        cols.cached_tokens.push(engine.apc.cached_tokens(r.id));
     }
     let interval = engine.replicas.iter().map(|r| r.series.interval_ns()).max().unwrap_or(10_000_000);
     let mut ts = TimeSeries { interval_ms: interval as f64 / 1e6, ..Default::default() };

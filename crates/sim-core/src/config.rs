@@ -94,6 +94,10 @@ pub const POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro"];
 pub const ALL_POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro", "disagg"];
 /// The bug classes `scheduler.inject_bug` can switch on (model checking only).
 pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"];
+/// The values of `scheduler.scheduling_policy` (vLLM's `--scheduling-policy`).
+pub const SCHEDULING_POLICIES: &[&str] = &["fcfs", "priority"];
+/// The policies built on vLLM's scheduler, which take `scheduling_policy`.
+pub const VLLM_SCHEDULERS: &[&str] = &["vllm", "sarathi", "disagg"];
 /// The router policies.
 pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens", "topology_aware"];
 
@@ -132,6 +136,31 @@ pub struct SchedulerConfig {
     /// `o1sim check` catches it. Absent in every normal scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inject_bug: Option<String>,
+    /// Automatic prefix caching (vLLM's `enable_prefix_caching`): full KV blocks stay
+    /// cached after their request frees them, and an admission reuses the longest chain of
+    /// cached blocks of its prompt ([`crate::prefix`]). Default: on for `vllm`, `sarathi`
+    /// and `disagg` (as in vLLM v1) and `o1pro` (a cache per block size); `orca` has no
+    /// cache, so `true` is an error there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_prefix_caching: Option<bool>,
+    /// vLLM's `--scheduling-policy`: `fcfs` (default) or `priority` (the waiting queue by
+    /// request `priority`, lower first, then arrival; the preemption victim the running
+    /// request with the largest (priority, arrival)). For the policies on vLLM's
+    /// scheduler (`vllm`, `sarathi`, `disagg`); `o1pro` has its own priority rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling_policy: Option<String>,
+}
+
+impl SchedulerConfig {
+    /// Whether prefix caching is on (the field, or the policy's default).
+    pub fn prefix_caching(&self) -> bool {
+        self.enable_prefix_caching.unwrap_or(self.policy != "orca")
+    }
+
+    /// vLLM's priority scheduling is on.
+    pub fn priority_scheduling(&self) -> bool {
+        self.scheduling_policy.as_deref() == Some("priority")
+    }
 }
 
 impl Default for SchedulerConfig {
@@ -148,6 +177,8 @@ impl Default for SchedulerConfig {
             max_model_len: None,
             max_waiting: None,
             inject_bug: None,
+            enable_prefix_caching: None,
+            scheduling_policy: None,
         }
     }
 }
@@ -296,6 +327,27 @@ impl Scenario {
         if let Some(b) = &s.inject_bug {
             if !BUGS.contains(&b.as_str()) {
                 return Err(check::unknown_name("scheduler.inject_bug", "bug", b, BUGS));
+            }
+        }
+        if s.enable_prefix_caching == Some(true) && s.policy == "orca" {
+            return Err(SimError::config(
+                "scheduler.enable_prefix_caching",
+                "orca reserves contiguous KV per request and has no prefix cache (remove the field or set it to false)",
+            ));
+        }
+        if let Some(sp) = &s.scheduling_policy {
+            if !SCHEDULING_POLICIES.contains(&sp.as_str()) {
+                return Err(check::unknown_name("scheduler.scheduling_policy", "scheduling policy", sp, SCHEDULING_POLICIES));
+            }
+            if !VLLM_SCHEDULERS.contains(&s.policy.as_str()) {
+                return Err(SimError::config(
+                    "scheduler.scheduling_policy",
+                    format!(
+                        "only applies to the policies on vLLM's scheduler ({}); {} orders its queue itself",
+                        VLLM_SCHEDULERS.join(", "),
+                        s.policy
+                    ),
+                ));
             }
         }
         if let Some(slo) = &self.slo {

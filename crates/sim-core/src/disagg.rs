@@ -8,11 +8,21 @@
 //! delivered (TTFT includes the transfer) and the request waits at the decode replica with
 //! its KV present (admission allocates blocks for it and schedules a 1-token step).
 //!
+//! Prefix caching under `disagg`: each replica has its own cache. The prefill replica looks
+//! up and caches prompts as any vLLM engine does; the blocks a request frees when it leaves
+//! stay cached there, so later prompts sharing a prefix (another session turn, a shared
+//! system prompt) hit them. The decode replica caches the blocks it receives once they are
+//! allocated at admission (vLLM's decode side caches received blocks after the transfer)
+//! and the decode blocks it fills, so a request preempted there re-hits its own blocks. A
+//! landed request never looks up on the decode side (its KV is present): the whole prompt's
+//! KV always moves — real P/D connectors skip the part the decode side already caches, which
+//! o1sim does not model.
+//!
 //! A replica that loses a TP/PP peer (GPU removed, no route left) stops: its in-flight step
 //! is dropped, and its waiting and running requests are moved to the live replicas of the
 //! same role (least outstanding tokens; queue bounds do not apply) to recompute from their
-//! prompt plus generated tokens. No request is lost; `summary.topology.moved_requests`
-//! counts them. When a later change (`link_up`, a swap) connects the replica's GPUs again
+//! prompt plus generated tokens; its prefix cache is lost with its GPUs' memory. No
+//! request is lost; `summary.topology.moved_requests` counts them. When a later change (`link_up`, a swap) connects the replica's GPUs again
 //! and none of them was removed, it starts again, empty: the router sends it new requests
 //! and `disagg` hands it KV caches again (`summary.topology.restarted_replicas`). A step it
 //! had in flight when it stopped never completes (its heap entry is recognised as stale).
@@ -103,7 +113,10 @@ impl Engine {
             let Some(to) = self.pick_decode(rep) else { continue }; // no decode replica: decode here
             let replica = &mut self.replicas[rep];
             let r = &mut self.reqs[id as usize];
-            replica.sched.kv.release(&mut r.blocks);
+            // Its blocks stay cached here (and its own ones can be hit if it ever comes
+            // back to recompute).
+            let alloc = r.computed;
+            self.apc.release(&mut replica.sched.kv, r, Some(alloc));
             r.blocks = Vec::new();
             replica.sched.used_slots -= r.computed as u64;
             replica.outstanding_tokens -= (r.prompt + r.output - 1) as u64;
@@ -122,6 +135,9 @@ impl Engine {
     /// A request's KV cache landed at decode replica `to`: the first token is delivered now
     /// and the request waits there with its KV present.
     fn land_kv(&mut self, id: u32, to: usize) {
+        if self.reqs[id as usize].status == Status::Rejected {
+            return; // its client timed out while the KV was on the way
+        }
         let to = if self.alive(to) { Some(to) } else { self.least_loaded(self.decode_range()) };
         let r = &mut self.reqs[id as usize];
         r.first_token_ns = self.now_ns;
@@ -181,7 +197,7 @@ impl Engine {
     fn stop_replica(&mut self, rep: usize) {
         self.drop_step(rep);
         let replica = &mut self.replicas[rep];
-        replica.steady.settle(&replica.sched, &mut self.reqs);
+        replica.steady.settle(&mut replica.sched, &mut self.reqs, &mut self.apc);
         replica.steady.reset();
         let mut ids: Vec<u32> = std::mem::take(&mut replica.sched.running);
         ids.extend(replica.sched.waiting.iter());
@@ -192,11 +208,13 @@ impl Engine {
         replica.busy = false;
         for &id in &ids {
             let r = &mut self.reqs[id as usize];
-            replica.sched.kv.release(&mut r.blocks);
+            self.apc.release(&mut replica.sched.kv, r, None);
             r.blocks = Vec::new();
             r.computed = 0;
             r.status = Status::Waiting;
         }
+        // Its GPUs' memory is lost: it restarts with an empty cache.
+        replica.sched.kv = replica.sched.kv.emptied();
         if let Some(f) = self.fabric.as_mut() {
             f.stats.moved_requests += ids.len() as u64;
         }

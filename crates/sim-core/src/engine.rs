@@ -2,24 +2,28 @@
 //! execution-time model pricing each step, and metrics.
 //!
 //! Time is integer nanoseconds. Events are ordered by `(time, kind rank, insertion seq)`:
-//! at one instant all step completions are handled first (replica order), then all
-//! arrivals (id order), then the router's queue is drained, then every idle replica with
-//! work starts its next step. So arrivals join at step boundaries, and an idle engine
-//! starts at the next arrival.
+//! at one instant all step completions are handled first (replica order), then KV
+//! transfers and topology events, then client timeouts (deadline, then id order), then all
+//! arrivals (id order; a session's later turns arrive when sent, see [`crate::client`]),
+//! then the router's queue is drained, then every idle replica with work starts its next
+//! step. So arrivals join at step boundaries, an idle engine starts at the next arrival,
+//! and a request finishing exactly at its deadline counts as finished.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::api::{StepRecord, SimOptions};
+use crate::client::Sessions;
 use crate::config::Scenario;
 use crate::error::{Result, SimError};
 use crate::kv::{o1pro_block_size, KvMode, KvPool};
 use crate::metrics::{ReplicaStats, Series, StepSample};
 use crate::perf::{BatchShape, StepCostModel};
+use crate::prefix::Apc;
 use crate::request::{Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
 use crate::steady::Steady;
-use crate::workload::{RequestSpec, Segment, Workload};
+use crate::workload::Workload;
 
 /// Longest simulated time a run may reach: 10⁹ s (about 31.7 years). Beyond it a rate,
 /// latency or cost in the scenario is out of any realistic range, and the run stops with an
@@ -52,16 +56,16 @@ pub enum Router {
 /// The state of a running simulation.
 pub struct Engine {
     pub reqs: Vec<Req>,
-    /// Request ids in arrival order.
-    arrival_order: Vec<u32>,
-    next_arrival: usize,
+    /// Ids of the requests sent at a fixed time, in arrival order.
+    pub(crate) arrival_order: Vec<u32>,
+    pub(crate) next_arrival: usize,
     pub replicas: Vec<Replica>,
     pub(crate) params: Params,
     perf: StepCostModel,
     pub(crate) router: Router,
     pub(crate) rr_next: usize,
     pub(crate) max_waiting: Option<u32>,
-    dispatch_timeout_ns: u64,
+    pub(crate) dispatch_timeout_ns: u64,
     pub(crate) dispatch: VecDeque<u32>,
     max_model_len: u32,
     /// Pending step completions: (time, seq, replica).
@@ -73,7 +77,7 @@ pub struct Engine {
     pub done_requests: u64,
     options: SimOptions,
     pub steps_log: Vec<StepRecord>,
-    finished_buf: Vec<u32>,
+    pub(crate) finished_buf: Vec<u32>,
     /// Replicas whose state changed at this instant (a step ended, a request was queued)
     /// and that must be offered a new step; `kick_flag` dedups.
     kick: Vec<u32>,
@@ -92,39 +96,19 @@ pub struct Engine {
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
-    /// Token identity and closed-loop dependencies of the requests ([`Content`]).
-    #[allow(dead_code)] // read by prefix caching and sessions (issue 13)
-    pub(crate) content: Content,
-}
-
-/// What the workload says beyond lengths and times, by request id: which tokens prompts
-/// share (prefix caching) and which requests wait for another to finish (sessions). Both
-/// vectors are empty when no request uses them, so plain workloads pay nothing.
-#[derive(Debug, Clone, Default)]
-#[allow(dead_code)] // read by prefix caching and sessions (issue 13)
-pub(crate) struct Content {
-    /// The segment arena the requests' `segs` index.
-    pub segments: Vec<Segment>,
-    /// Per request id: its range in `segments`; empty when every prompt is unique.
-    pub segs: Vec<(u32, u32)>,
-    /// Per request id: its closed-loop dependency; empty when there is none.
-    pub after: Vec<Option<crate::workload::After>>,
-}
-
-impl Content {
-    fn new(specs: &[RequestSpec], segments: Vec<Segment>) -> Content {
-        let by_id = |f: &dyn Fn(&RequestSpec) -> bool| specs.iter().any(f);
-        let mut c = Content { segments, segs: Vec::new(), after: Vec::new() };
-        if by_id(&|s| s.segs.1 > 0) {
-            c.segs = vec![(0, 0); specs.len()];
-            specs.iter().for_each(|s| c.segs[s.id as usize] = s.segs);
-        }
-        if by_id(&|s| s.after.is_some()) {
-            c.after = vec![None; specs.len()];
-            specs.iter().for_each(|s| c.after[s.id as usize] = s.after);
-        }
-        c
-    }
+    /// Prefix caching: token identity of the prompts, block hashes, per-request cache
+    /// state ([`crate::prefix`]).
+    pub(crate) apc: Apc,
+    /// Closed-loop sessions: which request waits for which ([`crate::client`]); `None`
+    /// when no request does.
+    pub(crate) sessions: Option<Box<Sessions>>,
+    /// Session turns already sent, by send time then id.
+    pub(crate) sent: BinaryHeap<Reverse<(u64, u32)>>,
+    /// `workload.timeout_s` in ns, if set.
+    pub(crate) timeout_ns: Option<u64>,
+    /// Client deadlines (deadline, id) of arrived requests; entries of requests already
+    /// done are dropped when they reach the top.
+    pub(crate) deadlines: BinaryHeap<Reverse<(u64, u32)>>,
 }
 
 impl Engine {
@@ -140,12 +124,21 @@ impl Engine {
         let Workload { requests: specs, segments } = workload;
         let (params, mode) = Params::for_policy(&scenario.scheduler);
         let bs = scenario.scheduler.block_size;
+        let req_block = |prompt: u32, output: u32| {
+            if mode == KvMode::PagedPerRequest {
+                o1pro_block_size(prompt.saturating_add(output)).max(bs)
+            } else {
+                bs
+            }
+        };
+        let sessions = Sessions::new(&specs);
         let reqs: Vec<Req> = {
             let mut v: Vec<Req> = specs
                 .iter()
                 .map(|s| Req {
                     id: s.id,
-                    arrival_ns: s.arrival_ns,
+                    // A session's later turn is sent when its predecessor finishes.
+                    arrival_ns: if s.after.is_some() { NO_TIME } else { s.arrival_ns },
                     prompt: s.prompt_tokens,
                     output: s.output_tokens,
                     priority: s.priority,
@@ -159,11 +152,8 @@ impl Engine {
                     finish_ns: NO_TIME,
                     preemptions: 0,
                     reason: Reason::None,
-                    req_block: if mode == KvMode::PagedPerRequest {
-                        o1pro_block_size(s.prompt_tokens.saturating_add(s.output_tokens)).max(bs)
-                    } else {
-                        bs
-                    },
+                    apc_private: false,
+                    req_block: req_block(s.prompt_tokens, s.output_tokens),
                     blocks: Vec::new(),
                     order: 0,
                     queued_ns: s.arrival_ns,
@@ -173,11 +163,14 @@ impl Engine {
             v
         };
         // `specs` come sorted by (arrival, id).
-        let arrival_order = specs.iter().map(|s| s.id).collect();
-        let content = Content::new(&specs, segments);
+        let arrival_order = specs.iter().filter(|s| s.after.is_none()).map(|s| s.id).collect();
+        let apc = Apc::new(params.apc && mode != KvMode::Contiguous, &specs, segments, |s| {
+            req_block(s.prompt_tokens, s.output_tokens)
+        });
+        let pool = || if apc.on { KvPool::with_prefix_caching(mode, bs, num_blocks) } else { KvPool::new(mode, bs, num_blocks) };
         let replicas = (0..scenario.deployment.replicas)
-            .map(|_| Replica {
-                sched: SchedState::new(KvPool::new(mode, bs, num_blocks)),
+            .map(|i| Replica {
+                sched: SchedState::new(pool().for_replica(i)),
                 busy: false,
                 step_start_ns: 0,
                 outstanding_tokens: 0,
@@ -219,7 +212,11 @@ impl Engine {
             steady_ok: !options.record_steps && !options.check_invariants,
             dropped_steps: Vec::new(),
             unpriced_steps: false,
-            content,
+            apc,
+            sessions,
+            sent: BinaryHeap::new(),
+            timeout_ns: scenario.workload.timeout_s.map(|t| (t * 1e9).round() as u64),
+            deadlines: BinaryHeap::new(),
         }
     }
 
@@ -233,19 +230,11 @@ impl Engine {
     pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
         let mut budget = max_events;
         while budget > 0 {
-            let t_arr = self.arrival_order.get(self.next_arrival).map(|&id| self.reqs[id as usize].arrival_ns);
+            let t_arr = self.next_arrival_ns();
             let t_step = self.heap.peek().map(|Reverse((t, _, _))| *t);
             let t_fab = self.fabric.as_ref().and_then(|f| f.next_time());
-            let t = match (t_arr, t_step) {
-                (None, None) => match t_fab {
-                    None => break,
-                    Some(f) => f,
-                },
-                (Some(a), None) => a,
-                (None, Some(s)) => s,
-                (Some(a), Some(s)) => a.min(s),
-            };
-            let t = t_fab.map_or(t, |f| t.min(f));
+            let t_due = self.next_deadline_ns();
+            let Some(t) = [t_arr, t_step, t_fab, t_due].into_iter().flatten().min() else { break };
             if t > MAX_TIME_NS {
                 return Err(SimError::Stalled {
                     message: format!(
@@ -277,15 +266,10 @@ impl Engine {
             if self.fabric.is_some() {
                 self.fabric_instant();
             }
-            while let Some(&id) = self.arrival_order.get(self.next_arrival) {
-                if self.reqs[id as usize].arrival_ns != t {
-                    break;
-                }
-                self.next_arrival += 1;
-                self.arrive(id);
-                self.events += 1;
-                budget = budget.saturating_sub(1);
+            if t_due == Some(t) {
+                budget = budget.saturating_sub(self.expire_due(t));
             }
+            budget = budget.saturating_sub(self.arrivals_at(t));
             self.drain_dispatch();
             let kicked = self.kick_idle();
             // A broken invariant explains a stall that follows from it: report it first (as
@@ -299,7 +283,8 @@ impl Engine {
         }
         self.settle_steady();
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
-        if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() && !transfers {
+        let due = self.next_deadline_ns().is_some();
+        if self.heap.is_empty() && self.next_arrival_ns().is_none() && !transfers && !due {
             // Nothing more can happen: whatever is still in the router queue times out.
             while let Some(id) = self.dispatch.pop_front() {
                 let deadline = self.reqs[id as usize].queued_ns.saturating_add(self.dispatch_timeout_ns);
@@ -320,12 +305,27 @@ impl Engine {
         Ok(self.is_done() && self.heap.is_empty())
     }
 
-    fn reject(&mut self, id: u32, reason: Reason, at_ns: u64) {
+    /// Request `id` ends without finishing, at `at_ns`: rejected (or timed out). A
+    /// session's later turns are never sent then ([`crate::client`]).
+    pub(crate) fn reject(&mut self, id: u32, reason: Reason, at_ns: u64) {
         let r = &mut self.reqs[id as usize];
         r.status = Status::Rejected;
         r.reason = reason;
         r.finish_ns = at_ns;
         self.done_requests += 1;
+        self.forget_cached(id);
+        if self.sessions.is_some() {
+            self.drop_turns_after(id, at_ns);
+        }
+    }
+
+    /// Request `id` is done: drop what the prefix cache keeps for its own lookups.
+    pub(crate) fn forget_cached(&mut self, id: u32) {
+        for rep in self.apc.forget(id) {
+            if let Some(c) = self.replicas[rep as usize].sched.kv.cache.as_deref_mut() {
+                c.forget(id);
+            }
+        }
     }
 
     /// Admission control at arrival, then routing.
@@ -344,6 +344,10 @@ impl Engine {
         }
         self.reqs[id as usize].status = Status::Dispatching;
         self.dispatch.push_back(id);
+        if let Some(to) = self.timeout_ns {
+            let deadline = self.now_ns.saturating_add(to);
+            self.deadlines.push(Reverse((deadline, id)));
+        }
     }
 
     fn has_room(&self, rep: usize) -> bool {
@@ -463,7 +467,7 @@ impl Engine {
     /// whoever reads the requests next sees them current.
     pub(crate) fn settle_steady(&mut self) {
         for replica in &mut self.replicas {
-            replica.steady.settle(&replica.sched, &mut self.reqs);
+            replica.steady.settle(&mut replica.sched, &mut self.reqs, &mut self.apc);
         }
     }
 
@@ -473,10 +477,11 @@ impl Engine {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        if !(replica.steady.left > 0 && st.waiting.is_empty() && replica.steady.advance(st, &mut self.reqs)) {
-            replica.steady.settle(st, &mut self.reqs);
+        let lazy = replica.steady.left > 0 && st.waiting.is_empty() && replica.steady.advance(st, &mut self.reqs);
+        if !lazy {
+            replica.steady.settle(st, &mut self.reqs, &mut self.apc);
             replica.steady.left = 0;
-            st.schedule(&self.params, &mut self.reqs, now);
+            st.schedule(&self.params, &mut self.reqs, &mut self.apc, now);
             if st.plan.is_empty() {
                 return false;
             }
@@ -529,6 +534,10 @@ impl Engine {
         s.decode_tokens += sh.decode_seqs;
         s.max_batch = s.max_batch.max(st.plan.len() as u32);
         s.batch_sum += st.plan.len() as u64;
+        // Lookups happen only in a normally scheduled step.
+        let (queries, hits) = if lazy { (0, 0) } else { (st.step_queries, st.step_hits) };
+        s.prefix_queries += queries;
+        s.prefix_hits += hits;
         let reserved_slots = used_units as u64 * st.kv.block_size as u64;
         if reserved_slots > 0 {
             let used = (st.used_slots + tokens as u64).min(reserved_slots);
@@ -543,6 +552,8 @@ impl Engine {
             kv_usage,
             waiting: st.waiting.len() as u32,
             running: st.running.len() as u32,
+            prefix_queries: queries,
+            prefix_hits: hits,
         });
         self.seq += 1;
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
@@ -592,6 +603,9 @@ impl Engine {
         if !self.finished_buf.is_empty() {
             let reqs = &self.reqs;
             st.running.retain(|&id| reqs[id as usize].status == Status::Running);
+            if self.apc.on || self.sessions.is_some() {
+                self.finished(now);
+            }
         }
         if self.fabric.as_ref().is_some_and(|f| rep < f.prefill_replicas) {
             self.handoff(rep);
@@ -607,6 +621,7 @@ impl Engine {
                 preempted: st.preempted.clone(),
                 finished: self.finished_buf.clone(),
                 free_blocks_after: st.kv.free_units() as u64,
+                cached: st.admitted_hits.clone(),
             });
         }
     }

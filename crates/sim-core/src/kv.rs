@@ -9,6 +9,10 @@
 //!
 //! Units are real ids so that double allocation and leaks are observable (property tests and
 //! the model checker check them), not just counters.
+//!
+//! With prefix caching ([`crate::prefix`]) the free units live in vLLM's free queue instead
+//! of a stack: freed units stay cached and are reused least recently freed first, and each
+//! unit has a reference count (a cached unit may be shared by several requests).
 
 use serde::Serialize;
 
@@ -40,7 +44,13 @@ pub struct KvPool {
     /// Token slots per unit.
     pub block_size: u32,
     total: u32,
+    /// Free units, a stack (without prefix caching, or while its cache is dormant).
     free: Vec<u32>,
+    /// With prefix caching: reference counts, cached keys and the free queue, once awake
+    /// (then `free` stays empty; see [`crate::prefix::BlockCache`]).
+    pub(crate) cache: Option<Box<crate::prefix::BlockCache>>,
+    /// The replica this pool belongs to (its index in the engine).
+    pub(crate) replica: u32,
     /// Failed allocation attempts (growth or admission refused for lack of units).
     pub allocation_failures: u64,
     /// All allocation attempts.
@@ -50,19 +60,84 @@ pub struct KvPool {
 impl KvPool {
     /// A pool of `total` units of `block_size` slots. Ids are handed out lowest first.
     pub fn new(mode: KvMode, block_size: u32, total: u32) -> Self {
-        KvPool { mode, block_size, total, free: (0..total).rev().collect(), allocation_failures: 0, allocation_attempts: 0 }
+        KvPool {
+            mode,
+            block_size,
+            total,
+            free: (0..total).rev().collect(),
+            cache: None,
+            replica: 0,
+            allocation_failures: 0,
+            allocation_attempts: 0,
+        }
+    }
+
+    /// A pool with prefix caching (its cache dormant until a block is first cached).
+    pub fn with_prefix_caching(mode: KvMode, block_size: u32, total: u32) -> Self {
+        KvPool { cache: Some(Box::new(crate::prefix::BlockCache::new(total))), ..KvPool::new(mode, block_size, total) }
+    }
+
+    /// The same pool, belonging to replica `replica`.
+    pub fn for_replica(self, replica: u32) -> Self {
+        KvPool { replica, ..self }
+    }
+
+    /// Does this pool cache freed blocks?
+    #[inline]
+    pub fn caching(&self) -> bool {
+        self.cache.is_some()
+    }
+
+    /// Are its free units in vLLM's free queue, with reference counts (a caching pool
+    /// whose cache is awake)? Otherwise every held unit has exactly one holder.
+    #[inline]
+    pub fn queued(&self) -> bool {
+        self.cache.as_ref().is_some_and(|c| c.active)
+    }
+
+    /// The cache, woken up if it was dormant (its free stack becomes the free queue);
+    /// `None` without caching.
+    pub(crate) fn awake_cache(&mut self) -> Option<&mut crate::prefix::BlockCache> {
+        let c = self.cache.as_deref_mut()?;
+        if !c.active {
+            c.activate(&mut self.free);
+        }
+        Some(c)
+    }
+
+    /// The same pool, empty: every unit free, nothing cached (a replica restarting).
+    pub fn emptied(&self) -> KvPool {
+        let mut fresh = if self.caching() {
+            KvPool::with_prefix_caching(self.mode, self.block_size, self.total)
+        } else {
+            KvPool::new(self.mode, self.block_size, self.total)
+        };
+        // A new epoch: no lookup answer from before carries over.
+        if let (Some(new), Some(old)) = (fresh.cache.as_deref_mut(), self.cache.as_deref()) {
+            new.epoch = old.epoch + 1;
+        }
+        KvPool {
+            replica: self.replica,
+            allocation_failures: self.allocation_failures,
+            allocation_attempts: self.allocation_attempts,
+            ..fresh
+        }
     }
 
     pub fn total(&self) -> u32 {
         self.total
     }
 
+    #[inline]
     pub fn free_units(&self) -> u32 {
-        self.free.len() as u32
+        match &self.cache {
+            Some(c) if c.active => c.num_free,
+            _ => self.free.len() as u32,
+        }
     }
 
     pub fn used_units(&self) -> u32 {
-        self.total - self.free.len() as u32
+        self.total - self.free_units()
     }
 
     /// Units needed to hold `len` token slots for a request whose own block size is
@@ -81,7 +156,24 @@ impl KvPool {
     /// Would `len` slots fit for a request now holding `held` units?
     #[inline]
     pub fn fits(&self, len: u32, req_block: u32, held: usize) -> bool {
-        (self.units_for(len, req_block) as usize).saturating_sub(held) <= self.free.len()
+        (self.units_for(len, req_block) as usize).saturating_sub(held) <= self.free_units() as usize
+    }
+
+    /// [`KvPool::fits`] for an admission that hits `hit` cached units, `evictable()` of them
+    /// free: those count as units to allocate, since they leave the free queue (vLLM's
+    /// `get_num_blocks_to_allocate`). `evictable` is asked only when the answer depends on
+    /// it (it reads every hit unit's reference count).
+    #[inline]
+    pub fn fits_with_hits(&self, len: u32, req_block: u32, held: usize, hit: u32, evictable: impl FnOnce() -> u32) -> bool {
+        let need = (self.units_for(len, req_block) as usize).saturating_sub(held + hit as usize);
+        let free = self.free_units() as usize;
+        if need > free {
+            false
+        } else if need + hit as usize <= free {
+            true
+        } else {
+            need + evictable() as usize <= free
+        }
     }
 
     /// Grow `table` so that it covers `len` slots. On failure nothing changes and `false`
@@ -103,9 +195,13 @@ impl KvPool {
             return true;
         }
         self.allocation_attempts += 1;
-        if need > self.free.len() {
+        if need > self.free_units() as usize {
             self.allocation_failures += 1;
             return false;
+        }
+        if let Some(c) = self.cache.as_deref_mut().filter(|c| c.active) {
+            table.extend((0..need).map(|_| c.pop_free()));
+            return true;
         }
         if need == 1 {
             // The common growth by one unit: the same unit `drain(..).rev()` would move.
@@ -125,20 +221,30 @@ impl KvPool {
         self.allocation_failures += 1;
     }
 
-    /// Return every unit of `table` to the pool.
+    /// Return every unit of `table` to the pool, last first (with caching: one holder
+    /// fewer each, the units nobody holds to the free queue's tail, still cached).
     #[inline]
     pub fn release(&mut self, table: &mut Vec<u32>) {
-        self.free.extend(table.drain(..).rev());
+        match self.cache.as_deref_mut() {
+            Some(c) if c.active => table.drain(..).rev().for_each(|u| c.decref(u)),
+            _ => self.free.extend(table.drain(..).rev()),
+        }
     }
 
-    /// The free list, writable: the model checker rebuilds a canonical state's block ids.
+    /// The free stack, writable: the model checker (which runs without prefix caching)
+    /// rebuilds a canonical state's block ids.
     pub(crate) fn free_list_mut(&mut self) -> &mut Vec<u32> {
         &mut self.free
     }
 
-    /// The free list (for invariant checks).
-    pub fn free_list(&self) -> &[u32] {
-        &self.free
+    /// The free units (for invariant checks): the stack, or the queue head first.
+    pub fn free_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.free.iter().copied().chain(self.cache.iter().flat_map(|c| c.free_iter()))
+    }
+
+    /// How many request tables hold unit `u` by its reference count (an awake cache).
+    pub fn ref_count(&self, u: u32) -> u32 {
+        self.cache.as_ref().filter(|c| c.active).map_or(0, |c| c.ref_count(u))
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod calib;
 pub mod catalog;
 pub mod check;
+mod client;
 pub mod config;
 mod disagg;
 pub mod engine;
@@ -18,6 +19,7 @@ pub mod kv;
 pub mod memory;
 pub mod metrics;
 pub mod perf;
+pub mod prefix;
 pub mod request;
 pub mod rng;
 pub mod sched;

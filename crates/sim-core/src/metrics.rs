@@ -15,6 +15,9 @@ struct Bucket {
     kv: f64,
     waiting: f64,
     running: f64,
+    /// Prefix-cache tokens looked up and hit by the steps starting in the bucket (sums).
+    queries: f64,
+    hits: f64,
 }
 
 impl Bucket {
@@ -60,6 +63,9 @@ pub struct StepSample {
     pub kv_usage: f64,
     pub waiting: u32,
     pub running: u32,
+    /// Prefix-cache tokens looked up and hit by the step's admissions (first admissions).
+    pub prefix_queries: u64,
+    pub prefix_hits: u64,
 }
 
 impl Series {
@@ -74,7 +80,10 @@ impl Series {
         // much shorter than a bucket). Same arithmetic as the general path with lo = start,
         // hi = end.
         if s.start_ns >= self.cur_lo && end <= self.cur_hi {
-            self.buckets[self.cur_idx].add((end - s.start_ns) as f64, s);
+            let b = &mut self.buckets[self.cur_idx];
+            b.add((end - s.start_ns) as f64, s);
+            b.queries += s.prefix_queries as f64;
+            b.hits += s.prefix_hits as f64;
             return;
         }
         self.record_slow(s, end);
@@ -90,6 +99,8 @@ impl Series {
             self.buckets.resize(last + 1, Bucket::default());
         }
         let first = (s.start_ns / self.interval_ns) as usize;
+        self.buckets[first].queries += s.prefix_queries as f64;
+        self.buckets[first].hits += s.prefix_hits as f64;
         for idx in first..=last {
             let lo = (idx as u64 * self.interval_ns).max(s.start_ns);
             let hi = ((idx as u64 + 1) * self.interval_ns).min(end);
@@ -116,6 +127,8 @@ impl Series {
                     m.kv += o.kv;
                     m.waiting += o.waiting;
                     m.running += o.running;
+                    m.queries += o.queries;
+                    m.hits += o.hits;
                 }
                 m
             })
@@ -148,6 +161,9 @@ impl Series {
             out.waiting.push(b.waiting / b.weight);
             out.running.push(b.running / b.weight);
             out.busy.push((b.weight / self.interval_ns as f64).min(1.0));
+            out.prefix_queries.push(b.queries);
+            out.prefix_hits.push(b.hits);
+            out.prefix_hit_rate.push(if b.queries > 0.0 { b.hits / b.queries } else { f64::NAN });
         }
     }
 }
@@ -195,6 +211,10 @@ pub struct ReplicaStats {
     pub max_batch: u32,
     /// Σ batch size over steps.
     pub batch_sum: u64,
+    /// Prefix-cache tokens looked up and hit at first admissions (vLLM's
+    /// `prefix_cache_queries` / `prefix_cache_hits`).
+    pub prefix_queries: u64,
+    pub prefix_hits: u64,
 }
 
 /// Latency SLO thresholds in ns (None = not set).
@@ -268,6 +288,8 @@ pub fn summarize(
     }
     let steps: u64 = stats.iter().map(|s| s.steps).sum();
     let busy: u64 = stats.iter().map(|s| s.busy_ns).sum();
+    let queries: u64 = stats.iter().map(|s| s.prefix_queries).sum();
+    let hits: u64 = stats.iter().map(|s| s.prefix_hits).sum();
     json!({
         "num_requests": reqs.len(),
         "finished": finished,
@@ -289,6 +311,10 @@ pub fn summarize(
         "allocation_failures": failures,
         "allocation_failure_rate": if attempts > 0 { failures as f64 / attempts as f64 } else { 0.0 },
         "preemptions": preemptions,
+        "computed_prefill_tokens": stats.iter().map(|s| s.prefill_tokens).sum::<u64>(),
+        "prefix_cache_queries": queries,
+        "prefix_cache_hits": hits,
+        "prefix_cache_hit_rate": if queries > 0 { hits as f64 / queries as f64 } else { 0.0 },
         "steps": steps,
         "mean_batch_size": if steps > 0 { stats.iter().map(|s| s.batch_sum).sum::<u64>() as f64 / steps as f64 } else { 0.0 },
         "max_batch_size": stats.iter().map(|s| s.max_batch).max().unwrap_or(0),
@@ -311,19 +337,43 @@ mod tests {
     #[test]
     fn a_step_is_split_over_the_buckets_it_spans() {
         let mut s = Series::default(); // 10 ms buckets
-        s.record(&StepSample { start_ns: 5_000_000, dur_ns: 25_000_000, batch: 4, tokens: 4, kv_usage: 0.5, waiting: 2, running: 4 });
+        s.record(&StepSample {
+            start_ns: 5_000_000,
+            dur_ns: 25_000_000,
+            batch: 4,
+            tokens: 4,
+            kv_usage: 0.5,
+            waiting: 2,
+            running: 4,
+            prefix_queries: 100,
+            prefix_hits: 64,
+        });
         let mut ts = crate::api::TimeSeries::default();
         s.emit(0, &mut ts);
         assert_eq!(ts.time_ms, vec![0.0, 10.0, 20.0]);
         assert_eq!(ts.busy, vec![0.5, 1.0, 1.0]);
         assert_eq!(ts.batch_size, vec![4.0, 4.0, 4.0]);
+        // Lookups count once, in the bucket where the step starts.
+        assert_eq!(ts.prefix_queries, vec![100.0, 0.0, 0.0]);
+        assert_eq!(ts.prefix_hit_rate[0], 0.64);
+        assert!(ts.prefix_hit_rate[1].is_nan());
     }
 
     #[test]
     fn series_stays_bounded() {
         let mut s = Series::default();
         for i in 0..100_000u64 {
-            s.record(&StepSample { start_ns: i * 50_000_000, dur_ns: 1, batch: 1, tokens: 1, kv_usage: 0.5, waiting: 0, running: 1 });
+            s.record(&StepSample {
+                start_ns: i * 50_000_000,
+                dur_ns: 1,
+                batch: 1,
+                tokens: 1,
+                kv_usage: 0.5,
+                waiting: 0,
+                running: 1,
+                prefix_queries: 0,
+                prefix_hits: 0,
+            });
         }
         assert!(s.buckets.len() <= MAX_BUCKETS);
         assert!(s.interval_ns > 10_000_000);

@@ -27,6 +27,10 @@ pub enum Reason {
     TooLong = 1,
     KvTooSmall = 2,
     DispatchQueueFull = 3,
+    /// The client gave up: not finished `workload.timeout_s` after its arrival.
+    Timeout = 4,
+    /// A session's earlier turn was rejected or timed out, so this turn was never sent.
+    SessionAborted = 5,
 }
 
 /// Sentinel for "no time yet".
@@ -65,6 +69,9 @@ pub struct Req {
     pub first_token_ns: u64,
     pub finish_ns: u64,
     pub reason: Reason,
+    /// Prefix caching: the request freed cached blocks of its own without finishing
+    /// (preempted, handed off), so a later admission looks them up.
+    pub apc_private: bool,
     /// Position key in the waiting queue: (priority, order).
     pub order: i64,
     /// When it last entered the router's dispatch queue: its arrival, or the moment a

@@ -21,9 +21,31 @@
 //! 7. a chunk is `min(remaining prompt, remaining budget)`;
 //! 8. the step completing the prompt produces the first token (engine side);
 //! 9. arrivals join at step boundaries; an idle engine starts at the next arrival (engine).
+//!
+//! With prefix caching on ([`crate::prefix`], vLLM's `enable_prefix_caching`):
+//! 10. a waiting request with nothing computed (new, or preempted) first looks up its
+//!     longest chain of cached full blocks (`get_computed_blocks`, at most `num_tokens − 1`
+//!     tokens); the hit tokens count as computed, are not scheduled and take no budget;
+//! 11. rule 6 then counts only the blocks still to allocate, plus the hit blocks that are
+//!     free (they leave the free queue; `get_num_blocks_to_allocate`);
+//! 12. every full block a step will fill is cached when it is allocated (`cache_blocks` in
+//!     `allocate_slots`), so a request admitted later in the same step can hit it; blocks a
+//!     request frees stay cached until reused, least recently freed first.
+//! 13. the hit is recorded at admission (`record_prefix_cache_stats`; lookups of requests
+//!     that then wait are not counted), in vLLM's two classes: first admissions (the
+//!     `prefix_cache_queries/hits` counters) and re-admissions after a preemption.
+//!
+//! `scheduling_policy = "priority"` (vLLM's `--scheduling-policy priority`,
+//! `request_queue.py`'s `PriorityRequestQueue`): the waiting queue is ordered by
+//! `(priority, arrival time, request id)` — a preempted request goes back to its place in
+//! that order, not to the head — and the preemption victim is
+//! `max(running, key=(priority, arrival time))`, the first such in `running` on a tie,
+//! which may be a request already scheduled in this step (its tokens go back to the
+//! budget).
 
 use crate::kv::{KvMode, KvPool};
 use crate::perf::PrefillItem;
+use crate::prefix::{Apc, Hit};
 use crate::request::{Req, Status, NO_TIME};
 
 /// Aggregates of the plan that the execution-time model needs, accumulated while the
@@ -49,8 +71,11 @@ pub enum Victim {
     /// The last entry of `running` (vLLM FCFS).
     LastAdmitted,
     /// The least urgent running request (highest priority value), latest admitted among
-    /// equals (vLLM's priority policy; o1pro).
+    /// equals (o1pro).
     LowestPriority,
+    /// vLLM's priority policy: the running request with the largest `(priority, arrival
+    /// time)`, the first in `running` among equals (Python's `max`).
+    PriorityArrival,
 }
 
 /// A bug class injected into the real scheduler code for the model checker's mutation
@@ -102,6 +127,10 @@ pub struct Params {
     pub priority_preemption: bool,
     /// Waiting order honours priority (else strict FCFS).
     pub priority_order: bool,
+    /// vLLM's priority scheduling: the waiting queue by `(priority, arrival, id)`.
+    pub vllm_priority: bool,
+    /// Prefix caching is on ([`crate::prefix`]).
+    pub apc: bool,
     /// Injected bug (model checking); [`Bug::None`] in every normal run.
     pub bug: Bug,
 }
@@ -118,8 +147,11 @@ impl Params {
             victim: Victim::LastAdmitted,
             priority_preemption: false,
             priority_order: false,
+            vllm_priority: cfg.priority_scheduling(),
+            apc: cfg.prefix_caching(),
             bug: Bug::from_name(cfg.inject_bug.as_deref()),
         };
+        let base = if base.vllm_priority { Params { victim: Victim::PriorityArrival, ..base } } else { base };
         match cfg.policy.as_str() {
             "orca" => (Params { chunked: false, victim: Victim::Never, decodes_first: true, ..base }, KvMode::Contiguous),
             "sarathi" => (Params { budget: cfg.chunk_size, decodes_first: true, ..base }, KvMode::Paged),
@@ -160,19 +192,32 @@ impl WaitQueue {
     pub fn pop(&mut self) -> Option<u32> {
         self.items.pop_front().map(|x| x.1)
     }
-    /// Insert by key; O(1) at either end (the common cases), binary search otherwise.
+    /// Insert by key, ties by id; O(1) at either end (the common cases), binary search
+    /// otherwise.
     pub fn insert(&mut self, key: (i32, i64), id: u32) {
+        let e = (key, id);
         match self.items.back() {
-            None => self.items.push_back((key, id)),
-            Some(b) if b.0 <= key => self.items.push_back((key, id)),
+            None => self.items.push_back(e),
+            Some(&b) if b <= e => self.items.push_back(e),
             _ => {
-                if self.items.front().is_some_and(|f| key < f.0) {
-                    self.items.push_front((key, id));
+                if self.items.front().is_some_and(|&f| e < f) {
+                    self.items.push_front(e);
                 } else {
-                    let at = self.items.partition_point(|x| x.0 <= key);
-                    self.items.insert(at, (key, id));
+                    let at = self.items.partition_point(|&x| x <= e);
+                    self.items.insert(at, e);
                 }
             }
+        }
+    }
+    /// Take request `id` out of the queue (a client abort); `false` if it is not there.
+    /// Searches from the head, where the oldest requests are.
+    pub fn remove(&mut self, id: u32) -> bool {
+        match self.items.iter().position(|x| x.1 == id) {
+            Some(at) => {
+                self.items.remove(at);
+                true
+            }
+            None => false,
         }
     }
     /// Empty the queue (the model checker rebuilds states into one engine).
@@ -206,6 +251,12 @@ pub struct SchedState {
     pub prefill_items: Vec<PrefillItem>,
     /// A preemption removed an entry from `plan`: `shape` must be rebuilt.
     pub shape_dirty: bool,
+    /// Prefix-cache lookups recorded while building this step (first admissions only,
+    /// as vLLM's `prefix_cache_queries`/`hits`): tokens looked up and tokens hit.
+    pub step_queries: u64,
+    pub step_hits: u64,
+    /// (request, tokens hit) of this step's admissions that hit the prefix cache.
+    pub admitted_hits: Vec<(u32, u32)>,
 }
 
 impl SchedState {
@@ -222,18 +273,26 @@ impl SchedState {
             shape: PlanShape::default(),
             prefill_items: Vec::new(),
             shape_dirty: false,
+            step_queries: 0,
+            step_hits: 0,
+            admitted_hits: Vec::new(),
         }
     }
 
-    fn waiting_key(&self, p: &Params, r: &Req) -> (i32, i64) {
-        (if p.priority_order { r.priority } else { 0 }, r.order)
+    /// A request's key in the waiting queue (ties broken by id).
+    pub fn waiting_key(p: &Params, r: &Req) -> (i32, i64) {
+        if p.vllm_priority {
+            (r.priority, r.arrival_ns as i64)
+        } else {
+            (if p.priority_order { r.priority } else { 0 }, r.order)
+        }
     }
 
     /// Queue a newly dispatched request at the back of its class.
     pub fn enqueue(&mut self, p: &Params, r: &mut Req, order: i64) {
         r.order = order;
         r.status = Status::Waiting;
-        let key = self.waiting_key(p, r);
+        let key = Self::waiting_key(p, r);
         self.waiting.insert(key, r.id);
     }
 
@@ -256,42 +315,51 @@ impl SchedState {
         self.shape_dirty = false;
     }
 
-    /// Build this step's plan at time `now_ns`. `reqs` is the engine's arena (by id).
-    pub fn schedule(&mut self, p: &Params, reqs: &mut [Req], now_ns: u64) {
+    /// Build this step's plan at time `now_ns`. `reqs` is the engine's arena (by id),
+    /// `apc` the prefix-cache side of the run.
+    pub fn schedule(&mut self, p: &Params, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
         self.plan.clear();
         self.preempted.clear();
         self.prefill_items.clear();
         self.shape = PlanShape::default();
         self.shape_dirty = false;
         self.budget_left = p.budget;
+        self.step_queries = 0;
+        self.step_hits = 0;
+        self.admitted_hits.clear();
         let cont = if p.decodes_first {
-            schedule_running(self, p, reqs, Pass::Decodes) && schedule_running(self, p, reqs, Pass::Prefills)
+            schedule_running(self, p, reqs, apc, Pass::Decodes) && schedule_running(self, p, reqs, apc, Pass::Prefills)
         } else {
-            schedule_running(self, p, reqs, Pass::All)
+            schedule_running(self, p, reqs, apc, Pass::All)
         };
         let _ = cont;
         // vLLM: no admissions in a step that preempted.
         if self.preempted.is_empty() {
-            admit_waiting(self, p, reqs, now_ns);
+            admit_waiting(self, p, reqs, apc, now_ns);
         }
     }
 
-    /// Preempt `victim` (recompute): free its KV, reset progress, undo its slot in the plan,
-    /// put it at the head of its class in the waiting queue.
-    fn preempt(&mut self, p: &Params, reqs: &mut [Req], victim: u32) {
+    /// Preempt `victim` (recompute): free its KV (its full blocks stay cached), reset
+    /// progress, undo its slot in the plan, put it back in the waiting queue (at the head of
+    /// its class, or at its (priority, arrival) place under vLLM's priority scheduling).
+    fn preempt(&mut self, p: &Params, reqs: &mut [Req], apc: &mut Apc, victim: u32) {
         if let Some(pos) = self.running.iter().position(|&x| x == victim) {
             self.running.remove(pos);
         }
+        let mut scheduled = 0;
         if let Some(pos) = self.plan.iter().position(|&(x, _)| x == victim) {
             let (_, n) = self.plan.remove(pos);
             self.budget_left += n;
             self.shape_dirty = true;
+            scheduled = n;
         }
         let r = &mut reqs[victim as usize];
         if p.bug == Bug::LeakOnPreempt {
             r.blocks.clear(); // mutant: the units never return to the free list
         } else {
-            self.kv.release(&mut r.blocks);
+            // Its blocks were cached up to what this step had scheduled for it.
+            let alloc = r.computed + scheduled;
+            apc.release(&mut self.kv, r, Some(alloc));
         }
         self.used_slots -= r.computed as u64;
         r.computed = 0;
@@ -299,7 +367,7 @@ impl SchedState {
         r.status = Status::Waiting;
         self.front_counter -= 1;
         r.order = i64::MIN / 2 + self.front_counter;
-        let key = self.waiting_key(p, r);
+        let key = Self::waiting_key(p, r);
         if p.bug != Bug::DropOnRequeue {
             self.waiting.insert(key, victim);
         }
@@ -320,6 +388,16 @@ impl SchedState {
                 for &id in &self.running {
                     let pr = reqs[id as usize].priority;
                     if best.is_none_or(|b| pr >= reqs[b as usize].priority) {
+                        best = Some(id);
+                    }
+                }
+                best
+            }
+            Victim::PriorityArrival => {
+                let key = |id: u32| (reqs[id as usize].priority, reqs[id as usize].arrival_ns);
+                let mut best: Option<u32> = None;
+                for &id in &self.running {
+                    if best.is_none_or(|b| key(id) > key(b)) {
                         best = Some(id);
                     }
                 }
@@ -361,11 +439,11 @@ fn wanted(r: &Req) -> u32 {
 
 /// Schedule running requests of the given pass in admission order. Returns `false` when
 /// the pass ended because a request preempted itself (vLLM stops the running loop then).
-fn schedule_running(st: &mut SchedState, p: &Params, reqs: &mut [Req], pass: Pass) -> bool {
+fn schedule_running(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc, pass: Pass) -> bool {
     match pass {
-        Pass::All => schedule_running_in::<PASS_ALL>(st, p, reqs),
-        Pass::Decodes => schedule_running_in::<PASS_DECODES>(st, p, reqs),
-        Pass::Prefills => schedule_running_in::<PASS_PREFILLS>(st, p, reqs),
+        Pass::All => schedule_running_in::<PASS_ALL>(st, p, reqs, apc),
+        Pass::Decodes => schedule_running_in::<PASS_DECODES>(st, p, reqs, apc),
+        Pass::Prefills => schedule_running_in::<PASS_PREFILLS>(st, p, reqs, apc),
     }
 }
 
@@ -374,13 +452,15 @@ const PASS_DECODES: u8 = 1;
 const PASS_PREFILLS: u8 = 2;
 
 /// [`schedule_running`] for one pass (a constant, so the common `All` pass has no filter).
-fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &mut [Req]) -> bool {
+fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc) -> bool {
     // Hot loop: aggregates and budget live in locals and are written back before anything
     // that reads them from `st` (a preemption) and at the end.
     let mut sh = st.shape;
     let mut budget = st.budget_left;
     let mut i = 0;
     let cap = p.per_request_cap;
+    // Shared blocks are cached as they are scheduled (only when some prompt shares tokens).
+    let share = apc.shared;
     st.plan.reserve(st.running.len());
     loop {
         // Fast part: every request that grows without preempting. The fields are borrowed
@@ -407,6 +487,9 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
                     failed = true;
                     break;
                 }
+                if share {
+                    apc.cache_shared(kv, r, len);
+                }
                 plan.push((id, n));
                 add_to_shape(&mut sh, prefill_items, r, n);
                 budget -= n;
@@ -427,7 +510,7 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
             continue;
         };
         let vpos = st.running.iter().position(|&x| x == victim);
-        st.preempt(p, reqs, victim);
+        st.preempt(p, reqs, apc, victim);
         sh = st.shape;
         budget = st.budget_left;
         if victim == id {
@@ -443,8 +526,20 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
     true
 }
 
+/// What an admission of `r` would hit in the prefix cache: a lookup for a request with
+/// nothing computed when caching is on (rule 10), nothing otherwise.
+#[inline]
+fn lookup(st: &SchedState, p: &Params, apc: &mut Apc, r: &Req) -> Hit {
+    if p.apc && r.computed == 0 {
+        apc.lookup(&st.kv, r)
+    } else {
+        apc.clear_hits();
+        Hit::default()
+    }
+}
+
 /// Admit waiting requests in queue order while seats, budget and KV allow.
-fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64) {
+fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
     let mut prefill_admitted = false;
     while st.budget_left > 0 && (st.running.len() as u32) < p.max_num_seqs {
         let Some(id) = st.waiting.peek() else { break };
@@ -452,14 +547,16 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64)
         let len = r.num_tokens();
         // Orca reserves prompt + max output; paged managers check the whole current length.
         let need = if st.kv.mode == KvMode::Contiguous { r.prompt + r.output } else { len };
-        if !st.kv.fits(need, r.req_block, r.blocks.len()) {
-            if p.priority_preemption && preempt_for(st, p, reqs, id, need) {
+        let looked = p.apc && r.computed == 0;
+        let hit = lookup(st, p, apc, r);
+        if !st.kv.fits_with_hits(need, r.req_block, r.blocks.len(), hit.units, || apc.evictable(&st.kv, &hit)) {
+            if p.priority_preemption && preempt_for(st, p, reqs, apc, id, need) {
                 continue;
             }
             st.kv.note_refusal();
             break;
         }
-        let mut n = len - r.computed;
+        let mut n = len - r.computed - hit.tokens;
         if p.chunked {
             n = n.min(st.budget_left).min(p.per_request_cap);
         } else if n > st.budget_left && prefill_admitted {
@@ -468,9 +565,24 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64)
             break;
         }
         let r = &mut reqs[id as usize];
+        if hit.units > 0 {
+            apc.take_hits(&mut st.kv, r);
+            r.computed += hit.tokens;
+            st.used_slots += hit.tokens as u64;
+            st.admitted_hits.push((id, hit.tokens));
+        }
         let alloc = if st.kv.mode == KvMode::Contiguous { need } else { r.computed + n };
         if !st.kv.grow(&mut r.blocks, alloc, r.req_block) {
-            break;
+            break; // unreachable: the check above covers `alloc`
+        }
+        if apc.shared {
+            apc.cache_shared(&mut st.kv, r, alloc);
+        }
+        if looked && r.preemptions == 0 {
+            // Not a re-admission after a preemption (vLLM's `prefix_cache_stats.queries`
+            // and `hits`; re-admissions go to its `preempted_*` counters).
+            st.step_queries += len as u64;
+            st.step_hits += hit.tokens as u64;
         }
         if p.bug != Bug::DoubleAdmit {
             st.waiting.pop();
@@ -479,6 +591,7 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64)
         r.prefill_target = len;
         if r.first_sched_ns == NO_TIME {
             r.first_sched_ns = now_ns;
+            apc.set_cached_tokens(id, hit.tokens);
         }
         st.running.push(id);
         st.push_plan(&reqs[id as usize], n);
@@ -489,16 +602,18 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64)
 
 /// o1pro: make room for the urgent waiting request `id` by preempting strictly less urgent
 /// running requests (least urgent, latest admitted first). Returns whether it now fits.
-fn preempt_for(st: &mut SchedState, p: &Params, reqs: &mut [Req], id: u32, need: u32) -> bool {
+fn preempt_for(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc, id: u32, need: u32) -> bool {
     let prio = reqs[id as usize].priority;
     loop {
         let Some(victim) = st.pick_victim(p, reqs) else { return false };
         if reqs[victim as usize].priority <= prio {
             return false;
         }
-        st.preempt(p, reqs, victim);
+        st.preempt(p, reqs, apc, victim);
         let r = &reqs[id as usize];
-        if st.kv.fits(need, r.req_block, r.blocks.len()) {
+        // A victim's freed blocks may change what the request hits.
+        let hit = lookup(st, p, apc, r);
+        if st.kv.fits_with_hits(need, r.req_block, r.blocks.len(), hit.units, || apc.evictable(&st.kv, &hit)) {
             return true;
         }
     }

@@ -27,8 +27,15 @@
 //! scheduled normally and lasts until a request is about to produce its last token
 //! ([`Steady::open`]); a step starts lazily only while it lasts and the replica's waiting
 //! queue is empty (an arrival, a KV landing or a moved request ends it at once).
+//!
+//! Prefix caching: the KV blocks a steady step fills are cached when the owed steps are
+//! applied ([`Steady::settle`]) rather than at each step. Nothing can look them up in
+//! between — lookups happen only when the replica schedules normally, which it does only
+//! after settling — and no other block is cached on the replica meanwhile, so the cache
+//! ends up exactly as if every step had cached its own.
 
 use crate::kv::KvMode;
+use crate::prefix::Apc;
 use crate::request::Req;
 use crate::sched::SchedState;
 
@@ -136,8 +143,9 @@ impl Steady {
         self.in_flight = false;
     }
 
-    /// Apply the owed steps to the running requests (the entries of `st.plan`).
-    pub fn settle(&mut self, st: &SchedState, reqs: &mut [Req]) {
+    /// Apply the owed steps to the running requests (the entries of `st.plan`), and cache
+    /// the shared blocks they filled.
+    pub fn settle(&mut self, st: &mut SchedState, reqs: &mut [Req], apc: &mut Apc) {
         if self.owed == 0 {
             return;
         }
@@ -145,6 +153,9 @@ impl Steady {
             let r = &mut reqs[id as usize];
             r.computed += self.owed;
             r.generated += self.owed;
+            if apc.shared {
+                apc.cache_shared(&mut st.kv, r, r.computed);
+            }
         }
         self.owed = 0;
     }

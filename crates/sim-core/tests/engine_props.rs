@@ -151,3 +151,87 @@ fn absurd_costs_and_rates_stop_with_an_error_not_an_overflow() {
         Ok(r) => panic!("a request arriving after 1e300 s cannot finish: {}", r.summary),
     }
 }
+
+/// A request of a random prefix-caching workload: arrival (ms), prefix group (segment key;
+/// `None`: unique prompt), prefix length, unique tail, output, priority, and whether it is a
+/// session turn following the previous request (its prompt then repeats the previous
+/// prompt and output).
+type ApcReq = (u32, Option<u64>, u32, u32, u32, i32, bool);
+
+fn apc_workload(reqs: &[ApcReq]) -> sim_core::workload::Workload {
+    use sim_core::workload::{output_key, After, RequestSpec, Segment, Workload};
+    let mut w = Workload::default();
+    let mut last: Option<(u32, Vec<Segment>, u32)> = None;
+    for (i, &(at, group, prefix, tail, output, prio, follow)) in reqs.iter().enumerate() {
+        let id = i as u32;
+        let mut segs = Vec::new();
+        let mut after = None;
+        if let (true, Some((pid, psegs, pout))) = (follow, &last) {
+            segs.extend_from_slice(psegs);
+            segs.push(Segment { key: output_key(*pid), len: *pout });
+            after = Some(After { parent: *pid, think_ns: u64::from(at % 5) * 1_000_000 });
+        }
+        if let Some(g) = group {
+            segs.push(Segment { key: g, len: prefix });
+        }
+        let covered: u32 = segs.iter().map(|s| s.len).sum();
+        let prompt = (covered + tail).max(1);
+        let start = w.segments.len() as u32;
+        w.segments.extend_from_slice(&segs);
+        w.requests.push(RequestSpec { segs: (start, segs.len() as u32), after, ..RequestSpec::new(id, u64::from(at) * 1_000_000, prompt, output, prio) });
+        // A later turn can only repeat a prompt made entirely of segments.
+        last = (tail == 0 && !segs.is_empty()).then_some((id, segs, output));
+    }
+    w.requests.sort_by_key(|r| (r.arrival_ns, r.id));
+    w
+}
+
+fn apc_scenario(policy: &str, priority: bool, blocks: u32, budget: u32, replicas: u32, timeout_ms: Option<u32>) -> sim_core::config::Scenario {
+    let mut v: serde_json::Value = serde_json::from_str(&scenario(policy, blocks, budget, &[(0, 1, 1, 0)], replicas)).unwrap();
+    if priority && policy != "o1pro" {
+        v["scheduler"]["scheduling_policy"] = json!("priority");
+    }
+    if let Some(t) = timeout_ms {
+        v["workload"]["timeout_s"] = json!(f64::from(t) / 1000.0);
+    }
+    sim_core::config::Scenario::parse(&v.to_string(), Format::Json).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+    /// Prefix caching under random shared prefixes, sessions, priorities, timeouts and
+    /// pool pressure: the block accounting of a caching pool (reference counts equal to
+    /// holders, free units held by nobody, free + distinct held = total, the cache's free
+    /// queue and key map consistent) holds after every event, every request ends finished
+    /// or rejected with a reason, and lazy steady decode changes no byte.
+    #[test]
+    fn caching_pools_stay_consistent_under_random_shared_workloads(
+        policy in prop::sample::select(vec!["vllm", "sarathi", "o1pro"]),
+        priority in any::<bool>(),
+        blocks in 4u32..40,
+        budget in 1u32..48,
+        replicas in 1u32..3,
+        timeout_ms in prop::option::of(5u32..80),
+        reqs in prop::collection::vec(
+            (0u32..40, prop::option::of(0u64..3), 1u32..40, 0u32..12, 1u32..24, 0i32..3, any::<bool>()), 1..14),
+    ) {
+        let sc = apc_scenario(policy, priority, blocks, budget, replicas, timeout_ms);
+        let w = apc_workload(&reqs);
+        let mut sim = Simulation::with_workload(sc.clone(), w.clone(), SimOptions::default()).unwrap();
+        let mut guard = 0;
+        while !sim.run_events(1).map_err(|e| TestCaseError::fail(e.to_string()))? {
+            sim.engine().check_invariants().map_err(TestCaseError::fail)?;
+            guard += 1;
+            prop_assert!(guard < 200_000, "no progress");
+        }
+        let fast = sim.finish().unwrap();
+        let r = &fast.requests;
+        for i in 0..r.request_id.len() {
+            prop_assert!(r.status[i] == 0 || r.reason[i] != 0, "request {i} rejected without a reason");
+            prop_assert!(r.cached_tokens[i] < r.prompt_tokens[i], "request {i} hit its whole prompt");
+        }
+        let checked = SimOptions { check_invariants: true, ..SimOptions::default() };
+        let slow = Simulation::with_workload(sc, w, checked).unwrap().finish().unwrap();
+        prop_assert_eq!(fast.to_json(), slow.to_json());
+    }
+}

@@ -12,6 +12,13 @@
 //! `scheduler.num_gpu_blocks`), and the search stops at `max_states` or `max_seconds`
 //! with `complete = false`. Arrival times and the cost model of the scenario are ignored
 //! (every order is explored); the router's dispatch timeout is not modelled.
+//!
+//! **Prefix caching is off in every check** (`CheckResult.config.prefix_caching` says so):
+//! the packed state keeps how many blocks each request holds but not which cached content
+//! the free ones still hold, and with caching on a preempted request re-hits its own freed
+//! blocks, so that content would have to be part of the state. A scenario that asks for
+//! `enable_prefix_caching = true` is refused with a `ConfigError`; counterexample replays
+//! run with caching off too. Client timeouts and sessions (time-driven) are refused as well.
 
 pub mod explore;
 mod lp;
@@ -70,6 +77,9 @@ pub struct CheckedConfig {
     pub timeliness_steps: u32,
     /// Whether the timeliness property applies (policies with priority preemption).
     pub timeliness_applies: bool,
+    /// Always false: checks (and their replays) run without prefix caching (see the
+    /// module documentation).
+    pub prefix_caching: bool,
 }
 
 /// One property's verdict: `pass`, `fail`, `unknown` (search incomplete) or
@@ -191,13 +201,33 @@ impl Checker {
         })?;
         check::in_range("scheduler.num_gpu_blocks", units, 1, MAX_UNITS)
             .map_err(|e| limit(e, "the model checker explores small KV pools"))?;
+        if scenario.scheduler.enable_prefix_caching == Some(true) {
+            return Err(SimError::config(
+                "scheduler.enable_prefix_caching",
+                "the model checker explores the scheduler without prefix caching (cached block contents are not part \
+                 of its state); leave it unset or set it to false",
+            ));
+        }
+        if scenario.workload.timeout_s.is_some() {
+            return Err(SimError::config(
+                "workload.timeout_s",
+                "the model checker explores every order of events without time, so it cannot model client timeouts",
+            ));
+        }
         let mut sc = scenario.clone();
         sc.cost_model = linear_1ms()?;
+        sc.scheduler.enable_prefix_caching = Some(false);
         let built = build(sc, SimOptions::default())?;
         let mut engine = built.engine;
         engine.steady_ok = false; // the explorer completes steps itself, one state at a time
         engine.unpriced_steps = true;
         let n = engine.reqs.len();
+        if engine.sessions.is_some() {
+            return Err(SimError::config(
+                "workload",
+                "the model checker explores arrivals in every order, so it cannot model session turns sent after another request finishes",
+            ));
+        }
         if n > MAX_REQUESTS {
             return Err(SimError::config(
                 "workload",
@@ -220,6 +250,7 @@ impl Checker {
             block_size: scenario.scheduler.block_size,
             timeliness_steps: opts.timeliness_steps,
             timeliness_applies: p.priority_preemption,
+            prefix_caching: false,
         };
         let preempts = p.victim != Victim::Never && p.bug != Bug::NoPreempt;
         let k = opts.timeliness_steps.min(200) as u8;

@@ -9,7 +9,10 @@
 //!   one queue that holds it (pending/finished/rejected: none; dispatching: the router's
 //!   queue; waiting: its replica's waiting queue; running: its replica's running list);
 //! - [`BLOCK_ACCOUNTING`]: per replica, free + held units = total, no unit held twice (or
-//!   both held and free), no units held by a request that is not running;
+//!   both held and free), no units held by a request that is not running. With prefix
+//!   caching a cached unit may be held by several requests (vLLM's shared blocks): then
+//!   each unit's holders must equal its reference count, a free unit has none, and the
+//!   cache's own structure (free queue, key map) must be consistent;
 //! - [`NO_LEAK_WHEN_QUIET`]: a replica with nothing running has every unit free;
 //! - [`BOUNDED_QUEUES`]: `running ≤ max_num_seqs`, and with a waiting bound
 //!   `waiting + running ≤ max_waiting + max_num_seqs` (preempted requests return to waiting
@@ -109,6 +112,8 @@ fn all_hold_small(e: &Engine) -> bool {
     let mut totals = [0u32; 8];
     for (t, rep) in totals.iter_mut().zip(&e.replicas) {
         *t = rep.sched.kv.total();
+        // Shared units: decided by `check_all` (the model checker runs without caching).
+        bad |= rep.sched.kv.queued();
     }
     for (k, r) in e.reqs.iter().enumerate() {
         bad |= r.id as usize != k;
@@ -151,7 +156,7 @@ fn all_hold_small(e: &Engine) -> bool {
         // Units: none twice (free or held), all below the total, free + held = total.
         let kv = &st.kv;
         let total = totals[i];
-        for &u in kv.free_list() {
+        for u in kv.free_ids() {
             bad |= units[i] & bit(u) != 0 || u >= total;
             units[i] |= bit(u);
         }
@@ -230,52 +235,10 @@ fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
     }
     for (i, rep) in e.replicas.iter().enumerate() {
         let kv = &rep.sched.kv;
-        // Small pools (every model-checked one) mark units in a bit mask.
-        let small = kv.total() <= 64;
-        let mut bits = 0u64;
-        if !small {
-            s.seen.clear();
-            s.seen.resize(kv.total() as usize, false);
-        }
-        let seen = &mut s.seen;
-        let total = kv.total();
-        let mut mark = |u: u32, who: &dyn Fn() -> String| -> Result<(), Broken> {
-            if u >= total {
-                return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} out of range ({})", who())));
-            }
-            let twice = if small {
-                let was = bits >> u & 1 != 0;
-                bits |= 1 << u;
-                was
-            } else {
-                std::mem::replace(&mut seen[u as usize], true)
-            };
-            if twice {
-                return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} held twice ({})", who())));
-            }
-            Ok(())
-        };
-        for &u in kv.free_list() {
-            mark(u, &|| "free list".into())?;
-        }
-        let mut held = 0usize;
-        for r in e.reqs.iter().filter(|r| r.replica == i as i32) {
-            if r.status != Status::Running && !r.blocks.is_empty() {
-                return Err(broken(
-                    BLOCK_ACCOUNTING,
-                    format!("request {} holds {} unit(s) while {}", r.id, r.blocks.len(), status_name(r.status)),
-                ));
-            }
-            for &u in &r.blocks {
-                mark(u, &|| format!("request {}", r.id))?;
-            }
-            held += r.blocks.len();
-        }
-        if held + kv.free_units() as usize != kv.total() as usize {
-            return Err(broken(
-                BLOCK_ACCOUNTING,
-                format!("replica {i}: free {} + used {held} != total {}", kv.free_units(), kv.total()),
-            ));
+        if kv.queued() {
+            check_cached_pool(e, i)?;
+        } else {
+            check_pool(e, i, s)?;
         }
         if rep.sched.running.is_empty() && kv.free_units() != kv.total() {
             return Err(broken(
@@ -297,6 +260,119 @@ fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
         }
     }
     Ok(())
+}
+
+/// Block accounting of replica `i`'s pool without caching: every unit free or held by one
+/// running request, never both.
+fn check_pool(e: &Engine, i: usize, s: &mut Scratch) -> Result<(), Broken> {
+    let kv = &e.replicas[i].sched.kv;
+    // Small pools (every model-checked one) mark units in a bit mask.
+    let small = kv.total() <= 64;
+    let mut bits = 0u64;
+    if !small {
+        s.seen.clear();
+        s.seen.resize(kv.total() as usize, false);
+    }
+    let seen = &mut s.seen;
+    let total = kv.total();
+    let mut mark = |u: u32, who: &dyn Fn() -> String| -> Result<(), Broken> {
+        if u >= total {
+            return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} out of range ({})", who())));
+        }
+        let twice = if small {
+            let was = bits >> u & 1 != 0;
+            bits |= 1 << u;
+            was
+        } else {
+            std::mem::replace(&mut seen[u as usize], true)
+        };
+        if twice {
+            return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} held twice ({})", who())));
+        }
+        Ok(())
+    };
+    for u in kv.free_ids() {
+        mark(u, &|| "free list".into())?;
+    }
+    let mut held = 0usize;
+    for r in e.reqs.iter().filter(|r| r.replica == i as i32) {
+        if r.status != Status::Running && !r.blocks.is_empty() {
+            return Err(broken(
+                BLOCK_ACCOUNTING,
+                format!("request {} holds {} unit(s) while {}", r.id, r.blocks.len(), status_name(r.status)),
+            ));
+        }
+        for &u in &r.blocks {
+            mark(u, &|| format!("request {}", r.id))?;
+        }
+        held += r.blocks.len();
+    }
+    if held + kv.free_units() as usize != kv.total() as usize {
+        return Err(broken(
+            BLOCK_ACCOUNTING,
+            format!("replica {i}: free {} + used {held} != total {}", kv.free_units(), kv.total()),
+        ));
+    }
+    Ok(())
+}
+
+/// Block accounting of replica `i`'s pool with prefix caching: every unit either free
+/// (on the free queue, cached or not, held by nobody) or held by exactly as many running
+/// requests as its reference count says (vLLM shares cached blocks), no request holding a
+/// unit twice, distinct held + free = total, and the cache's structure consistent.
+fn check_cached_pool(e: &Engine, i: usize) -> Result<(), Broken> {
+    let kv = &e.replicas[i].sched.kv;
+    let total = kv.total() as usize;
+    let fail = |m: String| Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: {m}")));
+    let mut free = vec![false; total];
+    let mut holders = vec![0u32; total];
+    let mut last = vec![u32::MAX; total];
+    let mut nfree = 0usize;
+    for u in kv.free_ids() {
+        match free.get_mut(u as usize) {
+            None => return fail(format!("unit {u} out of range (free queue)")),
+            Some(f) if *f => return fail(format!("unit {u} twice in the free queue")),
+            Some(f) => *f = true,
+        }
+        nfree += 1;
+    }
+    for r in e.reqs.iter().filter(|r| r.replica == i as i32) {
+        if r.status != Status::Running && !r.blocks.is_empty() {
+            return Err(broken(
+                BLOCK_ACCOUNTING,
+                format!("request {} holds {} unit(s) while {}", r.id, r.blocks.len(), status_name(r.status)),
+            ));
+        }
+        for &u in &r.blocks {
+            let Some(h) = holders.get_mut(u as usize) else {
+                return fail(format!("unit {u} out of range (request {})", r.id));
+            };
+            if last[u as usize] == r.id {
+                return fail(format!("unit {u} held twice (request {})", r.id));
+            }
+            last[u as usize] = r.id;
+            *h += 1;
+        }
+    }
+    let mut held = 0usize;
+    for u in 0..total {
+        let h = holders[u];
+        if free[u] && h > 0 {
+            return fail(format!("unit {u} held twice (free queue and {h} request(s))"));
+        }
+        let rc = kv.ref_count(u as u32);
+        if h != rc {
+            return fail(format!("unit {u} is held by {h} request(s) but its reference count is {rc}"));
+        }
+        held += (h > 0) as usize;
+    }
+    if held + nfree != total {
+        return fail(format!("free {nfree} + used {held} != total {total}"));
+    }
+    match kv.cache.as_deref().map(|c| c.check()) {
+        Some(Err(m)) => fail(format!("prefix cache: {m}")),
+        _ => Ok(()),
+    }
 }
 
 /// Lower-case name of a status (messages, traces).

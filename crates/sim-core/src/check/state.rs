@@ -193,7 +193,7 @@ pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: 
     if full {
         layout.reps.clear();
     }
-    let priority_order = e.params.priority_order;
+    let params = e.params;
     let mut rd = Rd { b: bytes, at: n * REQ_BYTES };
     let mut max_rank = 0i64;
     for ri in 0..reps {
@@ -229,7 +229,7 @@ pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: 
             let id = rd.u8() as u32;
             let r = &mut e.reqs[id as usize];
             r.order = rank;
-            st.waiting.insert((if priority_order { r.priority } else { 0 }, rank), id);
+            st.waiting.insert(crate::sched::SchedState::waiting_key(&params, r), id);
         }
         st.running.clear();
         let nr = rd.u8() as usize;

@@ -208,6 +208,8 @@ fn replay_scenario(base: &Scenario, e: &Engine, path: &[Action], plan: &Plan, pr
     sc.workload = WorkloadSpec::explicit(requests);
     sc.cost_model = plan.cost.spec()?;
     sc.deployment.dispatch_timeout_ms = 1e9;
+    // As checked: without prefix caching.
+    sc.scheduler.enable_prefix_caching = Some(false);
     Ok(sc)
 }
 

@@ -336,6 +336,11 @@ pub struct WorkloadSpec {
     /// Explicit form: the list of requests (cannot be combined with the fields above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<ExplicitRequest>>,
+    /// Client timeout in seconds (> 0), either form: a request not finished this long
+    /// after its arrival is aborted as a client would (KV freed, rejected with reason
+    /// `timeout`). Absent: clients wait forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
 }
 
 impl Default for WorkloadSpec {
@@ -350,6 +355,7 @@ impl Default for WorkloadSpec {
             output: Some(LengthSpec::fixed(128)),
             priority: None,
             requests: None,
+            timeout_s: None,
         }
     }
 }
@@ -365,6 +371,7 @@ impl WorkloadSpec {
             output: None,
             priority: None,
             requests: Some(requests),
+            timeout_s: None,
         }
     }
 
@@ -407,6 +414,12 @@ impl WorkloadSpec {
 
     /// Validate and turn the optional-field representation into a typed model.
     fn resolve(&self, max_model_len: u32) -> Result<Resolved> {
+        if let Some(t) = self.timeout_s {
+            check::positive("timeout_s", t)?;
+            if t > 1e9 {
+                return Err(SimError::config("timeout_s", format!("must be at most 1e9 s, about 31.7 years (got {t})")));
+            }
+        }
         if let Some(list) = &self.requests {
             let generated_fields = [
                 ("arrival", self.arrival.is_some()),

@@ -17,6 +17,7 @@ fn generated(
         output: Some(output),
         priority: None,
         requests: None,
+        timeout_s: None,
     }
 }
 
@@ -168,6 +169,7 @@ fn duration_mode() {
         output: Some(LengthSpec::fixed(4)),
         priority: Some(-2),
         requests: None,
+        timeout_s: None,
     };
     assert_eq!(w.num_requests_hint(), None);
     let reqs = w.generate(9, MML).unwrap();

@@ -1,0 +1,263 @@
+//! The client side of the engine: closed-loop sessions and client timeouts.
+//!
+//! **Sessions.** A request with `after = {parent, think_ns}` (a session's later turn) is
+//! sent `think_ns` after its parent *finishes*, so its arrival depends on the simulated
+//! latency. Until then it is `Pending` with no arrival time. If the parent does not finish
+//! — rejected for any reason, or timed out — the client abandons the rest of the session:
+//! the turn, and every turn after it, is rejected with reason `session aborted` at the
+//! moment the parent ended (a multi-turn benchmark client cannot send turn k + 1 without
+//! turn k's answer). Sent turns arrive like any request, in id order with the others of the
+//! same instant.
+//!
+//! **Timeouts** (`workload.timeout_s`). A request not finished `timeout_s` after its
+//! arrival is aborted at that exact instant, as a client that gives up: taken out of
+//! whichever queue holds it (the router's, a replica's waiting queue or running batch, a
+//! step in flight, a KV transfer), its KV freed — its full blocks stay cached, as vLLM's
+//! abort frees through the same path as a finish — and rejected with reason `timeout`. A
+//! step in flight still takes its time (the GPU work was launched); the aborted request
+//! just gets nothing from it. A request finishing at its deadline counts as finished (step
+//! completions come first at an instant). Deadlines are a heap of (deadline, id), pushed at
+//! arrival and only when the field is set; an entry whose request is already done is
+//! dropped when it reaches the top.
+
+use std::cmp::Reverse;
+
+use crate::engine::Engine;
+use crate::error::{Result, SimError};
+use crate::request::{Reason, Status};
+use crate::workload::{After, RequestSpec};
+
+/// Which request waits for which, by id.
+#[derive(Debug, Clone)]
+pub struct Sessions {
+    /// Per request id: its dependency.
+    after: Vec<Option<After>>,
+    /// Children of request `i`: `children[start[i]..start[i + 1]]`, in id order.
+    start: Vec<u32>,
+    children: Vec<u32>,
+}
+
+impl Sessions {
+    /// The index of a workload's dependencies; `None` when no request has one.
+    pub fn new(specs: &[RequestSpec]) -> Option<Box<Sessions>> {
+        if specs.iter().all(|s| s.after.is_none()) {
+            return None;
+        }
+        let n = specs.len();
+        let mut after = vec![None; n];
+        let mut count = vec![0u32; n + 1];
+        for s in specs {
+            after[s.id as usize] = s.after;
+            if let Some(a) = s.after {
+                count[a.parent as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let start = count.clone();
+        let mut children = vec![0u32; start[n] as usize];
+        let mut fill = count;
+        for (id, a) in after.iter().enumerate() {
+            if let Some(a) = a {
+                let at = &mut fill[a.parent as usize];
+                children[*at as usize] = id as u32;
+                *at += 1;
+            }
+        }
+        Some(Box::new(Sessions { after, start, children }))
+    }
+
+    fn children_of(&self, id: u32) -> &[u32] {
+        let (a, b) = (self.start[id as usize] as usize, self.start[id as usize + 1] as usize);
+        &self.children[a..b]
+    }
+}
+
+/// Check a workload's dependencies: each parent is another request of the workload, and
+/// following parents never loops (a session whose first turn waits for its last would
+/// never start). Errors name `workload`.
+pub fn check_sessions(specs: &[RequestSpec]) -> Result<()> {
+    let n = specs.len();
+    let mut parent = vec![u32::MAX; n];
+    for s in specs {
+        let Some(a) = s.after else { continue };
+        if a.parent as usize >= n || a.parent == s.id {
+            return Err(SimError::config(
+                "workload",
+                format!("request {} follows request {}, which is not another request of the workload", s.id, a.parent),
+            ));
+        }
+        parent[s.id as usize] = a.parent;
+    }
+    // Walk each chain of parents once (0: unseen, 1: on the current walk, 2: done).
+    let mut state = vec![0u8; n];
+    let mut walk = Vec::new();
+    for i in 0..n {
+        let mut x = i;
+        while x != u32::MAX as usize && state[x] == 0 {
+            state[x] = 1;
+            walk.push(x);
+            x = parent[x] as usize;
+        }
+        if x != u32::MAX as usize && state[x] == 1 {
+            return Err(SimError::config(
+                "workload",
+                format!("request {x} waits for itself through its earlier turns (a session cannot loop)"),
+            ));
+        }
+        walk.drain(..).for_each(|y| state[y] = 2);
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// The next fixed arrival or sent session turn.
+    pub(crate) fn next_arrival_ns(&self) -> Option<u64> {
+        let fixed = self.arrival_order.get(self.next_arrival).map(|&id| self.reqs[id as usize].arrival_ns);
+        let sent = self.sent.peek().map(|Reverse((t, _))| *t);
+        match (fixed, sent) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Every arrival at `t`, fixed ones and sent turns merged in id order. Returns how many.
+    pub(crate) fn arrivals_at(&mut self, t: u64) -> u64 {
+        let mut n = 0;
+        loop {
+            let fixed = self.arrival_order.get(self.next_arrival).copied().filter(|&id| self.reqs[id as usize].arrival_ns == t);
+            let sent = self.sent.peek().filter(|Reverse((at, _))| *at == t).map(|Reverse((_, id))| *id);
+            let id = match (fixed, sent) {
+                (None, None) => break,
+                (Some(a), Some(b)) if b < a => {
+                    self.sent.pop();
+                    b
+                }
+                (Some(a), _) => {
+                    self.next_arrival += 1;
+                    a
+                }
+                (None, Some(b)) => {
+                    self.sent.pop();
+                    b
+                }
+            };
+            self.arrive(id);
+            n += 1;
+        }
+        self.events += n;
+        n
+    }
+
+    /// Requests that just finished: drop their prefix-cache memo, send the session turns
+    /// waiting for them.
+    pub(crate) fn finished(&mut self, now: u64) {
+        for k in 0..self.finished_buf.len() {
+            let id = self.finished_buf[k];
+            self.forget_cached(id);
+            let Some(s) = self.sessions.as_deref() else { continue };
+            for &c in s.children_of(id) {
+                let think = s.after[c as usize].map_or(0, |a| a.think_ns);
+                let at = now.saturating_add(think);
+                let r = &mut self.reqs[c as usize];
+                r.arrival_ns = at;
+                r.queued_ns = at;
+                self.sent.push(Reverse((at, c)));
+            }
+        }
+    }
+
+    /// Request `id` ended without finishing at `at`: its later turns are never sent.
+    pub(crate) fn drop_turns_after(&mut self, id: u32, at: u64) {
+        let Some(s) = self.sessions.take() else { return };
+        let mut stack: Vec<u32> = s.children_of(id).to_vec();
+        while let Some(c) = stack.pop() {
+            let r = &mut self.reqs[c as usize];
+            if r.status != Status::Pending {
+                continue;
+            }
+            r.status = Status::Rejected;
+            r.reason = Reason::SessionAborted;
+            r.arrival_ns = at;
+            r.finish_ns = at;
+            self.done_requests += 1;
+            stack.extend_from_slice(s.children_of(c));
+        }
+        self.sessions = Some(s);
+    }
+
+    /// The next live client deadline (stale entries dropped).
+    pub(crate) fn next_deadline_ns(&mut self) -> Option<u64> {
+        while let Some(&Reverse((t, id))) = self.deadlines.peek() {
+            if matches!(self.reqs[id as usize].status, Status::Finished | Status::Rejected) {
+                self.deadlines.pop();
+            } else {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Abort every request whose deadline is `t`. Returns how many entries were handled.
+    pub(crate) fn expire_due(&mut self, t: u64) -> u64 {
+        let mut n = 0;
+        while let Some(&Reverse((d, id))) = self.deadlines.peek() {
+            if d != t {
+                break;
+            }
+            self.deadlines.pop();
+            self.expire(id);
+            n += 1;
+        }
+        self.events += n;
+        n
+    }
+
+    /// The client of request `id` gives up now.
+    fn expire(&mut self, id: u32) {
+        let now = self.now_ns;
+        let r = &self.reqs[id as usize];
+        match r.status {
+            Status::Pending | Status::Finished | Status::Rejected => return,
+            Status::Dispatching => {
+                // The router's own timeout may have come first (it is checked lazily).
+                let dispatch_deadline = r.queued_ns.saturating_add(self.dispatch_timeout_ns);
+                if let Some(at) = self.dispatch.iter().position(|&x| x == id) {
+                    self.dispatch.remove(at);
+                }
+                if dispatch_deadline < now {
+                    return self.reject(id, Reason::DispatchQueueFull, dispatch_deadline);
+                }
+            }
+            // Its KV is on the way; it is dropped when it lands.
+            Status::Transferring => {}
+            Status::Waiting | Status::Running => {
+                let rep = r.replica as usize;
+                let replica = &mut self.replicas[rep];
+                // The batch changes: apply the steady steps owed and end the steady run.
+                replica.steady.settle(&mut replica.sched, &mut self.reqs, &mut self.apc);
+                replica.steady.left = 0;
+                let st = &mut replica.sched;
+                let r = &mut self.reqs[id as usize];
+                if r.status == Status::Waiting {
+                    st.waiting.remove(id);
+                } else {
+                    if let Some(at) = st.running.iter().position(|&x| x == id) {
+                        st.running.remove(at);
+                    }
+                    // In the step in flight (or the last one, which a steady run repeats).
+                    if let Some(at) = st.plan.iter().position(|&(x, _)| x == id) {
+                        st.plan.remove(at);
+                    }
+                }
+                st.used_slots -= r.computed as u64;
+                replica.outstanding_tokens -= (r.prompt + r.output - r.generated) as u64;
+                self.apc.release(&mut st.kv, r, None);
+                r.blocks = Vec::new();
+                self.mark(rep);
+            }
+        }
+        self.reject(id, Reason::Timeout, now);
+    }
+}

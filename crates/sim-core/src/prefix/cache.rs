@@ -1,0 +1,420 @@
+//! The cache side of one replica's KV pool: reference counts, the keys units are cached
+//! under, vLLM's free queue, and the indexes from keys to units (see [`super`]).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::{private_key, NIL, TOP};
+
+/// A hasher for keys that are already hashes (or private keys): one multiply-xorshift
+/// spreads the bits the map indexes by. Deterministic; the map is only ever looked up,
+/// never iterated, so its order cannot reach a result.
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        let h = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+/// One unit's cache state (one array of these: a unit's fields share a cache line).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// The key it is cached under, 0 when it holds no cached block.
+    key: u64,
+    /// How many request tables hold it (vLLM's `ref_cnt`).
+    ref_cnt: u32,
+    /// The next unit cached under the same key (registration order), or NIL.
+    dup: u32,
+    /// Free-queue links (NIL at either end, and off the queue).
+    prev: u32,
+    next: u32,
+    /// The map's entry for `key` names this unit (the oldest copy).
+    first: bool,
+}
+
+/// The cache side of one replica's pool.
+///
+/// It starts *dormant*: until the first block is cached, no unit holds cached content, so
+/// which free unit an allocation takes cannot change any result, and the pool keeps its
+/// plain free stack (a workload of unique prompts that never preempts never leaves this
+/// state and pays nothing). The first registration wakes it: the free units, all equally
+/// empty, become the free queue, every held unit gets a reference count of one (nothing
+/// can be shared before something is cached), and from then on the queue follows vLLM's
+/// order exactly.
+#[derive(Debug, Clone)]
+pub struct BlockCache {
+    /// Units in the pool.
+    total: u32,
+    /// Awake: `slots` and the queue are live.
+    pub active: bool,
+    slots: Vec<Slot>,
+    /// The free queue: head = evicted next.
+    head: u32,
+    tail: u32,
+    /// Units in the free queue (free, cached or not).
+    pub num_free: u32,
+    /// Counts changes of what is cached (registrations, evictions): a lookup's answer
+    /// cannot change while it stays put.
+    pub epoch: u64,
+    /// Shared key → the first unit cached under it.
+    map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// Private keys, by request id: per unit index of the request's table, the first unit
+    /// cached under that key (NIL: none). Arrays instead of map entries: a request
+    /// registers its whole table at once and looks it up in order. Dropped when the
+    /// request is done ([`BlockCache::forget`]); its units keep their keys until reused,
+    /// unreachable (nobody else can look them up).
+    ghosts: HashMap<u32, Ghost, BuildHasherDefault<KeyHasher>>,
+}
+
+/// One request's private index (see `BlockCache::ghosts`).
+#[derive(Debug, Clone, Default)]
+struct Ghost {
+    /// Per unit index: the first unit cached under that private key (NIL: none).
+    heads: Vec<u32>,
+    /// The first private unit index (the request's shared blocks come before).
+    base: usize,
+    /// How many indices from `base` on are cached without a gap: a lookup hits those.
+    valid: usize,
+}
+
+impl Ghost {
+    /// Make `u` (NIL: nobody) the first unit cached at index `i`.
+    fn set(&mut self, i: usize, u: u32) {
+        if i >= self.heads.len() {
+            if u == NIL {
+                return;
+            }
+            self.heads.resize(i + 1, NIL);
+        }
+        self.heads[i] = u;
+        if i < self.base {
+            return;
+        }
+        let r = i - self.base;
+        if u == NIL {
+            self.valid = self.valid.min(r);
+        } else if r == self.valid {
+            while self.base + self.valid < self.heads.len() && self.heads[self.base + self.valid] != NIL {
+                self.valid += 1;
+            }
+        }
+    }
+}
+
+/// A private key's request id and unit index.
+#[inline]
+fn split_private(key: u64) -> (u32, usize) {
+    ((key >> 24) as u32, (key & 0xFF_FFFF) as usize)
+}
+
+impl BlockCache {
+    /// A dormant cache for a pool of `total` units.
+    pub fn new(total: u32) -> BlockCache {
+        BlockCache {
+            total,
+            active: false,
+            slots: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            num_free: 0,
+            epoch: 0,
+            map: HashMap::default(),
+            ghosts: HashMap::default(),
+        }
+    }
+
+    /// Wake up with `free` (the pool's free stack, drained) as the free queue, next
+    /// allocated first; every other unit is held by one request.
+    pub fn activate(&mut self, free: &mut Vec<u32>) {
+        let idle = Slot { key: 0, ref_cnt: 1, dup: NIL, prev: NIL, next: NIL, first: false };
+        self.slots = vec![idle; self.total as usize];
+        for u in free.drain(..).rev() {
+            self.slots[u as usize].ref_cnt = 0;
+            self.push_free(u);
+        }
+        // At most one key per unit: the map never grows past this.
+        self.map.reserve(self.total as usize);
+        self.active = true;
+        self.epoch += 1;
+    }
+
+    /// Append `u` at the tail of the free queue (`FreeKVCacheBlockQueue.append`).
+    #[inline]
+    fn push_free(&mut self, u: u32) {
+        let tail = self.tail;
+        let s = &mut self.slots[u as usize];
+        s.prev = tail;
+        s.next = NIL;
+        if tail == NIL {
+            self.head = u;
+        } else {
+            self.slots[tail as usize].next = u;
+        }
+        self.tail = u;
+        self.num_free += 1;
+    }
+
+    /// Take `u` out of the free queue (`FreeKVCacheBlockQueue.remove`).
+    #[inline]
+    fn unlink(&mut self, u: u32) {
+        let Slot { prev: p, next: n, .. } = self.slots[u as usize];
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.slots[p as usize].next = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.slots[n as usize].prev = p;
+        }
+        let s = &mut self.slots[u as usize];
+        s.prev = NIL;
+        s.next = NIL;
+        self.num_free -= 1;
+    }
+
+    /// A new unit for a request: the head of the free queue, its cached block evicted
+    /// (`BlockPool.get_new_blocks` with `_maybe_evict_cached_block`). The caller has
+    /// checked that a unit is free.
+    #[inline]
+    pub fn pop_free(&mut self) -> u32 {
+        let u = self.head;
+        self.unlink(u);
+        if self.slots[u as usize].key != 0 {
+            self.evict(u);
+        }
+        self.slots[u as usize].ref_cnt = 1;
+        u
+    }
+
+    /// A request hits cached unit `u`: one more holder, out of the free queue if it was
+    /// there (`BlockPool.touch`).
+    #[inline]
+    pub fn touch(&mut self, u: u32) {
+        if self.slots[u as usize].ref_cnt == 0 {
+            self.unlink(u);
+        }
+        self.slots[u as usize].ref_cnt += 1;
+    }
+
+    /// One holder lets `u` go; at zero it joins the tail of the free queue, still cached
+    /// (`BlockPool.free_blocks`).
+    #[inline]
+    pub fn decref(&mut self, u: u32) {
+        let s = &mut self.slots[u as usize];
+        s.ref_cnt -= 1;
+        if s.ref_cnt == 0 {
+            self.push_free(u);
+        }
+    }
+
+    /// The first unit cached under `key` (`BlockHashToBlockMap.get_one_block`).
+    #[inline]
+    pub fn lookup(&self, key: u64) -> Option<u32> {
+        if key & TOP == 0 {
+            self.map.get(&key).copied()
+        } else {
+            let (id, i) = split_private(key);
+            self.ghosts.get(&id).and_then(|g| g.heads.get(i)).copied().filter(|&u| u != NIL)
+        }
+    }
+
+    /// Request `id`'s private blocks cached without a gap: the first private unit index,
+    /// and the first unit cached under each index from there on.
+    #[inline]
+    pub fn ghost(&self, id: u32) -> (usize, &[u32]) {
+        self.ghosts.get(&id).map_or((0, &[][..]), |g| (g.base, &g.heads[g.base..g.base + g.valid]))
+    }
+
+    /// Make `u` (NIL: nobody) the first unit cached under private key `key`, in the index
+    /// of a request that is not done (an eviction must not bring one back).
+    fn set_private_head(&mut self, key: u64, u: u32) {
+        let (id, i) = split_private(key);
+        if let Some(g) = self.ghosts.get_mut(&id) {
+            g.set(i, u);
+        }
+    }
+
+    /// Cache unit `u` under shared key `key`, after any unit already cached under it (vLLM
+    /// keeps duplicates; a lookup returns the oldest). The cache must be awake.
+    pub fn register(&mut self, u: u32, key: u64) {
+        use std::collections::hash_map::Entry;
+        debug_assert!(self.active && key != 0 && key & TOP == 0 && self.slots[u as usize].key == 0);
+        self.epoch += 1;
+        let head = match self.map.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(u);
+                None
+            }
+            Entry::Occupied(o) => Some(*o.get()),
+        };
+        if let Some(mut last) = head {
+            while self.slots[last as usize].dup != NIL {
+                last = self.slots[last as usize].dup;
+            }
+            self.slots[last as usize].dup = u;
+        }
+        let s = &mut self.slots[u as usize];
+        s.key = key;
+        s.dup = NIL;
+        s.first = head.is_none();
+    }
+
+    /// Cache the not yet cached units of `units` under request `id`'s private keys, the
+    /// first at unit index `from` (the same as [`BlockCache::register`] on each, with the
+    /// request's index fetched once).
+    pub fn register_private(&mut self, id: u32, from: u32, units: &[u32]) {
+        let BlockCache { ghosts, slots, epoch, .. } = self;
+        let g = ghosts.entry(id).or_insert_with(|| Ghost { base: from as usize, ..Ghost::default() });
+        for (k, &u) in units.iter().enumerate() {
+            let i = from as usize + k;
+            if slots[u as usize].key != 0 {
+                continue; // a block it hit: cached already
+            }
+            *epoch += 1;
+            let head = g.heads.get(i).copied().unwrap_or(NIL);
+            if head == NIL {
+                g.set(i, u);
+            } else {
+                let mut last = head;
+                while slots[last as usize].dup != NIL {
+                    last = slots[last as usize].dup;
+                }
+                slots[last as usize].dup = u;
+            }
+            let s = &mut slots[u as usize];
+            s.key = private_key(id, i as u32);
+            s.dup = NIL;
+            s.first = head == NIL;
+        }
+    }
+
+    /// Forget `u`'s cached block (its unit is being reused).
+    fn evict(&mut self, u: u32) {
+        self.epoch += 1;
+        let Slot { key: k, dup: after, first, .. } = self.slots[u as usize];
+        if first {
+            // The common case: one map operation.
+            if k & TOP != 0 {
+                self.set_private_head(k, after);
+            } else if after == NIL {
+                self.map.remove(&k);
+            } else {
+                self.map.insert(k, after);
+            }
+            if after != NIL {
+                self.slots[after as usize].first = true;
+            }
+        } else if let Some(mut x) = self.lookup(k) {
+            while self.slots[x as usize].dup != u && self.slots[x as usize].dup != NIL {
+                x = self.slots[x as usize].dup;
+            }
+            self.slots[x as usize].dup = after;
+        }
+        let s = &mut self.slots[u as usize];
+        s.key = 0;
+        s.dup = NIL;
+        s.first = false;
+    }
+
+    /// Request `id` is done: nobody will look up its private keys again.
+    pub fn forget(&mut self, id: u32) {
+        self.ghosts.remove(&id);
+    }
+
+    /// The key unit `u` is cached under (0: none).
+    #[inline]
+    pub fn key_of(&self, u: u32) -> u64 {
+        self.slots.get(u as usize).map_or(0, |s| s.key)
+    }
+
+    /// How many request tables hold unit `u` (awake cache).
+    #[inline]
+    pub fn ref_count(&self, u: u32) -> u32 {
+        self.slots[u as usize].ref_cnt
+    }
+
+    /// The free units of an awake cache, head (evicted next) first.
+    pub fn free_iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut u = if self.active { self.head } else { NIL };
+        std::iter::from_fn(move || {
+            (u != NIL).then(|| {
+                let x = u;
+                u = self.slots[u as usize].next;
+                x
+            })
+        })
+    }
+
+    /// Internal consistency of an awake cache: the free queue's links and length,
+    /// reference counts of zero exactly on the queue, every cached unit reachable from its
+    /// key's entry and every entry's units cached under that key. For invariant checks.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.active {
+            return Ok(());
+        }
+        let n = self.slots.len();
+        let mut on_queue = vec![false; n];
+        let (mut count, mut prev) = (0u32, NIL);
+        for u in self.free_iter() {
+            if (u as usize) >= n || on_queue[u as usize] {
+                return Err(format!("free queue revisits unit {u}"));
+            }
+            if self.slots[u as usize].prev != prev {
+                return Err(format!("free queue: unit {u}'s back link is broken"));
+            }
+            on_queue[u as usize] = true;
+            prev = u;
+            count += 1;
+        }
+        if prev != self.tail || count != self.num_free {
+            return Err(format!("free queue holds {count} units, its count says {}", self.num_free));
+        }
+        for (u, (&q, s)) in on_queue.iter().zip(&self.slots).enumerate() {
+            if q != (s.ref_cnt == 0) {
+                return Err(format!("unit {u}: reference count {} but {} the free queue", s.ref_cnt, if q { "on" } else { "off" }));
+            }
+        }
+        for u in 0..n as u32 {
+            let k = self.slots[u as usize].key;
+            if k == 0 {
+                continue;
+            }
+            let orphan = k & TOP != 0 && !self.ghosts.contains_key(&split_private(k).0);
+            if orphan {
+                continue; // its request is done: unreachable, reused in due course
+            }
+            let Some(mut x) = self.lookup(k) else {
+                return Err(format!("unit {u} is cached under a key the map does not hold"));
+            };
+            if self.slots[u as usize].first != (x == u) {
+                return Err(format!("unit {u}: its oldest-copy flag disagrees with the map"));
+            }
+            let mut steps = 0;
+            while x != u {
+                if x == NIL || steps > n {
+                    return Err(format!("unit {u} is not in its key's chain"));
+                }
+                if self.slots[x as usize].key != k {
+                    return Err(format!("unit {x} is in the chain of a key it is not cached under"));
+                }
+                x = self.slots[x as usize].dup;
+                steps += 1;
+            }
+        }
+        Ok(())
+    }
+}

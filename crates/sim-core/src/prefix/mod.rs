@@ -1,0 +1,458 @@
+//! Automatic prefix caching (APC) as vLLM v1 does it (`vllm/v1/core/block_pool.py`,
+//! `kv_cache_manager.py`, `single_type_kv_cache_manager.py`, `kv_cache_utils.py`, the era
+//! of v0.15.1, whose V1 engine the real runs we compare with used).
+//!
+//! Two halves:
+//! - [`BlockCache`], the cache side of one replica's KV pool ([`crate::kv::KvPool`] holds
+//!   it when caching is on): per unit a reference count and the key it is cached under;
+//!   the free units in vLLM's `FreeKVCacheBlockQueue` order (allocation takes the head, a
+//!   freed unit goes to the tail, a hit takes a free unit out of the middle); a map from
+//!   key to the units cached under it, oldest first. These match `BlockPool`
+//!   (`get_new_blocks` with `_maybe_evict_cached_block`, `touch`, `free_blocks`,
+//!   `cache_full_blocks`) and `FreeKVCacheBlockQueue`.
+//! - [`Apc`], the engine-wide side: which tokens of which request are identical (the
+//!   workload's [`Segment`]s), the block hashes derived from them, and per request what
+//!   it has cached; `lookup` (vLLM's `get_computed_blocks`), `take_hits` + `cache_shared`
+//!   (the hit and caching halves of `allocate_slots`) and `release` (`free`).
+//!
+//! **Which blocks can ever be hit.** A block's hash chains its parent's hash and its
+//! tokens' identity, so a block holding a token no other request has — a prompt token no
+//! segment covers, one of a segment no other request names, an output token no later turn
+//! repeats — and every block after it, can only be hit by its own request X: when X is
+//! preempted (or handed off) and admitted again. The leading blocks made only of segments
+//! that other requests name too (and, when all of the prompt is such, the output tokens
+//! after it if a later turn repeats them) are *shared*: another request may hit them.
+//!
+//! vLLM hashes and caches every full block as soon as it is allocated for a step that
+//! fills it (`cache_blocks` in `allocate_slots`, so a request admitted later in the same
+//! step hits it). o1sim does exactly that for shared blocks. A private block is cached
+//! (under a key made of X's id and the block's index, in an array per request instead of
+//! the map) only when X frees it without finishing: nobody can look it up before, and a
+//! finished request never looks again; among several cached copies of one block a lookup
+//! returns the first cached, and X caches its copies in the order vLLM would have. And a
+//! pool's cache stays dormant (its plain free stack, no reference counts) until something
+//! is cached: before that every free unit is alike, so which one an allocation takes
+//! cannot change a result. So a workload of unique prompts that never preempts hashes
+//! nothing and pays nothing. A property test checks all of this against the algorithm
+//! taken literally (every block hashed and cached as scheduled, the queue from the start):
+//! the same results, byte for byte.
+//!
+//! Keys are 64-bit: shared ones a hash of the block's content (top bit clear), private
+//! ones `TOP | id << 24 | unit index` (top bit set). Two different shared blocks collide
+//! with probability about n²/2⁶⁴ for n distinct blocks (vLLM takes the same kind of risk
+//! with its 64-bit builtin hash; it now defaults to SHA-256).
+
+mod cache;
+
+use crate::kv::KvPool;
+use crate::request::Req;
+use crate::workload::{output_key, RequestSpec, Segment, OUTPUT_KEY_BIT};
+
+pub use cache::{BlockCache, KeyHasher};
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// "No unit" in the free queue's links and the duplicate chains.
+const NIL: u32 = u32::MAX;
+/// Set in private keys, clear in content hashes.
+const TOP: u64 = 1 << 63;
+
+/// What a request looked up (vLLM's `get_computed_blocks`): tokens hit and units hit
+/// (left in [`Apc::hits`]; [`Apc::evictable`] counts the free ones), the last `private` of
+/// them the request's own private blocks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Hit {
+    pub tokens: u32,
+    pub units: u32,
+    pub private: u32,
+}
+
+/// Per-request state of a workload whose prompts share tokens.
+#[derive(Debug, Clone, Default)]
+struct ApcReq {
+    /// Leading blocks made only of tokens other requests may hold too (`u32::MAX`: the
+    /// whole prompt is, and so are its output blocks, which a later turn repeats).
+    share_blocks: u32,
+    /// Leading shared blocks registered for the request's current table.
+    cached_shared: u32,
+    /// Hashes of the leading shared blocks computed so far (memo, dropped when done).
+    hashes: Vec<u64>,
+    /// Tokens hit at the first admission (vLLM's `num_cached_tokens`).
+    cached_tokens: u32,
+}
+
+/// The engine-wide side of prefix caching.
+#[derive(Debug, Clone, Default)]
+pub struct Apc {
+    /// Prefix caching is on (`scheduler.enable_prefix_caching`).
+    pub on: bool,
+    /// Some request has shared blocks: they are hashed and registered as scheduled.
+    pub shared: bool,
+    segments: Vec<Segment>,
+    /// Per request id: its range in `segments` (empty when `shared` is false).
+    segs: Vec<(u32, u32)>,
+    /// Per request id (empty when `shared` is false).
+    per: Vec<ApcReq>,
+    /// The units of the last lookup.
+    pub hits: Vec<u32>,
+    /// Scratch: the token-stream pieces of the request being hashed.
+    pieces: Vec<(u64, u64, u64)>,
+    /// Tests only: vLLM's algorithm taken literally (every full block hashed, unique tokens
+    /// included, and cached as scheduled), the reference the shortcuts are checked against.
+    literal: bool,
+    /// Per request that cached private blocks: the replicas (pools) holding them, to
+    /// drop their index there when it is done.
+    homes: HashMap<u32, Vec<u32>, BuildHasherDefault<KeyHasher>>,
+    /// The last lookup (request, replica, cache epoch, tokens, private), whose units are
+    /// in `hits`: a request waiting at the head of a full pool asks again every step, and
+    /// the answer cannot change until something is cached or evicted.
+    memo: Option<(u32, u32, u64, u32, bool, Hit)>,
+}
+
+/// One word into a running hash.
+#[inline]
+fn mix(h: u64, w: u64) -> u64 {
+    let x = (h.rotate_left(23) ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^ (x >> 31)
+}
+
+/// The final avalanche (SplitMix64's), top bit cleared, never 0.
+#[inline]
+fn finish(h: u64) -> u64 {
+    let mut z = h.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ((z ^ (z >> 31)) & !TOP).max(1)
+}
+
+/// The key of request `id`'s private unit `unit`.
+#[inline]
+fn private_key(id: u32, unit: u32) -> u64 {
+    TOP | (u64::from(id) << 24) | u64::from(unit)
+}
+
+impl Apc {
+    /// The prefix-cache side of a run: `on` from the scheduler section; token identity
+    /// from the workload (`specs` by id, `segments` their arena). `block_of(spec)` is the
+    /// request's block size in tokens (o1pro's per-request sizes: a cache per size).
+    pub fn new(on: bool, specs: &[RequestSpec], segments: Vec<Segment>, block_of: impl Fn(&RequestSpec) -> u32) -> Apc {
+        let mut a = Apc { on, ..Apc::default() };
+        if !on || !specs.iter().any(|s| s.segs.1 > 0) {
+            return a;
+        }
+        let segs_of = |s: &RequestSpec| {
+            let (lo, n) = s.segs;
+            segments.get(lo as usize..(lo as usize).saturating_add(n as usize)).unwrap_or(&[])
+        };
+        // How many requests name each key (2 is enough): a block is shared only if another
+        // request can hold the same tokens, i.e. names every key under it (an output key:
+        // some request repeats that output).
+        let mut refs: HashMap<u64, (u32, u8), BuildHasherDefault<KeyHasher>> = HashMap::default();
+        for s in specs {
+            for g in segs_of(s) {
+                let e = refs.entry(g.key).or_insert((u32::MAX, 0));
+                if e.0 != s.id {
+                    *e = (s.id, e.1.saturating_add(1));
+                }
+            }
+        }
+        let named = |key: u64| refs.get(&key).map_or(0, |e| e.1);
+        a.segs = vec![(0, 0); specs.len()];
+        a.per = vec![ApcReq::default(); specs.len()];
+        for s in specs {
+            // Leading tokens in segments some other request names too.
+            let prompt = u64::from(s.prompt_tokens);
+            let mut shared = 0u64;
+            for g in segs_of(s) {
+                // Another request holds these tokens: one that names the key too, or, for
+                // an output key, the request that generates it.
+                let others = named(g.key) - 1 + u8::from(g.key & OUTPUT_KEY_BIT != 0);
+                if shared >= prompt || others == 0 {
+                    break;
+                }
+                shared += u64::from(g.len);
+            }
+            let b = u64::from(block_of(s).max(1));
+            a.segs[s.id as usize] = s.segs;
+            a.per[s.id as usize].share_blocks = if shared >= prompt && named(output_key(s.id)) >= 1 {
+                u32::MAX
+            } else {
+                (shared.min(prompt) / b) as u32
+            };
+            a.shared |= a.per[s.id as usize].share_blocks > 0;
+        }
+        a.segments = segments;
+        a
+    }
+
+    /// Tests only: switch to the literal algorithm for `n` requests (see `literal`).
+    #[cfg(test)]
+    pub(crate) fn make_literal(&mut self, n: usize) {
+        self.literal = true;
+        self.shared = true;
+        self.segs.resize(n, (0, 0));
+        self.per.resize(n, ApcReq::default());
+        self.per.iter_mut().for_each(|p| p.share_blocks = u32::MAX);
+    }
+
+    /// Tokens request `id` hit at its first admission (vLLM's `num_cached_tokens`): 0
+    /// unless some prompt shares tokens, since a request's first lookup can only hit
+    /// shared blocks.
+    pub fn cached_tokens(&self, id: u32) -> u32 {
+        self.per.get(id as usize).map_or(0, |p| p.cached_tokens)
+    }
+
+    /// Record the tokens hit at `id`'s first admission.
+    pub fn set_cached_tokens(&mut self, id: u32, tokens: u32) {
+        if let Some(p) = self.per.get_mut(id as usize) {
+            p.cached_tokens = tokens;
+        }
+    }
+
+    /// A request is done: drop its memo. Returns the replicas whose caches hold private
+    /// blocks of it (to be forgotten there: [`BlockCache::forget`]).
+    pub fn forget(&mut self, id: u32) -> Vec<u32> {
+        if let Some(p) = self.per.get_mut(id as usize) {
+            p.hashes = Vec::new();
+        }
+        if self.homes.is_empty() {
+            return Vec::new();
+        }
+        self.homes.remove(&id).unwrap_or_default()
+    }
+
+    /// The request's cache block size in tokens and units per cache block.
+    #[inline]
+    fn block_of(kv: &KvPool, r: &Req) -> (u32, u32) {
+        let b = r.req_block.max(kv.block_size);
+        (b, (b / kv.block_size).max(1))
+    }
+
+    /// Leading shared blocks of request `id`.
+    #[inline]
+    fn share_blocks(&self, id: u32) -> u32 {
+        self.per.get(id as usize).map_or(0, |p| p.share_blocks)
+    }
+
+    /// Make sure the hashes of `r`'s shared blocks `0..upto` are in its memo.
+    fn hash_upto(&mut self, r: &Req, b: u32, upto: u32) {
+        let id = r.id as usize;
+        if upto == 0 || id >= self.per.len() {
+            return;
+        }
+        let have = self.per[id].hashes.len() as u32;
+        if have >= upto {
+            return;
+        }
+        let (lo, n) = self.segs[id];
+        let segs = self.segments.get(lo as usize..lo as usize + n as usize).unwrap_or(&[]);
+        let prompt = u64::from(r.prompt);
+        let b64 = u64::from(b);
+        // The pieces of the token stream: (start position, key, length), segments clamped
+        // to the prompt, then (when they cover it) the request's own outputs.
+        let pieces = &mut self.pieces;
+        pieces.clear();
+        let mut pos = 0u64;
+        for g in segs {
+            let len = u64::from(g.len).min(prompt - pos);
+            if len > 0 {
+                pieces.push((pos, g.key, len));
+                pos += len;
+            }
+            if pos >= prompt {
+                break;
+            }
+        }
+        if self.literal && pos < prompt {
+            // Tokens unique to the request: a stream no workload key names.
+            pieces.push((pos, (1 << 62) | u64::from(r.id), prompt - pos));
+            pos = prompt;
+        }
+        if pos >= prompt {
+            pieces.push((prompt, output_key(r.id), u64::from(r.output)));
+        }
+        let p = &mut self.per[id];
+        let mut parent = p.hashes.last().copied().unwrap_or_else(|| finish(mix(0x6F31_7369_6D41_5043, b64)));
+        let mut at = 0usize;
+        for k in have..upto {
+            let (start, end) = (u64::from(k) * b64, u64::from(k + 1) * b64);
+            while at < pieces.len() && pieces[at].0 + pieces[at].2 <= start {
+                at += 1;
+            }
+            let mut h = parent;
+            let mut i = at;
+            while i < pieces.len() && pieces[i].0 < end {
+                let (s, key, len) = pieces[i];
+                let lo = start.max(s);
+                let hi = end.min(s + len);
+                h = mix(mix(mix(h, key), lo - s), hi - lo);
+                i += 1;
+            }
+            parent = finish(h);
+            p.hashes.push(parent);
+        }
+    }
+
+    /// The key of `r`'s unit `j` of cache block `k` (shared blocks: hash memo filled).
+    #[inline]
+    fn unit_key(&self, r: &Req, k: u32, per: u32, j: u32) -> u64 {
+        if k < self.share_blocks(r.id) {
+            let h = self.per[r.id as usize].hashes[k as usize];
+            if per == 1 {
+                h
+            } else {
+                finish(mix(h, u64::from(j)))
+            }
+        } else {
+            private_key(r.id, k * per + j)
+        }
+    }
+
+    /// vLLM's `get_computed_blocks` for a request with nothing computed: its longest chain
+    /// of cached full blocks, at most `num_tokens − 1` tokens (a fully cached prompt
+    /// recomputes its last block, whose logits are needed). The hit units are left in
+    /// `self.hits`, in table order.
+    pub fn lookup(&mut self, kv: &KvPool, r: &Req) -> Hit {
+        // Nothing is cached before the cache wakes up.
+        let Some(c) = kv.cache.as_deref().filter(|c| c.active) else {
+            self.clear_hits();
+            return Hit::default();
+        };
+        let asked = (r.id, kv.replica, c.epoch, r.num_tokens(), r.apc_private);
+        if let Some((id, rep, epoch, tokens, private, hit)) = self.memo {
+            if (id, rep, epoch, tokens, private) == asked {
+                return hit;
+            }
+        }
+        self.clear_hits();
+        let (b, per) = Self::block_of(kv, r);
+        let share = self.share_blocks(r.id);
+        let max_blocks = (r.num_tokens() - 1) / b;
+        // Without shared blocks and never freed unfinished, nothing can be cached for it.
+        let limit = if r.apc_private { max_blocks } else { max_blocks.min(share) };
+        if limit == 0 {
+            return Hit::default();
+        }
+        self.hash_upto(r, b, share.min(limit));
+        let mut hit = Hit::default();
+        // Shared blocks by their hashes, then private ones by the request's own index.
+        let mut k = 0;
+        'shared: while k < limit.min(share) {
+            let start = self.hits.len();
+            for j in 0..per {
+                match c.lookup(self.unit_key(r, k, per, j)) {
+                    Some(u) => self.hits.push(u),
+                    None => {
+                        self.hits.truncate(start);
+                        break 'shared;
+                    }
+                }
+            }
+            hit.tokens += b;
+            k += 1;
+        }
+        if k == share && k < limit {
+            // Its private blocks cached without a gap, from index `base` (= k · per).
+            let (base, run) = c.ghost(r.id);
+            if base == (k * per) as usize {
+                let blocks = (run.len() as u32 / per).min(limit - k);
+                self.hits.extend_from_slice(&run[..(blocks * per) as usize]);
+                hit.tokens += blocks * b;
+                hit.private = blocks * per;
+            }
+        }
+        hit.units = self.hits.len() as u32;
+        self.memo = Some((asked.0, asked.1, asked.2, asked.3, asked.4, hit));
+        hit
+    }
+
+    /// Forget the last lookup.
+    pub fn clear_hits(&mut self) {
+        self.hits.clear();
+        self.memo = None;
+    }
+
+    /// How many units of the last lookup, `hit`, are free (an admission counts them as
+    /// units to allocate: they leave the free queue). Its private units all are: only
+    /// their request, which is waiting, can hold them.
+    pub fn evictable(&self, kv: &KvPool, hit: &Hit) -> u32 {
+        let shared = &self.hits[..self.hits.len() - hit.private as usize];
+        hit.private + kv.cache.as_deref().filter(|c| c.active).map_or(0, |c| shared.iter().filter(|&&u| c.ref_count(u) == 0).count() as u32)
+    }
+
+    /// Give `table` (empty) the units of the last lookup, each touched (the first half of
+    /// `allocate_slots`: `allocate_new_computed_blocks`), and count them as cached.
+    pub fn take_hits(&mut self, kv: &mut KvPool, r: &mut Req) {
+        let Some(c) = kv.awake_cache() else { return };
+        for &u in &self.hits {
+            c.touch(u);
+        }
+        r.blocks.extend_from_slice(&self.hits);
+        if let Some(p) = self.per.get_mut(r.id as usize) {
+            let (_, per) = Self::block_of(kv, r);
+            p.cached_shared = (self.hits.len() as u32 / per).min(p.share_blocks);
+        }
+    }
+
+    /// vLLM's `cache_blocks` in `allocate_slots`: `r` now holds units for `alloc_tokens`
+    /// tokens about to be computed; its shared full blocks among them are cached at once
+    /// (a request admitted later in the same step hits them). Private ones wait for
+    /// [`Apc::release`].
+    pub fn cache_shared(&mut self, kv: &mut KvPool, r: &Req, alloc_tokens: u32) {
+        let Some(p) = self.per.get(r.id as usize) else { return };
+        let (b, per) = Self::block_of(kv, r);
+        let upto = (alloc_tokens.min(r.num_tokens()) / b).min(p.share_blocks);
+        let from = p.cached_shared;
+        if upto <= from {
+            return;
+        }
+        self.hash_upto(r, b, upto);
+        let Some(c) = kv.awake_cache() else { return };
+        for k in from..upto {
+            for j in 0..per {
+                let u = r.blocks[(k * per + j) as usize];
+                if c.key_of(u) == 0 {
+                    let key = self.unit_key(r, k, per, j);
+                    c.register(u, key);
+                }
+            }
+        }
+        self.per[r.id as usize].cached_shared = upto;
+    }
+
+    /// Free `r`'s units, last first so that its tail is evicted first (vLLM's
+    /// `SingleTypeKVCacheManager.free`). `again`: the request will be admitted again (it
+    /// was preempted or handed off) with its units covering `alloc_tokens` tokens as last
+    /// scheduled; its private full blocks among them are registered first, so that it can
+    /// hit them. Without caching, the pool's plain release.
+    pub fn release(&mut self, kv: &mut KvPool, r: &mut Req, again: Option<u32>) {
+        if kv.cache.is_none() {
+            kv.release(&mut r.blocks);
+            return;
+        }
+        let (b, per) = Self::block_of(kv, r);
+        if let Some(alloc) = again {
+            let full = alloc.min(r.num_tokens()) / b;
+            let from = self.share_blocks(r.id).min(full);
+            if from < full {
+                let replica = kv.replica;
+                if let Some(c) = kv.awake_cache() {
+                    c.register_private(r.id, from * per, &r.blocks[(from * per) as usize..(full * per) as usize]);
+                    r.apc_private = true;
+                    let homes = self.homes.entry(r.id).or_default();
+                    if !homes.contains(&replica) {
+                        homes.push(replica);
+                    }
+                }
+            }
+        }
+        if let Some(p) = self.per.get_mut(r.id as usize) {
+            p.cached_shared = 0;
+        }
+        kv.release(&mut r.blocks);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,162 @@
+//! Tests of the prefix cache: the block cache's queue and indexes, and the shortcuts
+//! against the literal algorithm.
+
+use super::*;
+
+/// An awake cache over `total` free units, queued in id order.
+fn awake(total: u32) -> BlockCache {
+    let mut c = BlockCache::new(total);
+    c.activate(&mut (0..total).rev().collect());
+    c
+}
+
+#[test]
+fn free_queue_is_fifo_with_removal_from_the_middle() {
+    let mut c = awake(4);
+    assert_eq!(c.pop_free(), 0);
+    assert_eq!(c.pop_free(), 1);
+    c.decref(1);
+    c.decref(0);
+    // Queue: 2, 3, 1, 0.
+    assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![2, 3, 1, 0]);
+    c.touch(3);
+    assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![2, 1, 0]);
+    assert_eq!(c.num_free, 3);
+    c.check().unwrap();
+}
+
+#[test]
+fn duplicates_are_found_oldest_first_and_eviction_keeps_the_rest() {
+    let mut c = awake(4);
+    let (a, b) = (c.pop_free(), c.pop_free());
+    c.register(a, 42);
+    c.register(b, 42);
+    assert_eq!(c.lookup(42), Some(a));
+    c.decref(a);
+    c.decref(b);
+    // Queue: 2, 3, a, b: two allocations leave both cached, the third evicts a.
+    let (x, y) = (c.pop_free(), c.pop_free());
+    assert_eq!((x, y), (2, 3));
+    assert_eq!(c.pop_free(), a);
+    assert_eq!(c.lookup(42), Some(b));
+    assert_eq!(c.key_of(a), 0);
+    c.check().unwrap();
+}
+
+#[test]
+fn private_copies_are_found_oldest_first_and_a_done_request_is_forgotten() {
+    let mut c = awake(6);
+    let (a, b, x) = (c.pop_free(), c.pop_free(), c.pop_free());
+    // Request 9 cached its unit index 0 on a, later again (a recompute) on x.
+    c.register_private(9, 0, &[a, b]);
+    c.register_private(9, 0, &[x]);
+    assert_eq!(c.lookup(private_key(9, 0)), Some(a));
+    assert_eq!(c.lookup(private_key(9, 1)), Some(b));
+    c.decref(a);
+    c.decref(b);
+    c.decref(x);
+    // Queue: 3, 4, 5, a, b, x. Reusing a leaves x as index 0's copy.
+    for _ in 0..4 {
+        c.pop_free();
+    }
+    assert_eq!(c.lookup(private_key(9, 0)), Some(x));
+    assert_eq!(c.lookup(private_key(9, 1)), Some(b));
+    c.check().unwrap();
+    // Done: its units keep their keys until reused, but nobody finds them.
+    c.forget(9);
+    assert_eq!(c.lookup(private_key(9, 1)), None);
+    c.check().unwrap();
+    assert_eq!(c.pop_free(), b);
+    assert!(c.ghost(9).1.is_empty());
+    c.check().unwrap();
+}
+
+use crate::workload::{After, Workload};
+use crate::{Format, SimOptions, Simulation};
+use proptest::prelude::*;
+
+/// (arrival ms, prefix group, prefix length, unique tail, output, priority, follows the
+/// previous request as a session turn).
+type Spec = (u32, Option<u64>, u32, u32, u32, i32, bool);
+
+fn workload(specs: &[Spec]) -> Workload {
+    let mut w = Workload::default();
+    let mut last: Option<(u32, Vec<Segment>, u32)> = None;
+    for (i, &(at, group, prefix, tail, output, prio, follow)) in specs.iter().enumerate() {
+        let id = i as u32;
+        let (mut segs, mut after) = (Vec::new(), None);
+        if let (true, Some((pid, psegs, pout))) = (follow, &last) {
+            segs.extend_from_slice(psegs);
+            segs.push(Segment { key: output_key(*pid), len: *pout });
+            after = Some(After { parent: *pid, think_ns: u64::from(at % 3) * 1_000_000 });
+        }
+        if let Some(g) = group {
+            segs.push(Segment { key: g, len: prefix });
+        }
+        let prompt = (segs.iter().map(|s| s.len).sum::<u32>() + tail).max(1);
+        let start = w.segments.len() as u32;
+        w.segments.extend_from_slice(&segs);
+        w.requests.push(RequestSpec {
+            segs: (start, segs.len() as u32),
+            after,
+            ..RequestSpec::new(id, u64::from(at) * 1_000_000, prompt, output, prio)
+        });
+        last = (tail == 0 && !segs.is_empty()).then_some((id, segs, output));
+    }
+    w.requests.sort_by_key(|r| (r.arrival_ns, r.id));
+    w
+}
+
+fn result(text: &str, w: &Workload, literal: bool) -> String {
+    let sc = crate::config::Scenario::parse(text, Format::Json).unwrap();
+    let mut sim = Simulation::with_workload(sc, w.clone(), SimOptions::default()).unwrap();
+    if literal {
+        let e = sim.engine_mut();
+        e.apc.make_literal(e.reqs.len());
+        e.replicas.iter_mut().for_each(|r| {
+            r.sched.kv.awake_cache();
+        });
+    }
+    sim.finish().unwrap().to_json()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+    /// The shortcuts — a dormant cache until something is cached, only blocks another
+    /// request can hold hashed and cached as scheduled, a request's own blocks cached
+    /// when it frees them without finishing — give exactly the results of vLLM's
+    /// algorithm taken literally (every full block hashed and cached as scheduled, the
+    /// free queue in vLLM's order from the start), under shared prefixes, sessions,
+    /// priorities, timeouts and pools small enough to preempt and evict.
+    #[test]
+    fn the_shortcuts_give_the_literal_algorithm_s_results(
+        policy in prop::sample::select(vec!["vllm", "sarathi", "o1pro"]),
+        priority in any::<bool>(),
+        blocks in 3u32..40,
+        budget in 1u32..48,
+        replicas in 1u32..3,
+        timeout_ms in prop::option::of(5u32..80),
+        specs in prop::collection::vec(
+            (0u32..40, prop::option::of(0u64..3), 1u32..40, 0u32..12, 1u32..24, 0i32..3, any::<bool>()), 1..14),
+    ) {
+        let mut v = serde_json::json!({
+            "seed": 1, "model": "llama-3-8b", "gpu": "h200",
+            "deployment": {"replicas": replicas, "router": "least_outstanding_tokens"},
+            "scheduler": {"policy": policy, "block_size": 4, "num_gpu_blocks": blocks,
+                          "max_num_batched_tokens": budget, "chunk_size": budget, "max_num_seqs": 6,
+                          "max_tokens_per_request": 7},
+            "cost_model": {"kind": "linear", "base_ms": 1.0, "per_prefill_token_ms": 0.01,
+                           "per_decode_seq_ms": 0.1, "per_context_token_ms": 0.001},
+            "workload": {"requests": [{"arrival_ms": 0, "prompt_tokens": 1, "output_tokens": 1}]}
+        });
+        if priority && policy != "o1pro" {
+            v["scheduler"]["scheduling_policy"] = serde_json::json!("priority");
+        }
+        if let Some(t) = timeout_ms {
+            v["workload"]["timeout_s"] = serde_json::json!(f64::from(t) / 1000.0);
+        }
+        let text = v.to_string();
+        let w = workload(&specs);
+        prop_assert_eq!(result(&text, &w, false), result(&text, &w, true));
+    }
+}
