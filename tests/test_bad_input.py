@@ -56,6 +56,19 @@ CASES = [
     (with_("scheduler.max_model_len", 100_000), o1sim.ConfigError, "scheduler.max_model_len", "8192"),
     (with_("model", "llama-3-70b"), o1sim.InfeasibleError, None, "GiB"),
     (with_("model", {"preset": "llama-3-70b", "layers": 8, "hidden": -3}), o1sim.ConfigError, "model.hidden", ""),
+    # Prefix caching, priority scheduling, client timeouts.
+    (with_("scheduler", {"policy": "orca", "enable_prefix_caching": True}), o1sim.ConfigError,
+     "scheduler.enable_prefix_caching", "orca"),
+    (with_("scheduler.enable_prefix_caching", "yes"), o1sim.ConfigError, "scheduler.enable_prefix_caching", "boolean"),
+    (with_("scheduler.scheduling_policy", "prio"), o1sim.ConfigError, "scheduler.scheduling_policy",
+     "did you mean priority"),
+    (with_("scheduler", {"policy": "o1pro", "scheduling_policy": "priority"}), o1sim.ConfigError,
+     "scheduler.scheduling_policy", "only applies to the policies on vLLM's scheduler"),
+    (with_("scheduler", {"policy": "orca", "scheduling_policy": "fcfs"}), o1sim.ConfigError,
+     "scheduler.scheduling_policy", "vllm, sarathi, disagg"),
+    (with_("workload.timeout_s", 0.0), o1sim.ConfigError, "workload.timeout_s", "> 0"),
+    (with_("workload.timeout_s", -2.5), o1sim.ConfigError, "workload.timeout_s", "> 0"),
+    (with_("workload.timeout_s", float("inf")), o1sim.ConfigError, "workload.timeout_s", "finite"),
 ]
 
 

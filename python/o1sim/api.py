@@ -294,7 +294,8 @@ class Result:
     @cached_property
     def requests(self) -> pd.DataFrame:
         """One row per request; ``status``/``reason`` are categoricals, times in ms
-        (``first_token_ms`` is NaN for requests that never produced a token)."""
+        (``first_token_ms`` is NaN for requests that never produced a token);
+        ``cached_tokens``: prompt tokens found in the prefix cache at its first admission."""
         import pandas as pd
 
         cols = self._raw.columns()
@@ -309,7 +310,9 @@ class Result:
 
     @cached_property
     def timeseries(self) -> pd.DataFrame:
-        """Per-replica time series (one row per replica and bucket of ``timeseries_interval_ms``)."""
+        """Per-replica time series (one row per replica and bucket of ``timeseries_interval_ms``);
+        ``prefix_queries``/``prefix_hits`` are the prefix-cache tokens looked up and hit by
+        first admissions in the bucket, ``prefix_hit_rate`` their ratio (NaN: no lookup)."""
         import pandas as pd
 
         return pd.DataFrame(self._raw.timeseries_columns())

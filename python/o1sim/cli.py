@@ -475,6 +475,8 @@ def _print_check(result: CheckResult, sc: Scenario) -> None:
     bug = f" (inject_bug = {c['inject_bug']})" if c.get("inject_bug") else ""
     head.add_row("policy", f"{c['policy']}{bug}")
     head.add_row("requests / replicas / KV blocks per replica", f"{c['requests']} / {c['replicas']} / {c['units_per_replica']}")
+    if not c.get("prefix_caching", False):
+        head.add_row("prefix caching", "off (cache contents are not part of a checked state)")
     head.add_row("states / transitions", f"{result.states:,} / {result.transitions:,}")
     head.add_row("longest shortest path", f"{result.max_depth}")
     head.add_row("search", "complete" if result.complete else f"incomplete: {result.stopped}")

@@ -7,7 +7,8 @@ with it (a run is deterministic: the same scenario gives the same steps, byte fo
 Token emission follows the core's rule (vLLM v1's model): a request emits a token in the
 step after which its computed tokens reach its prompt plus the tokens it has already
 emitted; a preemption resets its computed tokens to zero (recompute), so the step that
-completes the re-prefill emits the next token. The tests check that this reproduces every
+completes the re-prefill emits the next token; an admission that hits the prefix cache
+starts with the hit tokens computed (each step's ``cached`` entries). The tests check that this reproduces every
 request's ``first_token_ms``, ``finish_ms`` and ``output_tokens`` exactly.
 """
 
@@ -87,12 +88,16 @@ def token_timeline(steps: Sequence[Mapping[str, Any]], prompt_tokens: Mapping[in
     emitted: dict[int, int] = {}
     for step in steps:
         decodes = 0
+        admitted = set()
+        for rid, hit in step.get("cached", ()):
+            computed[rid] = computed.get(rid, 0) + hit
+            admitted.add(rid)
         for rid, tokens in step["scheduled"]:
             tl.first_scheduled_ms.setdefault(rid, step["start_ms"])
             before = computed.get(rid, 0)
             done = emitted.get(rid, 0)
             target = prompt_tokens[rid] + done
-            if before >= target - 1 and done > 0:
+            if before >= target - 1 and done > 0 and rid not in admitted:
                 decodes += 1
             computed[rid] = before + tokens
             if before + tokens >= target:
@@ -272,7 +277,9 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
     ``vllm:e2e_request_latency_seconds`` and ``vllm:request_queue_time_seconds``. Counters:
     ``vllm:request_success_total{finished_reason="length"}`` (a simulated request stops at
     its output length), ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``
-    (of finished requests), ``vllm:num_preemptions_total``, and o1sim's own
+    (of finished requests), ``vllm:num_preemptions_total``,
+    ``vllm:prefix_cache_queries_total`` and ``vllm:prefix_cache_hits_total`` (tokens looked
+    up and found at first admissions, as vLLM counts them), and o1sim's own
     ``o1sim:requests_rejected_total{reason}``. Gauges (``vllm:num_requests_running``,
     ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``) hold each replica's
     *time-weighted mean over the run* (a scrape after a finished run would read zero; the
@@ -321,11 +328,18 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
     gen = by_rep["output_tokens"].sum()
     count = by_rep.size()
     pre = req.groupby("replica", observed=True)["preemptions"].sum()
+    # Prefix-cache lookups of first admissions, per replica (vLLM's counters leave out
+    # re-admissions after a preemption).
+    by_ts = result.timeseries.groupby("replica")
     counters = [
         ("vllm:request_success_total", "Count of successfully processed requests.", count, {"finished_reason": "length"}),
         ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt, {}),
         ("vllm:generation_tokens_total", "Number of generation tokens processed.", gen, {}),
         ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", pre, {}),
+        ("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
+         by_ts["prefix_queries"].sum(), {}),
+        ("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+         by_ts["prefix_hits"].sum(), {}),
     ]
     for name, help_, series, extra in counters:
         out.family(name, "counter", help_)

@@ -201,6 +201,7 @@ impl RunResult {
         d.set_item("replica", r.replica.clone().into_pyarray(py))?;
         d.set_item("status", r.status.clone().into_pyarray(py))?;
         d.set_item("reason", r.reason.clone().into_pyarray(py))?;
+        d.set_item("cached_tokens", r.cached_tokens.clone().into_pyarray(py))?;
         Ok(d)
     }
 
@@ -216,6 +217,9 @@ impl RunResult {
         d.set_item("waiting", t.waiting.clone().into_pyarray(py))?;
         d.set_item("running", t.running.clone().into_pyarray(py))?;
         d.set_item("busy", t.busy.clone().into_pyarray(py))?;
+        d.set_item("prefix_queries", t.prefix_queries.clone().into_pyarray(py))?;
+        d.set_item("prefix_hits", t.prefix_hits.clone().into_pyarray(py))?;
+        d.set_item("prefix_hit_rate", t.prefix_hit_rate.clone().into_pyarray(py))?;
         Ok(d)
     }
 
