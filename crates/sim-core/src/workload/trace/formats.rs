@@ -617,8 +617,12 @@ impl VllmResult {
             }
         };
         let burstiness = self.burstiness.unwrap_or(1.0);
-        if !(burstiness.is_finite() && burstiness > 0.0) {
-            return Err(SimError::config("trace", format!("burstiness: must be > 0 (got {burstiness})")));
+        let scale = 1.0 / (rate * burstiness);
+        if !(burstiness.is_finite() && burstiness > 0.0) || (rate.is_finite() && !(scale.is_finite() && scale > 0.0)) {
+            return Err(SimError::config(
+                "trace",
+                format!("burstiness: must be > 0 and give a representable gap with request_rate {rate} (got {burstiness})"),
+            ));
         }
         Ok((rate, burstiness))
     }

@@ -128,6 +128,21 @@ impl TraceSpec {
         TraceSpec { format: Some(format.into()), text: Some(text.into()), ..Default::default() }
     }
 
+    /// A `trace` table from JSON (what the front ends hand over); errors name
+    /// `trace.<field>`.
+    pub fn from_json(text: &str) -> Result<TraceSpec> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let mut path = e.path().to_string();
+            let msg = e.inner().to_string();
+            if let Some(field) = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
+                path = if path == "." { field.to_string() } else { format!("{path}.{field}") };
+            }
+            let path = if path == "." || path == "?" { "trace".to_string() } else { format!("trace.{path}") };
+            SimError::config(path, msg)
+        })
+    }
+
     fn options(&self) -> Result<Options> {
         let name = self.format.as_deref().unwrap_or("auto");
         if !TRACE_FORMATS.contains(&name) {
