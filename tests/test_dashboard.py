@@ -13,7 +13,7 @@ import pytest
 import o1sim
 from o1sim.cli import main
 from o1sim.dashboard import APP_PATH, charts
-from o1sim.dashboard.scenarios import FIELDS, PRESETS, preset_scenario, trace_requests
+from o1sim.dashboard.scenarios import FIELDS, PRESETS, preset_scenario, trace_workload
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -163,19 +163,16 @@ def test_every_preset_is_valid_and_every_field_exists() -> None:
                 node = node[key]
 
 
-def test_trace_csv_becomes_explicit_requests() -> None:
-    text = "timestamp,input_tokens,output_tokens\n10.5,100,20\n10.0,300,5\n"
-    reqs = trace_requests(text)
-    assert reqs == [{"arrival_ms": 0.0, "prompt_tokens": 300, "output_tokens": 5},
-                    {"arrival_ms": 500.0, "prompt_tokens": 100, "output_tokens": 20}]
-    r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": {"requests": reqs}}))
-    assert r.summary["finished"] == 2
+def test_an_uploaded_trace_goes_through_the_core_reader() -> None:
+    text = "arrival_s,prompt_tokens,output_tokens\n10.5,100,20\n10.0,300,5\n"
+    # Not sorted by time: the reader says which line goes back.
     with pytest.raises(o1sim.ConfigError) as e:
-        trace_requests("when,prompt_tokens,output_tokens\n1,2,3\n")
-    assert e.value.field == "trace"
-    with pytest.raises(o1sim.ConfigError) as e:
-        trace_requests("arrival_ms,prompt_tokens,output_tokens\n1,x,3\n")
-    assert e.value.field == "trace[row 1]"
+        o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": trace_workload(text)}))
+    assert e.value.field == "workload.trace" and "line 3" in str(e.value)
+    text = "arrival_s,prompt_tokens,output_tokens\n10.0,300,5\n10.5,100,20\n"
+    r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": trace_workload(text)}))
+    assert list(r.requests["prompt_tokens"]) == [300, 100] and list(r.requests["arrival_ms"]) == [0.0, 500.0]
+    assert o1sim.workload.trace_info(text) == {"format": "csv", "requests": 2}
 
 
 def test_busy_frame_integrates_the_busy_time() -> None:

@@ -21,7 +21,7 @@ from typing import Any, Optional, Union
 from . import _core
 from .errors import ConfigError, config_error
 
-__all__ = ["CHUNK_BYTES", "TRACE_FORMATS", "from_trace", "load_trace"]
+__all__ = ["CHUNK_BYTES", "TRACE_FORMATS", "from_trace", "load_trace", "trace_info"]
 
 #: Bytes read from a trace file per call into the core.
 CHUNK_BYTES = 1 << 20
@@ -70,6 +70,19 @@ def load_trace(trace: Mapping[str, Any], *, base: Optional[Path] = None, prefix:
         raise _under(e, prefix) from None
     except (TypeError, ValueError) as e:
         raise config_error(field, f"cannot be passed to the core: {e}") from None
+
+
+def trace_info(text: Union[str, bytes], format: str = "auto", **options: Any) -> dict[str, Any]:
+    """``{"format", "requests"}`` of a trace given as text (an upload): the detected format
+    and the requests a run would replay; a bad trace raises the ``ConfigError`` a run would
+    (field ``trace``, naming the line)."""
+    loader = _core.TraceLoader(json.dumps({"format": format, **options}, allow_nan=False))
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    for at in range(0, max(len(data), 1), CHUNK_BYTES):
+        if not loader.feed(data[at : at + CHUNK_BYTES]):
+            break
+    loaded = loader.finish()
+    return {"format": loaded.format, "requests": len(loaded)}
 
 
 def from_trace(

@@ -121,6 +121,9 @@ impl<'de> Deserialize<'de> for IdValue {
     }
 }
 
+/// The longest duration a sample takes: the engine's horizon (10⁹ s).
+const MAX_SECONDS: f64 = 1e9;
+
 /// Valid values of a seconds distribution's `kind`.
 const SECONDS_KINDS: &[&str] = &["fixed", "uniform", "exponential", "normal", "lognormal"];
 
@@ -225,7 +228,7 @@ impl SecondsModel {
         if x.is_nan() {
             self.lo
         } else {
-            x.clamp(self.lo, self.hi)
+            x.clamp(self.lo, self.hi).min(MAX_SECONDS)
         }
     }
 }
@@ -235,7 +238,8 @@ impl SecondsSpec {
     pub(super) fn resolve(&self, path: &str) -> Result<SecondsModel> {
         let spec = match self {
             SecondsSpec::Fixed(v) => {
-                check::non_negative(path, *v)?;
+                check::finite(path, *v)?;
+                check::in_range(path, *v, 0.0, MAX_SECONDS)?;
                 return Ok(SecondsModel { dist: SecondsDistKind::Fixed(*v), lo: 0.0, hi: f64::MAX });
             }
             SecondsSpec::Dist(d) => d,

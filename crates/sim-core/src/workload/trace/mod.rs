@@ -208,8 +208,8 @@ impl TraceSpec {
         TraceSpec { text: None, path: None, ..self.clone() }
     }
 
-    /// Parse the inline `text` (or fail: a `path` must be loaded by a front end).
-    pub(crate) fn load_inline(&self) -> Result<LoadedTrace> {
+    /// Parse the inline `text` (or fail: a `path` must be read by a front end).
+    pub fn load_inline(&self) -> Result<LoadedTrace> {
         let Some(text) = &self.text else {
             return Err(match &self.path {
                 Some(p) => SimError::config(

@@ -249,3 +249,54 @@ fn datetimes_parse_to_utc_nanoseconds() {
     assert!(formats::parse_datetime_ns("2023-13-16 18:17:03").is_err());
     assert!(formats::parse_datetime_ns("2023-11-16 18:17").is_err());
 }
+
+#[test]
+fn mutated_traces_give_errors_never_panics() {
+    let samples: &[(&str, &str)] = &[
+        ("auto", AZURE),
+        ("mooncake", "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 5, \"hash_ids\": [1, 2, 3]}\n{\"timestamp\": 3000, \"input_length\": 600, \"output_length\": 7, \"hash_ids\": [1, 9]}\n"),
+        ("auto", "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,10\n0.25,200,20\n"),
+        ("auto", "request_id,session_id,round_index,prefix_group,prefix_length,input_tokens,output_tokens,arrival_time_us,send_time_us,think_time_us\n0,s,0,g,10,100,10,1000,0,0\n1,s,1,,0,300,5,2000,0,500\n"),
+        ("auto", "[{\"start_time\": 1.5, \"info\": {\"input_tokens\": 12, \"output_tokens\": 3, \"extra_info\": {\"user_session\": \"u\", \"chat_round\": 0}}, \"error\": null}]"),
+        ("auto", "{\"request_rate\": 4.0, \"burstiness\": 2.0, \"input_lens\": [10, 20], \"output_lens\": [1, 2], \"errors\": [\"\", \"\"]}"),
+        ("csv", "arrival_ms,prompt_tokens,output_tokens,session_id,turn,think_ms,prefix_group,prefix_length,hash_ids,priority\n0,100,20,a,0,,g,10,,1\n5,130,2,a,1,3,,,,\n9,600,1,,,,,,7 8,\n"),
+    ];
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let alphabet = b"0123456789-.e\",[]{}:\n\r xX";
+    for (format, text) in samples {
+        load(&spec(format), text); // the sample itself is valid
+        for _ in 0..300 {
+            let mut m = text.as_bytes().to_vec();
+            for _ in 0..1 + next() % 3 {
+                let at = (next() % m.len() as u64) as usize;
+                match next() % 4 {
+                    0 => {
+                        m.remove(at);
+                    }
+                    1 => m[at] = alphabet[(next() % alphabet.len() as u64) as usize],
+                    2 => m.insert(at, next() as u8),
+                    _ => m.truncate(at.max(1)),
+                }
+            }
+            let chunk = 1 + (next() % 9) as usize;
+            let s = spec(format);
+            let outcome = TraceReader::new(&s).and_then(|mut r| {
+                for piece in m.chunks(chunk) {
+                    if !r.feed(piece)? {
+                        break;
+                    }
+                }
+                r.finish()?.into_workload(3)
+            });
+            if let Err(e) = outcome {
+                assert_eq!(e.kind_name(), "ConfigError", "{format}: {e}: {}", String::from_utf8_lossy(&m));
+            }
+        }
+    }
+}
