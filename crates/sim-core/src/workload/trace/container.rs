@@ -254,15 +254,23 @@ impl LinesIn {
         let bad = |e: String| SimError::config("trace", format!("line {line}: {e}"));
         if self.fmt == Fmt::Mooncake {
             let plan = self.plan.get_or_insert_with(|| Plan::new(Fmt::Mooncake, &p.options, None));
-            let mut de = serde_json::Deserializer::from_slice(bytes);
-            let row: MooncakeRow = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-                let path = e.path().to_string();
-                if path == "." || path == "?" {
-                    bad(format!("not a JSON object: {}", e.inner()))
-                } else {
-                    bad(format!("{path}: {}", e.inner()))
+            // Fast path: plain serde; only a row that fails is parsed again to name the field.
+            let row: MooncakeRow = match serde_json::from_slice(bytes) {
+                Ok(row) => row,
+                Err(_) => {
+                    let mut de = serde_json::Deserializer::from_slice(bytes);
+                    let e = match serde_path_to_error::deserialize::<_, MooncakeRow>(&mut de) {
+                        Ok(_) => return Err(bad("not valid JSON".to_string())),
+                        Err(e) => e,
+                    };
+                    let path = e.path().to_string();
+                    return Err(if path == "." || path == "?" {
+                        bad(format!("not a JSON object: {}", e.inner()))
+                    } else {
+                        bad(format!("{path}: {}", e.inner()))
+                    });
                 }
-            })?;
+            };
             let missing = |name: &str| bad(format!("missing field `{name}` (format mooncake)"));
             let r = &mut p.raw;
             r.clear();
@@ -274,8 +282,7 @@ impl LinesIn {
                 r.has_hash = true;
                 r.hash_ids = ids;
             }
-            let names = plan.names.clone();
-            return p.accept(&names, "line", line);
+            return p.accept(&plan.names, "line", line);
         }
         let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("not valid JSON: {e}")))?;
         let Some(obj) = value.as_object() else {
@@ -288,8 +295,7 @@ impl LinesIn {
         let plan = self.plan.as_ref().expect("set above");
         p.raw.clear();
         plan.json_row(obj, &mut p.raw).map_err(|e| e.at("line", line))?;
-        let names = plan.names.clone();
-        p.accept(&names, "line", line)
+        p.accept(&plan.names, "line", line)
     }
 }
 
@@ -380,9 +386,15 @@ impl ArrayIn {
 
     fn element(&mut self, p: &mut Pipeline) -> Result<()> {
         let line = self.elem_line;
-        let mut de = serde_json::Deserializer::from_slice(&self.buf);
-        let row: InferencePerfRow = serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| SimError::config("trace", format!("line {line}: {}: {}", e.path(), e.inner())))?;
+        let row: InferencePerfRow = match serde_json::from_slice(&self.buf) {
+            Ok(row) => row,
+            Err(_) => {
+                let mut de = serde_json::Deserializer::from_slice(&self.buf);
+                let e = serde_path_to_error::deserialize::<_, InferencePerfRow>(&mut de).err();
+                let what = e.map_or("not valid JSON".to_string(), |e| format!("{}: {}", e.path(), e.inner()));
+                return Err(SimError::config("trace", format!("line {line}: {what}")));
+            }
+        };
         p.raw.clear();
         if !row.fill(&mut p.raw).map_err(|e| e.at("line", line))? {
             return Ok(());
