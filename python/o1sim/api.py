@@ -645,7 +645,8 @@ def _resolve_files(data: dict[str, Any], base: Path) -> bool:
     changed = resolve_topology(data, base)
     workload = data.get("workload")
     trace = workload.get("trace") if isinstance(workload, Mapping) else None
-    if isinstance(trace, Mapping) and isinstance(trace.get("path"), (str, os.PathLike)) and trace.get("text") is None:
+    if (isinstance(workload, Mapping) and isinstance(trace, Mapping)
+            and isinstance(trace.get("path"), (str, os.PathLike)) and trace.get("text") is None):
         path = Path(trace["path"])
         if not path.is_absolute():
             data["workload"] = {**workload, "trace": {**trace, "path": str(base / path)}}

@@ -13,8 +13,8 @@ use crate::error::{Result, SimError};
 /// header), then one reader per kind.
 pub(crate) enum Container {
     Start { want: Option<Fmt>, buf: Vec<u8> },
-    Csv(CsvIn),
-    Lines(LinesIn),
+    Csv(Box<CsvIn>),
+    Lines(Box<LinesIn>),
     Array(ArrayIn),
     Whole { buf: Vec<u8> },
 }
@@ -80,8 +80,8 @@ impl Container {
 
     fn of(fmt: Fmt) -> Container {
         match fmt.kind() {
-            Kind::Csv => Container::Csv(CsvIn::new(fmt)),
-            Kind::Lines => Container::Lines(LinesIn { fmt, buf: Vec::new(), line: 0, plan: None }),
+            Kind::Csv => Container::Csv(Box::new(CsvIn::new(fmt))),
+            Kind::Lines => Container::Lines(Box::new(LinesIn { fmt, buf: Vec::new(), line: 0, plan: None })),
             Kind::Array => Container::Array(ArrayIn::default()),
             Kind::Whole => Container::Whole { buf: Vec::new() },
         }

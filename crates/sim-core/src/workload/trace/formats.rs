@@ -355,10 +355,8 @@ impl Plan {
                 raw.prompt += len;
                 raw.group = Some((g.id(name(F::Group))?, len));
             }
-        } else if self.fmt != Fmt::Blis {
-            if get(F::PrefixLen).is_some() {
-                return Err(CellError::new(name(F::PrefixLen), format!("needs a prefix group (`{}`)", name(F::Group))));
-            }
+        } else if self.fmt != Fmt::Blis && get(F::PrefixLen).is_some() {
+            return Err(CellError::new(name(F::PrefixLen), format!("needs a prefix group (`{}`)", name(F::Group))));
         }
         if self.fmt == Fmt::Blis && raw.group.is_none() {
             // BLIS prefers the server's own prompt count when it was recorded.
