@@ -295,6 +295,8 @@ fn shared_prefix_multi_turn_grows_each_users_context() {
     let lens: Vec<u32> = w.requests.iter().map(|r| r.prompt_tokens).collect();
     assert_eq!(lens[..4], [250, 420, 590, 590]);
     assert_eq!(w.requests[3].segs, w.requests[2].segs);
+    assert_eq!(w.requests[2].after.map(|a| a.parent), Some(1), "the first rejected round waits for its answer");
+    assert!(w.requests[3..].iter().all(|r| r.after.is_none()), "the rest are sent at their slots and rejected");
 }
 
 #[test]

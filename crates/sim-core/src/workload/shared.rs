@@ -17,7 +17,9 @@
 //!   for the previous one to finish (inference-perf's per-session lock): it is sent at the
 //!   later of its scheduled time and that finish ([`After`] with no think time). A request
 //!   the server rejects (prompt + output > `max_model_len`) leaves the context as it was,
-//!   as inference-perf's failure path does, so the next one is the same prompt again.
+//!   as inference-perf's failure path does, so the next one is the same prompt again: it
+//!   is rejected too, at its scheduled time (the rejection is immediate, so nothing waits
+//!   for it: those requests carry no [`After`]).
 //!
 //! Lengths and the shuffle come from o1sim's seeded generator, not numpy's, so the
 //! prompts match inference-perf's in distribution, not draw for draw. Tokenization at the
@@ -220,7 +222,9 @@ impl SharedGen {
                 let r = &mut requests[id as usize];
                 r.prompt_tokens = u32::try_from(prompt_tokens).unwrap_or(u32::MAX);
                 r.segs = (start, len);
-                r.after = prev.map(|parent| After { parent, think_ns: 0 });
+                if pending.is_none() {
+                    r.after = prev.map(|parent| After { parent, think_ns: 0 });
+                }
                 prev = Some(id);
                 if prompt_tokens + u64::from(p.output) > u64::from(max_model_len) {
                     pending = Some((len, prompt_tokens));
