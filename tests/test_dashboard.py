@@ -172,7 +172,7 @@ def test_an_uploaded_trace_goes_through_the_core_reader() -> None:
     text = "arrival_s,prompt_tokens,output_tokens\n10.0,300,5\n10.5,100,20\n"
     r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": trace_workload(text)}))
     assert list(r.requests["prompt_tokens"]) == [300, 100] and list(r.requests["arrival_ms"]) == [0.0, 500.0]
-    assert o1sim.workload.trace_info(text) == {"format": "csv", "requests": 2}
+    assert o1sim.workload.trace_info(text) == {"format": "csv", "requests": 2, "span_s": 0.5}
 
 
 def test_busy_frame_integrates_the_busy_time() -> None:
@@ -386,3 +386,20 @@ def test_topology_layout_is_deterministic_and_complete() -> None:
     assert r.links is not None
     spec = charts.topology_chart(r.links).to_dict()  # kinds guessed from the ids
     assert spec["layer"]
+
+
+def test_a_trace_workload_sweeps_its_rate_scale() -> None:
+    at = _app()
+    rows = "".join(f"{i * 0.5:.1f},{200 + 10 * i},{20 + i}\n" for i in range(41))  # 40 s, 41 requests
+    text = ('model = "llama-3-8b"\ngpu = "h100"\n[scheduler]\npolicy = "vllm"\n[workload.trace]\nformat = "csv"\n'
+            f'text = """arrival_s,prompt_tokens,output_tokens\n{rows}"""\n')
+    at.text_area(key="scenario_text").input(text).run()
+    _no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    at.slider(key="sweep_points").set_value(3)
+    at.button(key="sweep_run").click().run()
+    _no_exception(at)
+    sweep = at.session_state["sweep"]
+    assert not sweep["failed"], sweep["failed"]
+    rates = sorted({r["rate"] for r in sweep["rows"]})
+    assert rates == pytest.approx([41 / 20 * f for f in (0.25, 0.875, 1.5)], rel=1e-6)

@@ -73,16 +73,17 @@ def load_trace(trace: Mapping[str, Any], *, base: Optional[Path] = None, prefix:
 
 
 def trace_info(text: Union[str, bytes], format: str = "auto", **options: Any) -> dict[str, Any]:
-    """``{"format", "requests"}`` of a trace given as text (an upload): the detected format
-    and the requests a run would replay; a bad trace raises the ``ConfigError`` a run would
-    (field ``trace``, naming the line)."""
+    """``{"format", "requests", "span_s"}`` of a trace given as text (an upload): the
+    detected format, the requests a run would replay and the seconds from the first to the
+    last arrival (None when the arrivals are generated); a bad trace raises the
+    ``ConfigError`` a run would (field ``trace``, naming the line)."""
     loader = _core.TraceLoader(json.dumps({"format": format, **options}, allow_nan=False))
     data = text.encode("utf-8") if isinstance(text, str) else text
     for at in range(0, max(len(data), 1), CHUNK_BYTES):
         if not loader.feed(data[at : at + CHUNK_BYTES]):
             break
     loaded = loader.finish()
-    return {"format": loaded.format, "requests": len(loaded)}
+    return {"format": loaded.format, "requests": len(loaded), "span_s": loaded.span_s}
 
 
 def from_trace(

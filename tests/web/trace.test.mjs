@@ -13,9 +13,9 @@ const AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,4
 
 test("traceInfo detects the format and counts the requests", () => {
   assert.ok(o1sim.features().traceInfo);
-  assert.deepEqual(o1sim.traceInfo({ format: "auto", text: AZURE }), { format: "azure", requests: 2 });
+  assert.deepEqual(o1sim.traceInfo({ format: "auto", text: AZURE }), { format: "azure", requests: 2, span_s: 0.05 });
   const moon = '{"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [1, 2]}\n';
-  assert.deepEqual(o1sim.traceInfo({ text: moon, max_requests: 1 }), { format: "mooncake", requests: 1 });
+  assert.deepEqual(o1sim.traceInfo({ text: moon, max_requests: 1 }), { format: "mooncake", requests: 1, span_s: 0 });
   assert.ok(o1sim.presets().trace_formats.includes("mooncake"));
 });
 

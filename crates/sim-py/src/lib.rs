@@ -325,7 +325,7 @@ impl TraceLoader {
     fn finish(&mut self, py: Python<'_>) -> PyResult<LoadedTrace> {
         let r = self.inner.take().ok_or_else(|| SimError::new_err("this TraceLoader was already finished"))?;
         let t = guarded(py, move || r.finish())?;
-        Ok(LoadedTrace { format: t.format(), requests: t.len(), inner: Some(t) })
+        Ok(LoadedTrace { format: t.format(), requests: t.len(), span_s: t.span_s(), inner: Some(t) })
     }
 }
 
@@ -335,6 +335,7 @@ struct LoadedTrace {
     inner: Option<core::workload::LoadedTrace>,
     format: &'static str,
     requests: usize,
+    span_s: Option<f64>,
 }
 
 impl LoadedTrace {
@@ -354,6 +355,13 @@ impl LoadedTrace {
     /// Number of requests kept.
     fn __len__(&self) -> usize {
         self.requests
+    }
+
+    /// Seconds from the first to the last arrival (rate_scale applied), or None when the
+    /// arrivals are generated (a vLLM result without start times).
+    #[getter]
+    fn span_s(&self) -> Option<f64> {
+        self.span_s
     }
 
     /// True once a simulation took the requests.

@@ -129,13 +129,14 @@ pub fn topology(input: &[u8]) -> Outcome {
 }
 
 /// Read a trace given inline: `spec` is a `workload.trace` table as JSON (`{"format":
-/// "auto", "text": …}`); the output is `{"format", "requests"}` (the detected format and
-/// the requests kept), or the error a run would give, naming the line.
+/// "auto", "text": …}`); the output is `{"format", "requests", "span_s"}` (the detected
+/// format, the requests kept, seconds from the first to the last arrival or null), or the
+/// error a run would give, naming the line.
 pub fn trace_info(spec: &[u8]) -> Outcome {
     guarded(|| {
         let spec = core::workload::TraceSpec::from_json(text_of(spec)?)?;
         let t = spec.load_inline()?;
-        Ok(serde_json::json!({"format": t.format(), "requests": t.len()}).to_string())
+        Ok(serde_json::json!({"format": t.format(), "requests": t.len(), "span_s": t.span_s()}).to_string())
     })
 }
 

@@ -399,8 +399,18 @@ def run_all(scenario: o1sim.Scenario, names: list[str]) -> tuple[dict[str, o1sim
 
 
 def _offered_rate(data: Mapping[str, Any]) -> Optional[float]:
-    """The scenario's offered load in req/s (a generated rate, or an explicit list's mean)."""
+    """The scenario's offered load in req/s (a generated rate, or an explicit list's or an
+    uploaded trace's mean)."""
     wl = data.get("workload", {})
+    trace = wl.get("trace")
+    if isinstance(trace, Mapping) and isinstance(trace.get("text"), str):
+        try:
+            info = trace_info_cached(trace["text"], str(trace.get("format", "auto")))
+        except o1sim.SimError:
+            return None
+        span = info.get("span_s")
+        scale = float(trace.get("rate_scale", 1.0))
+        return info["requests"] / span * scale if span else None
     arrival = wl.get("arrival")
     if isinstance(arrival, Mapping) and isinstance(arrival.get("rate"), (int, float)):
         return float(arrival["rate"])
@@ -414,7 +424,9 @@ def _offered_rate(data: Mapping[str, Any]) -> Optional[float]:
 def _at_load(data: dict[str, Any], factor: float) -> dict[str, Any]:
     """The scenario with its offered load multiplied by ``factor``."""
     wl = data["workload"]
-    if isinstance(wl.get("arrival"), Mapping):
+    if isinstance(wl.get("trace"), Mapping):
+        wl["trace"] = {**wl["trace"], "rate_scale": float(wl["trace"].get("rate_scale", 1.0)) * factor}
+    elif isinstance(wl.get("arrival"), Mapping):
         wl["arrival"] = {**wl["arrival"], "rate": wl["arrival"]["rate"] * factor}
     else:
         wl["requests"] = [{**r, "arrival_ms": r["arrival_ms"] / factor} for r in wl["requests"]]

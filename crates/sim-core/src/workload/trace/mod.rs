@@ -301,6 +301,16 @@ impl LoadedTrace {
         self.rows.rows.len()
     }
 
+    /// Seconds from the first to the last arrival, `rate_scale` applied; `None` for a trace
+    /// whose arrivals are generated (a vLLM result without start times).
+    pub fn span_s(&self) -> Option<f64> {
+        if self.fill.is_some() {
+            return None;
+        }
+        let last = self.rows.rows.iter().filter_map(|r| r.arrival_ns).max()?;
+        Some(last as f64 / 1e9 / self.shape.rate_scale.unwrap_or(1.0))
+    }
+
     /// Whether no request was kept (never true for a finished reader).
     pub fn is_empty(&self) -> bool {
         self.rows.rows.is_empty()
