@@ -237,6 +237,9 @@ pub(super) fn explicit_rows(list: &[ExplicitRequest], max_model_len: u32, block_
                 format!("prompt_tokens + output_tokens = {total} exceeds the model's max_model_len ({max_model_len})"),
             ));
         }
+        if r.turn == Some(NO_TURN) {
+            return Err(SimError::config(path("turn"), format!("must be below {NO_TURN}")));
+        }
         let session = match &r.session_id {
             Some(id) => rows.session(&id.text()),
             None => {
