@@ -602,6 +602,8 @@ impl StepCostModel {
 }
 
 #[cfg(test)]
+mod arch_tests;
+#[cfg(test)]
 mod tests;
 
 /// `x.round() as u64` (half away from zero; `as` saturating, NaN → 0) without the libm call:
