@@ -116,7 +116,7 @@ function hfConfig(state) {
   try {
     return JSON.parse(state.hfConfig);
   } catch (e) {
-    throw Object.assign(new Error(`not valid JSON: ${e.message}`), { name: "ConfigError", field: "model.hf_config" });
+    throw Object.assign(new Error(`model.hf_config: not valid JSON: ${e.message}`), { name: "ConfigError", field: "model.hf_config" });
   }
 }
 

@@ -203,7 +203,9 @@ pub(super) fn gpu_preset(name: &str) -> Option<Gpu> {
 /// `fp8_tflops` (0 = none), `nvlink_gpus` (8), `pcie_gbps` (64, PCIe Gen4 x16),
 /// `sm_clock_mhz` (1,980), `descriptor_cache_entries` (256), `descriptor_miss_cycles` (2)
 /// — the last three Hopper's —, `compute_efficiency` (0.70), `memory_efficiency` (0.80),
-/// `priced_by` ("roofline"). Units as in [`Gpu`].
+/// `priced_by` ("roofline"). Over a preset, `priced_by` stays the preset's unless the table
+/// changes `bf16_tflops`, `fp8_tflops`, `hbm_tbps`, `sms` or `sm_clock_mhz` (another part
+/// than the one the profile timed: the roofline prices it). Units as in [`Gpu`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuFields {

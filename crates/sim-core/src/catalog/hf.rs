@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::model::{Activation, LocalAttention, LocalKind, Model};
+use super::model::{Activation, LocalAttention, LocalKind, Model, MAX_COUNT};
 use crate::error::{check, Result, SimError};
 
 /// The `model_type`s understood, in the order error messages list them.
@@ -245,6 +245,10 @@ fn read(cfg: &Cfg, family: Family, model_type: &str, keys: &mut KeyMap) -> Resul
         keys.set(field, cfg.path(key));
     }
     let layers = cfg.size("num_hidden_layers")?;
+    // Bounded before any per-layer rule walks the layers.
+    if layers > MAX_COUNT {
+        return Err(SimError::config(cfg.path("num_hidden_layers"), format!("must be <= {MAX_COUNT} (got {layers})")));
+    }
     let hidden = cfg.size("hidden_size")?;
     let heads = cfg.size("num_attention_heads")?;
     // transformers: a missing num_key_value_heads means multi-head attention.

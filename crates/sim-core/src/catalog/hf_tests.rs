@@ -186,7 +186,11 @@ fn bad_configs_name_the_key() {
         let (path, msg) = with(key, value.clone());
         assert_eq!(path, format!("model.hf_config.{key}"), "{value}: {msg}");
     }
-    // Sizes that are integers but not a model.
+    // Sizes that are integers but not a model (a huge layer count is refused before any
+    // per-layer rule walks it).
+    let mut q: Value = serde_json::from_str(sample!("qwen3-30b-a3b.json")).unwrap();
+    q["num_hidden_layers"] = json!(4_000_000_000u32);
+    assert_eq!(bad(q).0, "model.hf_config.num_hidden_layers");
     assert_eq!(with("hidden_size", json!(1u64 << 30)).0, "model.hf_config.hidden_size");
     assert_eq!(with("num_key_value_heads", json!(5)).0, "model.hf_config.num_key_value_heads");
     let (path, msg) = {

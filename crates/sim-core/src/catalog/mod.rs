@@ -291,6 +291,11 @@ fn from_fields(f: &ModelFields, b: Option<&Model>) -> Result<Model> {
     })
 }
 
+/// Whether a `gpu` table changes a figure a calibration profile's tables embody.
+fn changes_the_part(f: &GpuFields) -> bool {
+    f.bf16_tflops.is_some() || f.fp8_tflops.is_some() || f.hbm_tbps.is_some() || f.sms.is_some() || f.sm_clock_mhz.is_some()
+}
+
 /// Resolve a scenario's `gpu` entry to a validated [`Gpu`]. Error paths start with `gpu`
 /// (`gpu`, `gpu.preset`, `gpu.hbm_gib`, …).
 pub fn resolve_gpu(input: &GpuInput) -> Result<Gpu> {
@@ -340,7 +345,15 @@ pub fn resolve_gpu(input: &GpuInput) -> Result<Gpu> {
                     b.map(|g| g.memory_efficiency),
                     Some(CUSTOM_GPU_MEMORY_EFFICIENCY),
                 )?,
-                priced_by: pick("gpu.priced_by", &f.priced_by, b.map(|g| g.priced_by.clone()), Some(ROOFLINE.to_string()))?,
+                // A profile's tables time the preset's own part: a table that changes its
+                // peaks, bandwidth, SMs or clock describes another part, priced by the
+                // roofline unless it names a profile.
+                priced_by: pick(
+                    "gpu.priced_by",
+                    &f.priced_by,
+                    b.filter(|_| !changes_the_part(f)).map(|g| g.priced_by.clone()),
+                    Some(ROOFLINE.to_string()),
+                )?,
             }
         }
     };

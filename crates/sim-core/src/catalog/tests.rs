@@ -200,6 +200,12 @@ fn gpu_variants_carry_their_datasheet_figures_and_pricing() {
     assert_eq!((a40.hbm_gib, a40.hbm_tbps, a80p.hbm_tbps), (40.0, 1.555, 1.935));
     assert_eq!((a40.descriptor_cache_entries, a80p.descriptor_miss_cycles, a80.sm_clock_mhz), (64, 4.0, 1410.0));
     assert_eq!(a80p.link_gbps(4), 64.0);
+    // A table over a profiled preset keeps its profile unless it changes the part.
+    let over = |f: GpuFields| resolve_gpu(&GpuInput::Custom(GpuFields { preset: Some("h200".into()), ..f })).unwrap();
+    assert_eq!(over(GpuFields { hbm_gib: Some(100.0), name: Some("mine".into()), ..Default::default() }).priced_by, "h200");
+    assert_eq!(over(GpuFields { hbm_tbps: Some(2.4), ..Default::default() }).priced_by, ROOFLINE);
+    let named = GpuFields { hbm_tbps: Some(4.9), priced_by: Some("h200".into()), ..Default::default() };
+    assert_eq!(over(named).priced_by, "h200");
     // A profile that does not ship is refused, naming the field.
     let err = resolve_gpu(&GpuInput::Custom(GpuFields {
         preset: Some("h100-pcie".into()),
