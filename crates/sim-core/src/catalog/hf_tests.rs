@@ -11,7 +11,9 @@ macro_rules! sample {
 
 /// Every sample: (file, its text, the published parameter count of the text model when
 /// the repository holds only it, with the source).
-const SAMPLES: [(&str, &str, Option<(f64, &str)>); 13] = [
+type Sample = (&'static str, &'static str, Option<(f64, &'static str)>);
+
+const SAMPLES: [Sample; 13] = [
     ("llama-3.1-8b.json", sample!("llama-3.1-8b.json"), Some((8_030_261_248.0, "Hub"))),
     ("yi-34b.json", sample!("yi-34b.json"), Some((34_388_917_248.0, "Hub"))),
     ("mistral-7b-v0.1.json", sample!("mistral-7b-v0.1.json"), Some((7_241_732_096.0, "Hub; card: 7.3B"))),

@@ -80,6 +80,8 @@ pub fn model_catalog_json() -> Vec<serde_json::Value> {
 
 /// The `model` entry of a scenario: a preset name, or a table of fields (optionally starting
 /// from a preset whose fields it overrides).
+// Parsed once per scenario: the table variant's size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ModelInput {
@@ -91,6 +93,8 @@ pub enum ModelInput {
 
 /// The `gpu` entry of a scenario: a preset name, or a table of fields (optionally starting
 /// from a preset whose fields it overrides).
+// Parsed once per scenario: the table variant's size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum GpuInput {

@@ -132,6 +132,9 @@ struct Elem {
     kernels: f64,
 }
 
+/// A gated MLP's gate/up GEMM `(k, n)`, down GEMM `(k, n)` and inner width per GPU.
+type MlpShape = ((u32, u32), (u32, u32), f64);
+
 /// What differs between the layers of a model and what only some architectures compute,
 /// with widths per GPU (see [`Model`]): everything else is the same in every layer.
 #[derive(Debug, Clone)]
@@ -143,7 +146,7 @@ struct LayerMix {
     dense_down: (u32, u32),
     dense_inter_shard: f64,
     /// The shared expert's gate/up and down GEMMs and inner width (Llama 4).
-    shared: Option<((u32, u32), (u32, u32), f64)>,
+    shared: Option<MlpShape>,
     /// Bytes of the q/k/v bias vectors (read by the GEMM's epilogue: no kernel of its own).
     qkv_bias_bytes: Option<f64>,
     /// Share of the layers with q/k RMSNorm.
