@@ -98,9 +98,13 @@ def test_a_pasted_config_json_replaces_the_preset_with_python_numbers(page: Any,
 
 def test_an_uploaded_config_json_runs_and_the_url_restores_it(page: Any, server: str, browser: Any) -> None:
     _small(page, server)
-    before = runs(page)
     page.set_input_files("#hf-config-file", str(HF_CONFIGS / "gemma-3-1b-it.json"))
-    wait_ready(page, before)
+    # The file is read, then the edit re-runs (debounced): wait for the run that sent it.
+    page.wait_for_function(
+        "() => document.querySelector('#scenario-json').textContent.includes('gemma3_text')"
+        " && !document.querySelector('#status').textContent.startsWith('running')",
+        timeout=30_000,
+    )
     config = json.loads((HF_CONFIGS / "gemma-3-1b-it.json").read_text())
     assert json.loads(page.input_value("#hf-config")) == config
     assert _page_scenario(page)["model"] == {"hf_config": config}
