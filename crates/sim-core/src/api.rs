@@ -171,10 +171,22 @@ fn check_workload(w: &crate::workload::Workload) -> Result<()> {
     Ok(())
 }
 
-/// [`build`] with the requests given instead of generated from `scenario.workload` (which
-/// is then only read for `timeout_s`): for callers that build token identity and sessions
-/// themselves.
-fn build_with(scenario: Scenario, options: SimOptions, given: Option<crate::workload::Workload>) -> Result<Built> {
+/// [`build`] with a trace a front end has loaded for the scenario's `workload.trace`
+/// (given by `path`; see [`crate::workload::trace`]).
+pub fn build_with(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Built> {
+    build_from(scenario, options, Source::Spec(trace.map(Box::new)))
+}
+
+/// Where a run's requests come from.
+enum Source {
+    /// Generated from the scenario's `workload` section (with a trace a front end loaded).
+    Spec(Option<Box<crate::workload::LoadedTrace>>),
+    /// Built by the caller, token identity and sessions included; the section must still
+    /// be valid and is read for `timeout_s`.
+    Given(crate::workload::Workload),
+}
+
+fn build_from(scenario: Scenario, options: SimOptions, source: Source) -> Result<Built> {
     scenario.validate_local()?;
     let model = resolve_model(&scenario.model)?;
     let gpu = resolve_gpu(&scenario.gpu)?;
@@ -209,13 +221,15 @@ fn build_with(scenario: Scenario, options: SimOptions, given: Option<crate::work
         });
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
-    scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
-    let workload = match given {
-        Some(w) => {
+    let workload = match source {
+        Source::Given(w) => {
+            scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
             check_workload(&w)?;
             w
         }
-        None => scenario.workload.generate_workload(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?,
+        Source::Spec(trace) => {
+            scenario.workload.generate_with(scenario.seed, max_model_len, trace.map(|t| *t)).map_err(|e| e.under("workload"))?
+        }
     };
     crate::client::check_sessions(&workload.requests)?;
     let perf = if scenario.topology.is_some() {
@@ -304,14 +318,30 @@ impl Simulation {
 
     /// Build from a parsed scenario.
     pub fn new(scenario: Scenario, options: SimOptions) -> Result<Simulation> {
-        guard(|| Ok(Simulation { built: build(scenario, options)?, done: false }))
+        Simulation::with_trace(scenario, options, None)
+    }
+
+    /// Parse, validate and build with a loaded trace for the scenario's `workload.trace`
+    /// (a front end read its `path` through a [`crate::workload::TraceReader`]).
+    pub fn from_text_with_trace(
+        text: &str,
+        format: Format,
+        options: SimOptions,
+        trace: Option<crate::workload::LoadedTrace>,
+    ) -> Result<Simulation> {
+        guard(|| Simulation::with_trace(Scenario::parse(text, format)?, options, trace))
+    }
+
+    /// Build from a parsed scenario and a loaded trace.
+    pub fn with_trace(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Simulation> {
+        guard(|| Ok(Simulation { built: build_with(scenario, options, trace)?, done: false }))
     }
 
     /// Build from a parsed scenario and requests made by the caller (with token identity
     /// and session dependencies), instead of the scenario's own workload section, which
     /// must still be valid and is read for `timeout_s`.
     pub fn with_workload(scenario: Scenario, workload: crate::workload::Workload, options: SimOptions) -> Result<Simulation> {
-        guard(|| Ok(Simulation { built: build_with(scenario, options, Some(workload))?, done: false }))
+        guard(|| Ok(Simulation { built: build_from(scenario, options, Source::Given(workload))?, done: false }))
     }
 
     /// Process at most `max_events` events; `true` when the run is complete.
@@ -462,8 +492,13 @@ pub fn simulate(text: &str, format: Format, options: SimOptions) -> Result<SimRe
 
 /// Validate a scenario; returns the resolved scenario and deployment plan as JSON.
 pub fn validate(text: &str, format: Format) -> Result<String> {
+    validate_with_trace(text, format, None)
+}
+
+/// [`validate`] with a loaded trace for the scenario's `workload.trace`.
+pub fn validate_with_trace(text: &str, format: Format, trace: Option<crate::workload::LoadedTrace>) -> Result<String> {
     guard(|| {
-        let built = build(Scenario::parse(text, format)?, SimOptions::default())?;
+        let built = build_with(Scenario::parse(text, format)?, SimOptions::default(), trace)?;
         let v = serde_json::json!({"scenario": built.scenario, "deployment": built.deployment});
         Ok(v.to_string())
     })
@@ -498,7 +533,7 @@ pub fn calibration_fidelity(gpu: &str) -> Option<String> {
 pub fn presets_json() -> String {
     serde_json::json!({
         "gpus": crate::catalog::gpu_presets(),
-        "models": crate::catalog::model_presets(),
+        "models": crate::catalog::model_catalog_json(),
         "policies": crate::config::POLICIES,
         "topology_policies": ["disagg"],
         "routers": crate::config::ROUTERS,

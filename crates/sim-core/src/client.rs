@@ -1,7 +1,8 @@
 //! The client side of the engine: closed-loop sessions and client timeouts.
 //!
 //! **Sessions.** A request with `after = {parent, think_ns}` (a session's later turn) is
-//! sent `think_ns` after its parent *finishes*, so its arrival depends on the simulated
+//! sent `think_ns` after its parent *finishes*, and not before its own `arrival_ns` (a
+//! trace's recorded send time, a scheduled slot), so its arrival depends on the simulated
 //! latency. Until then it is `Pending` with no arrival time. If the parent does not finish
 //! — rejected for any reason, or timed out — the client abandons the rest of the session:
 //! the turn, and every turn after it, is rejected with reason `session aborted` at the
@@ -32,6 +33,8 @@ use crate::workload::{After, RequestSpec};
 pub struct Sessions {
     /// Per request id: its dependency.
     after: Vec<Option<After>>,
+    /// Per request id: the earliest time it may be sent (its spec's `arrival_ns`).
+    earliest: Vec<u64>,
     /// Children of request `i`: `children[start[i]..start[i + 1]]`, in id order.
     start: Vec<u32>,
     children: Vec<u32>,
@@ -45,9 +48,11 @@ impl Sessions {
         }
         let n = specs.len();
         let mut after = vec![None; n];
+        let mut earliest = vec![0u64; n];
         let mut count = vec![0u32; n + 1];
         for s in specs {
             after[s.id as usize] = s.after;
+            earliest[s.id as usize] = s.arrival_ns;
             if let Some(a) = s.after {
                 count[a.parent as usize + 1] += 1;
             }
@@ -65,7 +70,7 @@ impl Sessions {
                 *at += 1;
             }
         }
-        Some(Box::new(Sessions { after, start, children }))
+        Some(Box::new(Sessions { after, earliest, start, children }))
     }
 
     fn children_of(&self, id: u32) -> &[u32] {
@@ -159,7 +164,7 @@ impl Engine {
             let Some(s) = self.sessions.as_deref() else { continue };
             for &c in s.children_of(id) {
                 let think = s.after[c as usize].map_or(0, |a| a.think_ns);
-                let at = now.saturating_add(think);
+                let at = now.saturating_add(think).max(s.earliest[c as usize]);
                 let r = &mut self.reqs[c as usize];
                 r.arrival_ns = at;
                 r.queued_ns = at;

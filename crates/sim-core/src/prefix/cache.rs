@@ -144,8 +144,6 @@ impl BlockCache {
             self.slots[u as usize].ref_cnt = 0;
             self.push_free(u);
         }
-        // At most one key per unit: the map never grows past this.
-        self.map.reserve(self.total as usize);
         self.active = true;
         self.epoch += 1;
     }
