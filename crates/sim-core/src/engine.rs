@@ -16,7 +16,7 @@ use crate::error::{Result, SimError};
 use crate::kv::{o1pro_block_size, KvMode, KvPool};
 use crate::metrics::{ReplicaStats, Series, StepSample};
 use crate::perf::{BatchShape, StepCostModel};
-use crate::request::{Reason, Req, Status, NO_TIME};
+use crate::request::{Client, Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
 use crate::steady::Steady;
 use crate::workload::{RequestSpec, Segment, Workload};
@@ -37,6 +37,11 @@ pub struct Replica {
     pub stats: ReplicaStats,
     /// Steady decode steps applied lazily ([`crate::steady`]).
     pub(crate) steady: Steady,
+    /// Async scheduling: requests that reached the replica while a step was running, with
+    /// their queue order and that step's number ([`ReplicaStats::steps`]); they join the
+    /// waiting queue once a later step has started (the step after the running one was
+    /// already scheduled), or at once when the replica would otherwise have nothing to run.
+    pub(crate) inbox: Vec<(u32, i64, u64)>,
 }
 
 /// Router policies.
@@ -74,6 +79,8 @@ pub struct Engine {
     options: SimOptions,
     pub steps_log: Vec<StepRecord>,
     finished_buf: Vec<u32>,
+    /// Requests that produced their first token in the step being completed.
+    first_buf: Vec<u32>,
     /// Replicas whose state changed at this instant (a step ended, a request was queued)
     /// and that must be offered a new step; `kick_flag` dedups.
     kick: Vec<u32>,
@@ -92,6 +99,12 @@ pub struct Engine {
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
+    /// The serving front end between clients and the engine ([`crate::frontend`]).
+    pub(crate) frontend: crate::frontend::Frontend,
+    /// Per request id, what the front end adds to its times; empty without a front end.
+    pub(crate) client: Vec<Client>,
+    /// vLLM's async scheduling ([`crate::config::SchedulerConfig::async_scheduling`]).
+    async_sched: bool,
     /// Token identity and closed-loop dependencies of the requests ([`Content`]).
     #[allow(dead_code)] // read by prefix caching and sessions (issue 13)
     pub(crate) content: Content,
@@ -140,12 +153,14 @@ impl Engine {
         let Workload { requests: specs, segments } = workload;
         let (params, mode) = Params::for_policy(&scenario.scheduler);
         let bs = scenario.scheduler.block_size;
+        let frontend = scenario.effective_frontend();
         let reqs: Vec<Req> = {
             let mut v: Vec<Req> = specs
                 .iter()
                 .map(|s| Req {
                     id: s.id,
-                    arrival_ns: s.arrival_ns,
+                    // the engine sees it once the front end has taken it in
+                    arrival_ns: s.arrival_ns.saturating_add(u64::from(frontend.ingest_ns(s.prompt_tokens))),
                     prompt: s.prompt_tokens,
                     output: s.output_tokens,
                     priority: s.priority,
@@ -166,14 +181,21 @@ impl Engine {
                     },
                     blocks: Vec::new(),
                     order: 0,
-                    queued_ns: s.arrival_ns,
+                    queued_ns: s.arrival_ns.saturating_add(u64::from(frontend.ingest_ns(s.prompt_tokens))),
                 })
                 .collect();
             v.sort_by_key(|r| r.id);
             v
         };
-        // `specs` come sorted by (arrival, id).
-        let arrival_order = specs.iter().map(|s| s.id).collect();
+        // `specs` come sorted by (arrival, id); the front end's ingest (longer for longer
+        // prompts) may reorder them.
+        let mut arrival_order: Vec<u32> = specs.iter().map(|s| s.id).collect();
+        let mut client = Vec::new();
+        if !frontend.is_none() {
+            arrival_order.sort_by_key(|&id| (reqs[id as usize].arrival_ns, id));
+            client = vec![Client::default(); reqs.len()];
+            specs.iter().for_each(|s| client[s.id as usize].ingest_ns = frontend.ingest_ns(s.prompt_tokens));
+        }
         let content = Content::new(&specs, segments);
         let replicas = (0..scenario.deployment.replicas)
             .map(|_| Replica {
@@ -184,6 +206,7 @@ impl Engine {
                 series: Series::default(),
                 stats: ReplicaStats::default(),
                 steady: Steady::default(),
+                inbox: Vec::new(),
             })
             .collect();
         Engine {
@@ -212,6 +235,7 @@ impl Engine {
             options,
             steps_log: Vec::new(),
             finished_buf: Vec::new(),
+            first_buf: Vec::new(),
             kick: Vec::new(),
             kick_flag: vec![false; scenario.deployment.replicas as usize],
             fabric: None,
@@ -219,6 +243,9 @@ impl Engine {
             steady_ok: !options.record_steps && !options.check_invariants,
             dropped_steps: Vec::new(),
             unpriced_steps: false,
+            frontend,
+            client,
+            async_sched: scenario.effective_async_scheduling(),
             content,
         }
     }
@@ -347,7 +374,8 @@ impl Engine {
     }
 
     fn has_room(&self, rep: usize) -> bool {
-        self.max_waiting.is_none_or(|m| (self.replicas[rep].sched.waiting.len() as u32) < m)
+        let r = &self.replicas[rep];
+        self.max_waiting.is_none_or(|m| ((r.sched.waiting.len() + r.inbox.len()) as u32) < m)
             && self.fabric.as_ref().is_none_or(|f| f.alive[rep])
     }
 
@@ -398,7 +426,13 @@ impl Engine {
             let r = &mut self.reqs[id as usize];
             r.replica = rep as i32;
             replica.outstanding_tokens += (r.prompt + r.output) as u64;
-            replica.sched.enqueue(&self.params, r, order);
+            if self.async_sched && replica.busy {
+                // the next step was scheduled when the running one started
+                r.status = Status::Waiting;
+                replica.inbox.push((id, order, replica.stats.steps));
+            } else {
+                replica.sched.enqueue(&self.params, r, order);
+            }
             self.mark(rep);
         }
     }
@@ -436,6 +470,7 @@ impl Engine {
     /// Start a step on an idle replica if it has work; retry while the scheduler only
     /// preempted (vLLM calls schedule() again); error if it has work but can never run.
     fn try_start(&mut self, rep: usize) -> Result<()> {
+        self.release_inbox(rep);
         for _attempt in 0..4 {
             let st = &self.replicas[rep].sched;
             if st.waiting.is_empty() && st.running.is_empty() {
@@ -457,6 +492,29 @@ impl Engine {
                 self.now_ns as f64 / 1e6
             ),
         })
+    }
+
+    /// Move the inbox's requests whose wait is over into the scheduler's waiting queue: those
+    /// that arrived before the last step started, or all of them when the replica has
+    /// nothing else to run.
+    fn release_inbox(&mut self, rep: usize) {
+        let replica = &mut self.replicas[rep];
+        if replica.inbox.is_empty() {
+            return;
+        }
+        let steps = replica.stats.steps;
+        let st = &mut replica.sched;
+        let all = st.waiting.is_empty() && st.running.is_empty();
+        let reqs = &mut self.reqs;
+        let params = &self.params;
+        replica.inbox.retain(|&(id, order, step)| {
+            if all || steps > step {
+                st.enqueue(params, &mut reqs[id as usize], order);
+                false
+            } else {
+                true
+            }
+        });
     }
 
     /// Apply every replica's owed steady steps to its requests ([`crate::steady`]), so that
@@ -563,6 +621,7 @@ impl Engine {
         self.finished_buf.clear();
         // Hot loop: counters in locals, written back once.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
+        self.first_buf.clear();
         for &(id, n) in &st.plan {
             let r = &mut self.reqs[id as usize];
             r.computed += n;
@@ -574,6 +633,7 @@ impl Engine {
             outstanding -= 1;
             if r.generated == 1 {
                 r.first_token_ns = now;
+                self.first_buf.push(id);
             }
             if r.generated >= r.output {
                 st.kv.release(&mut r.blocks);
@@ -589,6 +649,12 @@ impl Engine {
         st.used_slots = used_slots;
         replica.outstanding_tokens = outstanding;
         self.done_requests += done;
+        if !self.client.is_empty() && !(self.first_buf.is_empty() && self.finished_buf.is_empty()) {
+            // a token of this step reaches its client after the front end handled the step's outputs
+            let out = self.frontend.output_ns(st.plan.len());
+            self.first_buf.iter().for_each(|&id| self.client[id as usize].out_first_ns = out);
+            self.finished_buf.iter().for_each(|&id| self.client[id as usize].out_last_ns = out);
+        }
         if !self.finished_buf.is_empty() {
             let reqs = &self.reqs;
             st.running.retain(|&id| reqs[id as usize].status == Status::Running);

@@ -20,6 +20,28 @@ use super::{Dtype, StepSpec, DEFAULT_LAUNCH_US};
 /// (FlashAttention-3 reports up to 75% on H100 for long sequences; serving batches are shorter).
 const ROOFLINE_ATTENTION_EFFICIENCY: f64 = 0.6;
 
+/// GPU time of an attention kernel with almost nothing to do, inside a running forward pass
+/// (vLLM engine, GPUs without attention tables), s. Vidur's A100 decode-attention rows
+/// (timed in-stream inside sarathi-serve's forward, `profiles/a100-80g.json`) are 6–7 µs at
+/// one to eight sequences of 32 tokens; the isolated H100 FlashAttention decode calls of
+/// `../shared/data/h100-kernels` lie on `14 µs + bytes / 3.2 TB/s` in their linear range,
+/// of which an isolated call's own launch and event overhead is the larger part.
+pub const VLLM_ATTENTION_FLOOR_S: f64 = 6.0e-6;
+/// Latency of one small all-reduce captured in a CUDA graph between NVLink-connected GPUs,
+/// s: ~6 µs for 2 × H100 with CUDA graphs (NVIDIA/nccl issue #1259, `all_reduce_perf -G`,
+/// 128 B – 64 KiB), the latency class vLLM's custom all-reduce was written for (vllm-project/
+/// vllm pull request #2192).
+pub const CUSTOM_ALLREDUCE_LATENCY_S: f64 = 6.0e-6;
+/// Fraction of the per-direction NVLink bandwidth collectives reach: H100's ring all-reduce
+/// bus bandwidth of 365–370 GB/s of its 450 GB/s (NVIDIA/nccl issue #1455).
+pub const NVLINK_EFFICIENCY: f64 = 0.8;
+/// vLLM's custom all-reduce handles messages below 8 MiB (`custom_all_reduce.py`'s default
+/// `max_size`); larger ones go to NCCL.
+const CUSTOM_ALLREDUCE_MAX_BYTES: f64 = 8.0 * 1024.0 * 1024.0;
+/// Per-GPU interconnect at or above which GPUs are NVLink (or Infinity Fabric) peers that
+/// vLLM's custom all-reduce serves, GB/s; PCIe-only parts (L40S: 64) use NCCL.
+pub const NVLINK_MIN_GBPS: f64 = 200.0;
+
 /// GPU time of one op (s), its eager CPU launch cost (s) and where it came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OpT {
@@ -55,6 +77,9 @@ pub struct Rates {
     pub attn_flops: f64,
     /// Per-kernel GPU floor, s.
     pub floor: f64,
+    /// GPU floor of an attention kernel priced by the roofline, s (the kernel floor for the
+    /// reference engine, [`VLLM_ATTENTION_FLOOR_S`] for vLLM's FlashAttention).
+    pub attn_floor: f64,
     /// What an isolated table timing adds to the op's own launch and GPU time (event
     /// records, the synchronising call), s.
     pub iso_overhead: f64,
@@ -175,6 +200,10 @@ impl Rates {
             gemm_best_flops: peak * 1e12 * ce,
             attn_flops: gpu.bf16_tflops * 1e12 * ROOFLINE_ATTENTION_EFFICIENCY,
             floor: spec.kernel_floor_us * 1e-6,
+            attn_floor: match spec.engine {
+                super::Engine::Reference => spec.kernel_floor_us * 1e-6,
+                super::Engine::Vllm => (spec.kernel_floor_us * 1e-6).max(VLLM_ATTENTION_FLOOR_S),
+            },
             iso_overhead: 0.0,
             launch: spec.launch_us.unwrap_or(DEFAULT_LAUNCH_US) * 1e-6,
             link_bw: gpu.nvlink_gbps * 1e9 / 2.0,
@@ -357,7 +386,7 @@ impl Rates {
         let flops = crate::calib::chunk_flops(hq, hd, new, context);
         let bytes = (context + new) * crate::calib::kv_bytes(hkv, hd, 1.0) * self.kv_bytes / 2.0
             + 2.0 * new * f64::from(hq * hd) * 2.0;
-        let roof = self.floor + (flops / self.attn_flops).max(bytes / self.stream_bw);
+        let roof = self.attn_floor + (flops / self.attn_flops).max(bytes / self.stream_bw);
         let Some(p) = self.profile.as_ref().filter(|p| p.has_attention()) else {
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
@@ -386,7 +415,7 @@ impl Rates {
     #[inline]
     pub fn attention_decode_given_cpu(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
         let bytes = crate::calib::kv_bytes(hkv, hd, tokens) * self.kv_bytes / 2.0;
-        let roof = self.floor + bytes / self.stream_bw;
+        let roof = self.attn_floor + bytes / self.stream_bw;
         let Some(p) = self.profile.as_ref().filter(|p| p.has_attention()) else {
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
@@ -406,6 +435,27 @@ impl Rates {
             cpu_s: self.launch,
             src: Source::Model,
         }
+    }
+
+    /// vLLM's all-reduce of `bytes` over `tp` GPUs: between NVLink peers (`nvlink`) and
+    /// below 8 MiB its custom kernel (`csrc/custom_all_reduce.cuh`): one stage (every GPU
+    /// reads its `tp − 1` peers' buffers) for 2 GPUs, or below 512 KiB on up to 4 and 256 KiB
+    /// on up to 8; otherwise two stages (reduce-scatter then all-gather, `2(tp−1)/tp` of the
+    /// bytes each way), each after one [`CUSTOM_ALLREDUCE_LATENCY_S`]; elsewhere NCCL's ring
+    /// at [`NVLINK_EFFICIENCY`] of the link.
+    pub fn allreduce_vllm(&self, tp: f64, bytes: f64, nvlink: bool) -> OpT {
+        let bw = self.link_bw * NVLINK_EFFICIENCY;
+        let gpu_s = if nvlink && tp <= 8.0 && bytes < CUSTOM_ALLREDUCE_MAX_BYTES {
+            let one_stage = tp <= 2.0 || (tp <= 4.0 && bytes < 512.0 * 1024.0) || bytes < 256.0 * 1024.0;
+            if one_stage {
+                CUSTOM_ALLREDUCE_LATENCY_S + (tp - 1.0) * bytes / bw
+            } else {
+                2.0 * CUSTOM_ALLREDUCE_LATENCY_S + 2.0 * (tp - 1.0) / tp * bytes / bw
+            }
+        } else {
+            self.floor + 2.0 * (tp - 1.0) / tp * bytes / bw + 2.0 * (tp - 1.0) * self.hop
+        };
+        OpT { gpu_s, cpu_s: self.launch, src: Source::Model }
     }
 }
 
