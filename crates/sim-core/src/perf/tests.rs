@@ -535,3 +535,76 @@ fn vllm_captures_graphs_up_to_twice_max_num_seqs() {
     let spec = CostModelSpec::Calibrated(StepSpec { fusion: Fusion::Fine, ..StepSpec::default() });
     assert_eq!(spec.validate().unwrap_err().path(), Some("fusion"));
 }
+
+/// Whether GPU `a` is at least as capable as `b` in every datasheet figure a step depends
+/// on (compute, memory bandwidth, interconnect, memory).
+fn dominates(a: &Gpu, b: &Gpu) -> bool {
+    a.bf16_tflops >= b.bf16_tflops
+        && a.fp8_tflops >= b.fp8_tflops
+        && a.hbm_tbps >= b.hbm_tbps
+        && a.nvlink_gbps >= b.nvlink_gbps
+        && a.hbm_gib >= b.hbm_gib
+}
+
+/// GPUs rank physically at defaults: on the same step, a GPU at least as capable as another
+/// in every figure is never predicted slower — whichever source (a profile measured in
+/// another engine, or the roofline) prices each of them. Over every pair of GPU presets.
+#[test]
+fn a_faster_gpu_is_never_predicted_slower() {
+    let gpus = crate::catalog::gpu_presets();
+    let items = |n: u32, ctx: u32| [PrefillItem { new_tokens: n, context_before: ctx }];
+    let (p512, p2k, p8k, chunk) = (items(512, 0), items(2048, 0), items(8192, 0), items(1024, 4096));
+    let shapes: Vec<BatchShape> = vec![
+        decode(1, 128),
+        decode(8, 1024),
+        decode(32, 4096),
+        decode(256, 2048),
+        prefill(&p512),
+        prefill(&p2k),
+        prefill(&p8k),
+        BatchShape { decode_seqs: 64, decode_context_sum: 64 * 1500, context_sum_after: 64 * 1500 + 5120, sampled: 65, ..prefill(&chunk) },
+    ];
+    let mut pairs = 0;
+    for (name, tp) in [("llama-3-8b", 1u32), ("llama-3-8b", 2), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2), ("qwen2.5-72b", 4)] {
+        let m = model(name);
+        for a in &gpus {
+            for b in gpus.iter().filter(|b| b.name != a.name && dominates(a, b)) {
+                pairs += 1;
+                let ca = StepCostModel::new(&CostModelSpec::default(), &m, a, tp, 1).unwrap().with_block_size(16);
+                let cb = StepCostModel::new(&CostModelSpec::default(), &m, b, tp, 1).unwrap().with_block_size(16);
+                for s in &shapes {
+                    let (ta, tb) = (ca.step_ns(s), cb.step_ns(s));
+                    assert!(ta <= tb, "{name} tp{tp}: {} {ta} ns > {} {tb} ns on {:?}", a.name, b.name, (s.prefill_tokens, s.decode_seqs));
+                }
+            }
+        }
+    }
+    assert!(pairs >= 6 * 8, "{pairs}");
+}
+
+/// A GEMM shape without a table borrows its efficiency from the nearest measured shapes:
+/// Llama-2-7B's GEMMs predicted from the H100 profile with every Llama-2-7B table removed
+/// land closer to the removed rows than the roofline at the profile's fitted rates.
+#[test]
+fn unprofiled_gemm_shapes_take_their_neighbours_efficiency() {
+    let text = crate::calib::builtin_text("h100").unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let held: Vec<serde_json::Value> = v["gemm"].as_array().unwrap().iter().filter(|t| t["label"].as_str().unwrap().starts_with("Llama-2-7b")).cloned().collect();
+    v["gemm"].as_array_mut().unwrap().retain(|t| !t["label"].as_str().unwrap().starts_with("Llama-2-7b"));
+    let spec = StepSpec { profile: Some(v), ..StepSpec::default() };
+    let r = ops::Rates::new(&gpu("h100"), &spec, true);
+    let (mut transfer, mut roof, mut rows) = (0.0, 0.0, 0.0);
+    for t in held.iter().filter(|t| t["dtype"] == "bf16") {
+        let (k, n) = (t["k"].as_u64().unwrap() as u32, t["n"].as_u64().unwrap() as u32);
+        for (m, ms) in t["m"].as_array().unwrap().iter().zip(t["ms"].as_array().unwrap()) {
+            let (m, s) = (m.as_f64().unwrap(), ms.as_f64().unwrap() * 1e-3);
+            let g = r.gemm(m, k, n);
+            assert_eq!(g.src, Source::Interpolated);
+            transfer += (g.gpu_s / s - 1.0).abs();
+            roof += (r.gemm_roof(m, f64::from(k), f64::from(n)) / s - 1.0).abs();
+            rows += 1.0;
+        }
+    }
+    let (transfer, roof) = (transfer / rows, roof / rows);
+    assert!(rows > 200.0 && transfer < 0.10 && transfer < 0.7 * roof, "{rows} rows: transfer {transfer}, roofline {roof}");
+}
