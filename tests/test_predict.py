@@ -61,7 +61,7 @@ def test_model_and_gpu_accept_dicts_and_knobs_change_the_time() -> None:
     fused = o1sim.predict_step(cut, "h200", batch=decode(16, 1024), fusion="hybrid", engine="reference").total_ms
     assert fused < o1sim.predict_step(cut, "h200", batch=decode(16, 1024), engine="reference").total_ms
     slow = o1sim.predict_step("llama-3-8b", {"preset": "h200", "hbm_tbps": 2.4, "name": "h200-slow"}, batch=decode(1, 100))
-    assert slow.profile is None  # renamed: no profile, roofline from its own numbers
+    assert slow.profile is None  # another bandwidth: the roofline from its own numbers
 
 
 @pytest.mark.parametrize(
@@ -241,7 +241,8 @@ def test_a100_and_h100_use_the_vidur_derived_tables() -> None:
     assert lines["qkv"].ms / 32 == pytest.approx(table["ms"][i], rel=1e-6)
     assert lines["rms_norm"].source in ("table", "interpolated")
     # the A100's attention comes from Vidur's real Llama-3-8B rows: (32 decodes, KV 1,536) is one
-    assert lines["attention"].source in ("table", "interpolated") and lines["lm_head"].source == "roofline"
+    # lm_head's shape has no A100 table: its neighbours' measured efficiency prices it
+    assert lines["attention"].source in ("table", "interpolated") and lines["lm_head"].source == "interpolated"
     dec = o1sim.predict_step("llama-3-8b", "a100-80g", batch=[{"new_tokens": 1, "context_tokens": 1535}] * 32)
     row = next(i for i, (b, c) in enumerate(zip(prof["attention_decode"][0]["b"], prof["attention_decode"][0]["ctx"]))
                if (b, c) == (32, 1536))

@@ -37,10 +37,13 @@ fn a_faster_gpu_never_serves_a_scenario_slower() {
                 // a GPU with at least as much memory holds whatever the other holds
                 let ra = ra.as_ref().unwrap_or_else(|| panic!("{model} fits {} but not {}", b.name, a.name));
                 pairs += 1;
-                for metric in ["ttft_ms", "tpot_ms", "e2e_ms"] {
-                    for stat in ["mean", "p99"] {
+                // Means strictly; a tail within 2% (faster steps batch requests differently,
+                // which may move a single request's place in line). Not TPOT: a GPU with less
+                // memory holds fewer requests at once, so each of its decode steps is smaller.
+                for metric in ["ttft_ms", "e2e_ms"] {
+                    for (stat, slack) in [("mean", 1.0), ("p99", 1.02)] {
                         let (x, y) = (ra[metric][stat].as_f64().unwrap(), rb[metric][stat].as_f64().unwrap());
-                        assert!(x <= y, "{model} tp{tp} {metric} {stat}: {} {x} > {} {y}", a.name, b.name);
+                        assert!(x <= y * slack, "{model} tp{tp} {metric} {stat}: {} {x} > {} {y}", a.name, b.name);
                     }
                 }
             }

@@ -100,6 +100,10 @@ pub struct Rates {
     /// estimates; a reference-engine table is that engine's own truth); empty with a user's
     /// own profile (their measurements of their GPU rule) and for the roofline kind.
     pub bounds: Vec<Rates>,
+    /// Likewise the profiled GPUs that dominate this one: an operator never costs less here
+    /// than there (a variant priced by its datasheet, e.g. an A100 40 GB, is no faster than
+    /// the measured A100 80 GB).
+    pub floors: Vec<Rates>,
 }
 
 /// Each operator shape's [`Prepared`] data, computed on first use.
@@ -206,6 +210,8 @@ impl Rates {
                 let Some(other) = crate::catalog::gpu_presets().into_iter().find(|g| g.name == *name) else { continue };
                 if gpu.dominates(&other) {
                     r.bounds.push(Rates::unbounded(&other, spec, true));
+                } else if other.dominates(gpu) {
+                    r.floors.push(Rates::unbounded(&other, spec, true));
                 }
             }
         }
@@ -238,10 +244,11 @@ impl Rates {
             tile: TileUnit::Cuda,
             memo: Default::default(),
             bounds: Vec::new(),
+            floors: Vec::new(),
         };
         // A given profile was checked when the spec was validated.
         let custom = if use_tables { spec.custom_profile().ok().flatten().map(std::sync::Arc::new) } else { None };
-        let profile = if use_tables { custom.or_else(|| Profile::builtin_shared(&gpu.name)) } else { None };
+        let profile = if use_tables { custom.or_else(|| gpu.profile_name().and_then(Profile::builtin_shared)) } else { None };
         if let Some(p) = &profile {
             r.fit(p, spec);
         }
@@ -319,24 +326,57 @@ impl Rates {
         self.floor + (bytes / self.stream_bw).max(2.0 * mp * kp * np / flops)
     }
 
-    /// An operator's time here, no more than on any dominated GPU ([`Rates::bounds`]);
-    /// a bound that binds is flagged `model`.
+    /// An operator's time here, no more than on any dominated profiled GPU
+    /// ([`Rates::bounds`]) and no less than on any dominating one ([`Rates::floors`]); a
+    /// bound that binds is flagged `model`. (With `min` taken first and `max` last, a GPU
+    /// dominating another is never priced above it whenever either has a profile.)
+    /// A floor is only a measured time (a table row or between rows): another GPU's
+    /// roofline estimate says nothing this GPU's own estimate does not. Attention and
+    /// elementwise times measured in the reference engine (an isolated-timing profile, e.g.
+    /// our H200's PyTorch SDPA and unfused ops) are not vLLM's kernels and bound nothing
+    /// across GPUs (`engine_ops`: whether the op is of that kind); GEMMs are cuBLAS either way.
     #[inline]
-    fn bounded(&self, own: OpT, other: impl Fn(&Rates) -> OpT) -> OpT {
+    fn bounded(&self, own: OpT, engine_ops: bool, other: impl Fn(&Rates) -> OpT) -> OpT {
+        let relevant = |b: &Rates, x: &OpT| !(engine_ops && x.src <= Source::Interpolated && b.profile.as_ref().is_some_and(|p| !p.in_stream));
         let mut t = own;
         for b in &self.bounds {
-            let x = other(b).gpu_s;
-            if x < t.gpu_s {
-                t.gpu_s = x;
+            let x = other(b);
+            if relevant(b, &x) && x.gpu_s < t.gpu_s {
+                t.gpu_s = x.gpu_s;
+                t.src = Source::Model;
+            }
+        }
+        for b in &self.floors {
+            let x = other(b);
+            if relevant(b, &x) && x.src <= Source::Interpolated && x.gpu_s > t.gpu_s {
+                t.gpu_s = x.gpu_s;
                 t.src = Source::Model;
             }
         }
         t
     }
 
+    /// One single-kernel elementwise op as a fused engine (vLLM) runs it: the profile's
+    /// table where its engine ran `op` as one kernel too, else one kernel moving `bytes_tok`
+    /// per token at the copy bandwidth (a multi-kernel table, such as the reference engine's
+    /// 16-kernel RoPE, times other work).
+    pub fn fused_elementwise(&self, op: &str, m: f64, width: f64, bytes_tok: f64) -> OpT {
+        self.bounded(self.fused_elementwise_own(op, m, width, bytes_tok), true, |b| b.fused_elementwise_own(op, m, width, bytes_tok))
+    }
+
+    fn fused_elementwise_own(&self, op: &str, m: f64, width: f64, bytes_tok: f64) -> OpT {
+        let reference = crate::calib::ELEMENTWISE_OPS.iter().find(|(o, _)| *o == op).map_or(1.0, |(_, k)| *k);
+        let kernels = self.profile.as_ref().and_then(|p| p.kernels(op)).unwrap_or(reference);
+        if kernels <= 1.0 {
+            self.elementwise_own(op, m, width, 1.0, bytes_tok)
+        } else {
+            OpT { gpu_s: self.floor + m * bytes_tok / self.copy_bw, cpu_s: self.launch, src: Source::Roofline }
+        }
+    }
+
     /// One GEMM of `m` tokens through weights `k × n`.
     pub fn gemm(&self, m: f64, k: u32, n: u32) -> OpT {
-        self.bounded(self.gemm_own(m, k, n), |b| b.gemm_own(m, k, n))
+        self.bounded(self.gemm_own(m, k, n), false, |b| b.gemm_own(m, k, n))
     }
 
     fn gemm_own(&self, m: f64, k: u32, n: u32) -> OpT {
@@ -424,7 +464,7 @@ impl Rates {
     /// An elementwise op over `m` tokens of `width` elements that launches `kernels` kernels
     /// and moves `bytes_tok` bytes per token in one pass.
     pub fn elementwise(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
-        self.bounded(self.elementwise_own(op, m, width, kernels, bytes_tok), |b| b.elementwise_own(op, m, width, kernels, bytes_tok))
+        self.bounded(self.elementwise_own(op, m, width, kernels, bytes_tok), true, |b| b.elementwise_own(op, m, width, kernels, bytes_tok))
     }
 
     fn elementwise_own(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
@@ -488,10 +528,10 @@ impl Rates {
     #[inline]
     pub fn attention_prefill_given_cpu(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64, c: f64) -> OpT {
         let own = self.attention_prefill_own(hq, hkv, hd, new, context, c);
-        if self.bounds.is_empty() {
+        if self.bounds.is_empty() && self.floors.is_empty() {
             return own;
         }
-        self.bounded(own, |b| b.attention_prefill(hq, hkv, hd, new, context))
+        self.bounded(own, true, |b| b.attention_prefill(hq, hkv, hd, new, context))
     }
 
     #[inline]
@@ -528,10 +568,10 @@ impl Rates {
     #[inline]
     pub fn attention_decode_given_cpu(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
         let own = self.attention_decode_own(hkv, hd, tokens, c);
-        if self.bounds.is_empty() {
+        if self.bounds.is_empty() && self.floors.is_empty() {
             return own;
         }
-        self.bounded(own, |b| b.attention_decode(hkv, hd, tokens))
+        self.bounded(own, true, |b| b.attention_decode(hkv, hd, tokens))
     }
 
     #[inline]

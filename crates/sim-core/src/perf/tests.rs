@@ -536,16 +536,6 @@ fn vllm_captures_graphs_up_to_twice_max_num_seqs() {
     assert_eq!(spec.validate().unwrap_err().path(), Some("fusion"));
 }
 
-/// Whether GPU `a` is at least as capable as `b` in every datasheet figure a step depends
-/// on (compute, memory bandwidth, interconnect, memory).
-fn dominates(a: &Gpu, b: &Gpu) -> bool {
-    a.bf16_tflops >= b.bf16_tflops
-        && a.fp8_tflops >= b.fp8_tflops
-        && a.hbm_tbps >= b.hbm_tbps
-        && a.nvlink_gbps >= b.nvlink_gbps
-        && a.hbm_gib >= b.hbm_gib
-}
-
 /// GPUs rank physically at defaults: on the same step, a GPU at least as capable as another
 /// in every figure is never predicted slower — whichever source (a profile measured in
 /// another engine, or the roofline) prices each of them. Over every pair of GPU presets.
@@ -568,7 +558,7 @@ fn a_faster_gpu_is_never_predicted_slower() {
     for (name, tp) in [("llama-3-8b", 1u32), ("llama-3-8b", 2), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2), ("qwen2.5-72b", 4)] {
         let m = model(name);
         for a in &gpus {
-            for b in gpus.iter().filter(|b| b.name != a.name && dominates(a, b)) {
+            for b in gpus.iter().filter(|b| b.name != a.name && a.dominates(b)) {
                 pairs += 1;
                 let ca = StepCostModel::new(&CostModelSpec::default(), &m, a, tp, 1).unwrap().with_block_size(16);
                 let cb = StepCostModel::new(&CostModelSpec::default(), &m, b, tp, 1).unwrap().with_block_size(16);
