@@ -51,26 +51,6 @@ CLIENT_TIMEOUT_S = 300.0
 #: "Overload": mean TTFT above this where the server's stayed below it.
 OVERLOAD_TTFT_S = 0.5
 
-# The models as full tables (Hugging Face config.json of each: num_hidden_layers,
-# hidden_size, num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
-# max_position_embeddings).
-MODELS: dict[str, dict[str, Any]] = {
-    "meta-llama/Llama-2-7b-hf": {
-        "name": "llama-2-7b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 32, "head_dim": 128,
-        "intermediate": 11008, "vocab": 32000, "max_context": 4096,
-    },
-    "meta-llama/Llama-2-70b-hf": {
-        "name": "llama-2-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "head_dim": 128,
-        "intermediate": 28672, "vocab": 32000, "max_context": 4096,
-    },
-    "mistralai/Mixtral-8x7B-v0.1": {"preset": "mixtral-8x7b"},
-    "codellama/CodeLlama-34b-Instruct-hf": {
-        "name": "codellama-34b", "layers": 48, "hidden": 8192, "heads": 64, "kv_heads": 8, "head_dim": 128,
-        "intermediate": 22016, "vocab": 32000, "max_context": 16384,
-    },
-}
-
-
 def data_dir() -> Optional[Path]:
     """``shared/data/real-vllm-h100`` next to the checkout or one level up (worktrees)."""
     for base in (ROOT.parent, ROOT.parent.parent):
@@ -159,7 +139,7 @@ def scenario(run: dict[str, Any], features: set[str]) -> tuple[dict[str, Any], l
     sys_len = round(sp["system_prompt_len"] * prompt / (sp["system_prompt_len"] + sp["question_len"]))
     sc: dict[str, Any] = {
         "name": run["name"],
-        "model": MODELS[exp["model"]],
+        "model": exp["model"],  # the Hugging Face id: a preset alias
         "gpu": "h100",
         "deployment": {"tp": int(exp["tensor_parallelism"])},
         "scheduler": {

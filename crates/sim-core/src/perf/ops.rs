@@ -332,23 +332,30 @@ impl Rates {
     /// dominating another is never priced above it whenever either has a profile.)
     /// A floor is only a measured time (a table row or between rows): another GPU's
     /// roofline estimate says nothing this GPU's own estimate does not. Attention and
-    /// elementwise times measured in the reference engine (an isolated-timing profile, e.g.
-    /// our H200's PyTorch SDPA and unfused ops) are not vLLM's kernels and bound nothing
-    /// across GPUs (`engine_ops`: whether the op is of that kind); GEMMs are cuBLAS either way.
+    /// elementwise ops (`engine_ops`) of a GPU whose profile times the reference engine (an
+    /// isolated-timing profile, e.g. our H200's PyTorch SDPA and unfused ops: not vLLM's
+    /// kernels) bound nothing across GPUs; GEMMs are cuBLAS either way.
     #[inline]
     fn bounded(&self, own: OpT, engine_ops: bool, other: impl Fn(&Rates) -> OpT) -> OpT {
-        let relevant = |b: &Rates, x: &OpT| !(engine_ops && x.src <= Source::Interpolated && b.profile.as_ref().is_some_and(|p| !p.in_stream));
+        // (a reference-engine profile's engine ops are skipped before they are priced)
+        let skip = |b: &Rates| engine_ops && b.profile.as_ref().is_some_and(|p| !p.in_stream);
         let mut t = own;
         for b in &self.bounds {
+            if skip(b) {
+                continue;
+            }
             let x = other(b);
-            if relevant(b, &x) && x.gpu_s < t.gpu_s {
+            if x.gpu_s < t.gpu_s {
                 t.gpu_s = x.gpu_s;
                 t.src = Source::Model;
             }
         }
         for b in &self.floors {
+            if skip(b) {
+                continue;
+            }
             let x = other(b);
-            if relevant(b, &x) && x.src <= Source::Interpolated && x.gpu_s > t.gpu_s {
+            if x.src <= Source::Interpolated && x.gpu_s > t.gpu_s {
                 t.gpu_s = x.gpu_s;
                 t.src = Source::Model;
             }

@@ -855,6 +855,7 @@ impl StepModel {
     /// (the forward pass plus PP transfers and the fixed CPU overhead, s; the CPU bound of an
     /// async-scheduled engine, s: vLLM's step cannot be shorter than its scheduler's CPU work,
     /// 0 for the reference engine).
+    #[inline]
     fn compose_parts(&self, a: &Agg, (ge, ce): (f64, f64), (ga, ca): (f64, f64), mode: Mode, (k_att, k_epi): (f64, f64), seqs: f64) -> (f64, f64) {
         let l = self.layers;
         let vllm = self.engine == Engine::Vllm;
