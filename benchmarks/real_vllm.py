@@ -152,14 +152,14 @@ def scenario(run: dict[str, Any], features: set[str]) -> tuple[dict[str, Any], l
         },
     }
     groups, per_group = sp["num_groups"], sp["num_prompts_per_group"]
-    if "shared_prefix" in features:
+    if "shared_prefix" in features and "explicit" not in features:
         wl: dict[str, Any] = {
             "shared_prefix": {
                 "groups": groups, "users_per_group": per_group, "prefix_tokens": sys_len,
-                "question": {"kind": "fixed", "value": prompt - sys_len},
-                "output": {"kind": "fixed", "value": sp["output_len"]},
+                "question": prompt - sys_len, "output": sp["output_len"],
             },
-            "arrival": {"kind": "constant", "stages": [{"rate": st["rate"], "duration_s": st["duration"]} for st in ran["stages"]]},
+            # inference-perf's "constant" load: ⌊rate·duration⌋ exponential gaps scaled to the stage
+            "arrival": {"kind": "poisson_count", "stages": [{"rate": st["rate"], "duration_s": st["duration"]} for st in ran["stages"]]},
         }
     else:
         wl = {"requests": explicit_requests(run, prompt, sys_len, features, notes)}
@@ -179,37 +179,43 @@ STAGE_GAP_S = 10.0
 def explicit_requests(run: dict[str, Any], prompt: int, sys_len: int, features: set[str], notes: list[str]) -> list[dict[str, Any]]:
     """The run's requests one by one: request n of a stage sends prompt n mod (groups x
     prompts per group) of the shuffled pool (as inference-perf's shared-prefix generator
-    did), every prompt `prompt` tokens of which the first `sys_len` are its group's."""
+    did), every prompt `prompt` tokens of which the first `sys_len` are its group's; arrivals
+    as its "constant" load (exponential gaps scaled to each stage)."""
     import random
 
     sp = run["ran"]["shared_prefix"]
     pool = sp["num_groups"] * sp["num_prompts_per_group"]
     group_of = [i // sp["num_prompts_per_group"] for i in range(pool)]
-    random.Random(0).shuffle(group_of)
+    rng = random.Random(0)
+    rng.shuffle(group_of)
     reqs = []
     t0 = 0.0
     seen_prompt: set[int] = set()
     seen_group: set[int] = set()
     for st in run["ran"]["stages"]:
         n = int(st["rate"] * st["duration"])
+        gaps = [rng.expovariate(st["rate"]) for _ in range(n)]
+        scale = st["duration"] / sum(gaps)
+        t = t0
         for i in range(n):
             pid = i % pool
-            r: dict[str, Any] = {"arrival_ms": (t0 + i / st["rate"]) * 1e3, "prompt_tokens": prompt, "output_tokens": sp["output_len"]}
-            if "prefix_group" in features:
-                r["prefix_group"] = f"prompt{pid}"
-                r["prefix_length"] = prompt
-            elif "cached_tokens" in features:
+            t += gaps[i] * scale
+            r: dict[str, Any] = {"arrival_ms": t * 1e3, "prompt_tokens": prompt, "output_tokens": sp["output_len"]}
+            if "cached_tokens" in features:
                 # vLLM's hit: whole blocks, at most the prompt less one token
                 hit = prompt - 1 if pid in seen_prompt else (sys_len if group_of[pid] in seen_group else 0)
                 r["cached_tokens"] = hit // 16 * 16
+            elif "prefix_group" in features:
+                r["prefix_group"] = f"prompt{pid}"
+                r["prefix_length"] = prompt
             reqs.append(r)
             seen_prompt.add(pid)
             seen_group.add(group_of[pid])
         t0 += st["duration"] + STAGE_GAP_S
-    if "prefix_group" in features:
-        notes.append("explicit requests with prefix_group = prompt (no shared_prefix in this o1sim)")
-    elif "cached_tokens" in features:
+    if "cached_tokens" in features:
         notes.append("explicit requests with cached_tokens (a local stand-in for prefix caching)")
+    elif "prefix_group" in features:
+        notes.append("explicit requests, prefix_group = the prompt")
     else:
         notes.append("explicit requests, no prefix caching in this o1sim: prompts computed in full")
     return reqs
@@ -256,12 +262,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", default="", help="only runs whose name contains this")
     ap.add_argument("--json", help="write per-run figures here")
+    ap.add_argument("--explicit", action="store_true", help="give the requests one by one (explicit form) instead of shared_prefix")
     args = ap.parse_args(argv)
     d = data_dir()
     if d is None:
         print("skipped: ../shared/data/real-vllm-h100 not found")
         return 0
-    feats = detect_features()
+    feats = detect_features() | ({"explicit"} if args.explicit else set())
     runs = [load_run(p) for p in sorted(d.iterdir()) if (p / "exp-config.yaml").exists() and args.runs in p.name]
     rows = []
     print(f"o1sim {getattr(o1sim, '__version__', '?')} defaults; features: {sorted(feats) or 'none'}")
