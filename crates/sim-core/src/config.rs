@@ -257,9 +257,19 @@ impl Scenario {
         matches!(&self.cost_model, CostModelSpec::Calibrated(s) | CostModelSpec::Roofline(s) if s.engine == Engine::Vllm)
     }
 
-    /// The front end in effect: the `[frontend]` section over the engine's defaults.
+    /// The front end in effect: the `[frontend]` section over the engine's defaults: vLLM's
+    /// API server ([`VLLM_FRONTEND`], or what a calibration profile measured) for the `vllm`
+    /// engine, none otherwise.
     pub fn effective_frontend(&self) -> Frontend {
-        self.frontend.resolve(if self.prices_vllm() { VLLM_FRONTEND } else { NO_FRONTEND })
+        let mut base = if self.prices_vllm() { VLLM_FRONTEND } else { NO_FRONTEND };
+        if let CostModelSpec::Calibrated(s) = &self.cost_model {
+            if let Ok(Some(p)) = s.custom_profile() {
+                if let (Some(f), true) = (&p.frontend, self.prices_vllm()) {
+                    base = f.resolve(base);
+                }
+            }
+        }
+        self.frontend.resolve(base)
     }
 
     /// Whether async scheduling is on ([`SchedulerConfig::async_scheduling`]).

@@ -104,6 +104,9 @@ pub struct Rates {
     /// than there (a variant priced by its datasheet, e.g. an A100 40 GB, is no faster than
     /// the measured A100 80 GB).
     pub floors: Vec<Rates>,
+    /// The profile's `gpu_time_scale` (1 without one): every GEMM, attention and
+    /// elementwise time is multiplied by it.
+    pub scale: f64,
 }
 
 /// Each operator shape's [`Prepared`] data, computed on first use.
@@ -245,12 +248,14 @@ impl Rates {
             memo: Default::default(),
             bounds: Vec::new(),
             floors: Vec::new(),
+            scale: 1.0,
         };
         // A given profile was checked when the spec was validated.
         let custom = if use_tables { spec.custom_profile().ok().flatten().map(std::sync::Arc::new) } else { None };
         let profile = if use_tables { custom.or_else(|| gpu.profile_name().and_then(Profile::builtin_shared)) } else { None };
         if let Some(p) = &profile {
             r.fit(p, spec);
+            r.scale = p.gpu_time_scale;
         }
         r.profile = profile;
         r
@@ -271,7 +276,9 @@ impl Rates {
             self.gemm_flops = f;
             self.gemm_best_flops = best.max(f);
         }
-        self.copy_bw = p.copy_bps;
+        if p.copy_bps > 0.0 {
+            self.copy_bw = p.copy_bps;
+        }
         if p.has_attention() {
             let seq = 32768.0;
             let (ms, _) = p.attention_prefill(32, 128, seq);
@@ -368,7 +375,7 @@ impl Rates {
     /// per token at the copy bandwidth (a multi-kernel table, such as the reference engine's
     /// 16-kernel RoPE, times other work).
     pub fn fused_elementwise(&self, op: &str, m: f64, width: f64, bytes_tok: f64) -> OpT {
-        self.bounded(self.fused_elementwise_own(op, m, width, bytes_tok), true, |b| b.fused_elementwise_own(op, m, width, bytes_tok))
+        self.scaled(self.bounded(self.fused_elementwise_own(op, m, width, bytes_tok), true, |b| b.fused_elementwise_own(op, m, width, bytes_tok)))
     }
 
     fn fused_elementwise_own(&self, op: &str, m: f64, width: f64, bytes_tok: f64) -> OpT {
@@ -381,9 +388,16 @@ impl Rates {
         }
     }
 
+    /// A kernel time at this machine's speed ([`Rates::scale`]).
+    #[inline]
+    fn scaled(&self, mut t: OpT) -> OpT {
+        t.gpu_s *= self.scale;
+        t
+    }
+
     /// One GEMM of `m` tokens through weights `k × n`.
     pub fn gemm(&self, m: f64, k: u32, n: u32) -> OpT {
-        self.bounded(self.gemm_own(m, k, n), false, |b| b.gemm_own(m, k, n))
+        self.scaled(self.bounded(self.gemm_own(m, k, n), false, |b| b.gemm_own(m, k, n)))
     }
 
     fn gemm_own(&self, m: f64, k: u32, n: u32) -> OpT {
@@ -471,7 +485,7 @@ impl Rates {
     /// An elementwise op over `m` tokens of `width` elements that launches `kernels` kernels
     /// and moves `bytes_tok` bytes per token in one pass.
     pub fn elementwise(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
-        self.bounded(self.elementwise_own(op, m, width, kernels, bytes_tok), true, |b| b.elementwise_own(op, m, width, kernels, bytes_tok))
+        self.scaled(self.bounded(self.elementwise_own(op, m, width, kernels, bytes_tok), true, |b| b.elementwise_own(op, m, width, kernels, bytes_tok)))
     }
 
     fn elementwise_own(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
@@ -536,9 +550,9 @@ impl Rates {
     pub fn attention_prefill_given_cpu(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64, c: f64) -> OpT {
         let own = self.attention_prefill_own(hq, hkv, hd, new, context, c);
         if self.bounds.is_empty() && self.floors.is_empty() {
-            return own;
+            return self.scaled(own);
         }
-        self.bounded(own, true, |b| b.attention_prefill(hq, hkv, hd, new, context))
+        self.scaled(self.bounded(own, true, |b| b.attention_prefill(hq, hkv, hd, new, context)))
     }
 
     #[inline]
@@ -576,9 +590,9 @@ impl Rates {
     pub fn attention_decode_given_cpu(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
         let own = self.attention_decode_own(hkv, hd, tokens, c);
         if self.bounds.is_empty() && self.floors.is_empty() {
-            return own;
+            return self.scaled(own);
         }
-        self.bounded(own, true, |b| b.attention_decode(hkv, hd, tokens))
+        self.scaled(self.bounded(own, true, |b| b.attention_decode(hkv, hd, tokens)))
     }
 
     #[inline]

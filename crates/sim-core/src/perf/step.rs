@@ -514,7 +514,7 @@ impl StepModel {
         let add_norm = || {
             // the fused kernel also reads and writes the residual stream
             let mut t = self.vllm_elem("rms_norm", m, h, 4.0 * h);
-            t.gpu_s += m * 4.0 * h / r.copy_bw;
+            t.gpu_s += m * 4.0 * h / r.copy_bw * r.scale;
             let fused = g("add_rms_norm", t);
             if mix.post_norms {
                 vec![el("rms_norm", "rms_norm", h, 4.0 * h), fused]
