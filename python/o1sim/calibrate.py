@@ -185,6 +185,7 @@ def read_inference_perf(path: Union[str, Path], *, gpu: str, server: Optional[Ma
         saturated=summary["failures"]["count"] > 0,
         output_tokens_per_s=ok["throughput"]["output_tokens_per_sec"],
         extra={"ttft_p99_ms": lat["time_to_first_token"]["p99"] * 1e3, "e2e_p99_ms": lat["request_latency"]["p99"] * 1e3,
+               "ttft_p50_ms": lat["time_to_first_token"]["median"] * 1e3,
                "successes": ok["count"], "failures": summary["failures"]["count"]},
     )
 
@@ -293,6 +294,7 @@ class Simulated:
     itl_ms: float
     engine_ttft_ms: float
     engine_e2e_ms: float
+    engine_ttft_p50_ms: float
     mean_batch: float
     prompt_tokens: float
     output_tokens_per_s: float
@@ -310,7 +312,9 @@ def simulate_run(run: MeasuredRun, profile: Optional[Mapping[str, Any]] = None) 
     ttft, e2e = ms(s["ttft_ms"]), ms(s["e2e_ms"])
     df = res.requests
     prompt = float(df["prompt_tokens"].mean()) if len(df) else 0.0
+    p50 = s["engine_ttft_ms"].get("p50")
     return Simulated(ttft, e2e, (e2e - ttft) / max(1, run.output_len - 1), ms(s["engine_ttft_ms"]), ms(s["engine_e2e_ms"]),
+                     float(p50) if p50 is not None else float("nan"),
                      float(s["mean_batch_size"]), prompt, float(s["output_tokens_per_s"]), int(s["finished"]))
 
 
@@ -345,19 +349,26 @@ def fit(runs: Sequence[MeasuredRun], gpu: str, *, iterations: int = 3,
             break
     prof = profile_dict(gpu, scale, {**ZERO_FRONTEND, "report": "engine"}, "fit")
     sims = [simulate_run(r, prof) for r in lat]
-    # front end: measured minus engine-side TTFT and E2E = a + b·(B + 1)/2 + tokenisation
+    # front end: measured minus engine-side TTFT = a + b·(B + 1)/2 + tokenisation, on the
+    # median TTFT where the run has it (a mean holds the queue's tail, which is not the
+    # front end's; an E2E's residual also holds (output − 1) times the step model's error),
+    # weighted to minimise relative errors
     tok_us = DEFAULT_FRONTEND["prompt_token_us"]
-    rows, ys = [], []
+    rows, ys, ws = [], [], []
     for r, s in zip(lat, sims):
-        x = (s.mean_batch + 1.0) / 2.0
-        for meas, eng in ((r.ttft_ms, s.engine_ttft_ms), (r.e2e_ms, s.engine_e2e_ms)):
-            rows.append((1.0, x))
-            ys.append(meas - eng - tok_us * 1e-3 * s.prompt_tokens)
-    a, b = _least_squares(rows, ys)
-    if b < 0.0:
-        b = 0.0
-        a = statistics.mean(ys)
-    a = max(a, 0.0)
+        meas, eng = r.extra.get("ttft_p50_ms"), s.engine_ttft_p50_ms
+        if meas is None or not finite(eng):
+            meas, eng = r.ttft_ms, s.engine_ttft_ms
+        rows.append((1.0, (s.mean_batch + 1.0) / 2.0))
+        ys.append(meas - eng - tok_us * 1e-3 * s.prompt_tokens)
+        ws.append(1.0 / meas**2)
+    xs = [row[1] for row in rows]
+    a, b = _least_squares(rows, ys, ws) if len(rows) >= 4 and max(xs) >= 2.0 * min(xs) else (-1.0, -1.0)
+    if b < 0.0 or a < 0.0:
+        # too few runs, or too little spread in batch size, to tell the two apart: vLLM's
+        # per-token cost, and the fixed part from the runs
+        b = DEFAULT_FRONTEND["batch_token_us"] * 1e-3
+        a = max(0.0, statistics.median(y - b * x for x, y in zip(xs, ys)))
     share = DEFAULT_FRONTEND["request_ms"] / (DEFAULT_FRONTEND["request_ms"] + DEFAULT_FRONTEND["token_ms"])
     frontend = {"request_ms": round(a * share, 4), "prompt_token_us": tok_us, "token_ms": round(a * (1 - share), 4),
                 "batch_token_us": round(b * 1e3, 3)}
@@ -365,13 +376,13 @@ def fit(runs: Sequence[MeasuredRun], gpu: str, *, iterations: int = 3,
     return profile_dict(gpu, round(scale, 5), frontend, f"o1sim calibrate on {len(lat)} runs ({', '.join(r.name for r in lat)})")
 
 
-def _least_squares(rows: Sequence[tuple[float, float]], ys: Sequence[float]) -> tuple[float, float]:
-    """(a, b) minimising Σ (a·r0 + b·r1 − y)² (two unknowns, normal equations)."""
-    s00 = sum(r[0] * r[0] for r in rows)
-    s01 = sum(r[0] * r[1] for r in rows)
-    s11 = sum(r[1] * r[1] for r in rows)
-    t0 = sum(r[0] * y for r, y in zip(rows, ys))
-    t1 = sum(r[1] * y for r, y in zip(rows, ys))
+def _least_squares(rows: Sequence[tuple[float, float]], ys: Sequence[float], ws: Sequence[float]) -> tuple[float, float]:
+    """(a, b) minimising Σ w·(a·r0 + b·r1 − y)² (two unknowns, normal equations)."""
+    s00 = sum(w * r[0] * r[0] for r, w in zip(rows, ws))
+    s01 = sum(w * r[0] * r[1] for r, w in zip(rows, ws))
+    s11 = sum(w * r[1] * r[1] for r, w in zip(rows, ws))
+    t0 = sum(w * r[0] * y for r, y, w in zip(rows, ys, ws))
+    t1 = sum(w * r[1] * y for r, y, w in zip(rows, ys, ws))
     det = s00 * s11 - s01 * s01
     if abs(det) < 1e-12:
         return t0 / s00, 0.0
@@ -396,29 +407,63 @@ class Evaluation:
         return sum(vals) / len(vals) if vals else float("nan")
 
 
-def calibrate(runs: Sequence[MeasuredRun], gpu: str, *, holdout: bool = True,
+def deployment_of(run: MeasuredRun) -> str:
+    """What a calibration profile describes: the model and parallelism on the GPU."""
+    sc = run.scenario
+    return f"{sc['model']} tp{sc.get('deployment', {}).get('tp', 1)} on {sc['gpu']}"
+
+
+def workload_of(run: MeasuredRun) -> str:
+    """The run's workload (what it asked, not what it ran on): its workload section less
+    the file names, so that the same benchmark against two deployments is one workload."""
+    wl = run.scenario.get("workload", {})
+    return json.dumps({k: v for k, v in wl.items() if k != "timeout_s"}, sort_keys=True)
+
+
+def calibrate(runs: Sequence[MeasuredRun], gpu: str, *, per: str = "all", holdout_by: str = "workload",
               progress: Optional[Callable[[str], None]] = None) -> Evaluation:
-    """Fit on every run, and (``holdout``) once per group with that group held out."""
+    """Fit on the runs, and cross-validate: for each value of ``holdout_by`` (``workload``:
+    the same benchmark on every deployment; ``model``; ``run``; or ``none``) fit without those
+    runs and predict them. ``per``: one profile for all runs (``all``), or one per deployment
+    (``deployment``: its model and parallelism; a run is then predicted with its own
+    deployment's profile)."""
+    if per not in ("all", "deployment"):
+        raise config_error("per", f"must be 'all' or 'deployment' (got '{per}')")
+    keys = {"workload": workload_of, "model": lambda r: r.group, "run": lambda r: r.name, "none": None}
+    if holdout_by not in keys:
+        raise config_error("holdout", f"must be one of {', '.join(keys)} (got '{holdout_by}')")
     say = progress or (lambda _msg: None)
+    part = deployment_of if per == "deployment" else (lambda _r: "all")
+
+    def fit_parts(train: Sequence[MeasuredRun]) -> dict[str, dict[str, Any]]:
+        out = {}
+        for d in sorted({part(r) for r in train}):
+            mine = [r for r in train if part(r) == d]
+            if any(not r.saturated for r in mine):
+                say(f"fit {d}: {len(mine)} runs")
+                out[d] = fit(mine, gpu, progress=say)
+        return out
+
     lat = [r for r in runs if not r.saturated]
     say(f"defaults: {len(lat)} runs")
     defaults = {r.name: _errors(r, simulate_run(r)) for r in lat}
-    say("fit on every run")
-    profile = fit(runs, gpu, progress=say)
-    in_sample = {r.name: _errors(r, simulate_run(r, profile)) for r in lat}
+    profiles = fit_parts(runs)
+    in_sample = {r.name: _errors(r, simulate_run(r, profiles[part(r)])) for r in lat if part(r) in profiles}
     held: dict[str, dict[str, float]] = {}
     folds: list[tuple[str, dict[str, Any]]] = []
-    groups = sorted({r.group for r in runs})
-    if holdout and len(groups) > 1:
-        for g in groups:
-            train = [r for r in runs if r.group != g]
-            test = [r for r in lat if r.group == g]
-            if not test or not [r for r in train if not r.saturated]:
-                continue
-            say(f"fit without {g} ({len(train)} runs), predict its {len(test)}")
-            p = fit(train, gpu, progress=say)
-            folds.append((g, p))
-            held.update({r.name: _errors(r, simulate_run(r, p)) for r in test})
+    key = keys[holdout_by]
+    if key is not None:
+        for g in sorted({key(r) for r in lat}):
+            test = [r for r in lat if key(r) == g]
+            train = [r for r in runs if key(r) != g]
+            label = test[0].name if holdout_by == "workload" else g
+            say(f"hold out {len(test)} run(s) ({label}...), fit on {len(train)}")
+            fitted = fit_parts(train)
+            for r in test:
+                if part(r) in fitted:
+                    held[r.name] = _errors(r, simulate_run(r, fitted[part(r)]))
+            folds.extend((f"{label}: {d}", p) for d, p in fitted.items())
+    profile = profiles.get("all") or next(iter(profiles.values()), {})
     return Evaluation(list(runs), defaults, in_sample, held, profile, folds)
 
 
