@@ -277,7 +277,7 @@ def _scenario(settings: Mapping[str, Any], gpu: str, name: str) -> dict[str, Any
 # ----------------------------------------------------------------------------- simulation
 
 
-def profile_dict(gpu: str, scale: float, frontend: Optional[Mapping[str, float]], source: str) -> dict[str, Any]:
+def profile_dict(gpu: str, scale: float, frontend: Optional[Mapping[str, Any]], source: str) -> dict[str, Any]:
     """A calibration profile on the GPU's shipped tables (or its roofline)."""
     priced_by = {g["name"]: g.get("priced_by") for g in api.presets()["gpus"]}
     base = "shipped" if priced_by.get(gpu) == gpu else "roofline"
@@ -308,7 +308,9 @@ def simulate_run(run: MeasuredRun, profile: Optional[Mapping[str, Any]] = None) 
         sc.setdefault("cost_model", {})["profile"] = dict(profile)
     res = api.simulate(sc)
     s = res.summary
-    ms = lambda d: float(d["mean"]) if d.get("mean") is not None else float("nan")  # noqa: E731
+    def ms(d: Mapping[str, Any]) -> float:
+        return float(d["mean"]) if d.get("mean") is not None else float("nan")
+
     ttft, e2e = ms(s["ttft_ms"]), ms(s["e2e_ms"])
     df = res.requests
     prompt = float(df["prompt_tokens"].mean()) if len(df) else 0.0
@@ -319,14 +321,17 @@ def simulate_run(run: MeasuredRun, profile: Optional[Mapping[str, Any]] = None) 
 
 
 def _errors(run: MeasuredRun, sim: Simulated) -> dict[str, float]:
-    e = lambda p, m: p / m - 1.0 if m else float("nan")  # noqa: E731
+    def e(p: float, m: float) -> float:
+        return p / m - 1.0 if m else float("nan")
+
     return {"ttft": e(sim.ttft_ms, run.ttft_ms), "e2e": e(sim.e2e_ms, run.e2e_ms), "itl": e(sim.itl_ms, run.itl_ms)}
 
 
 # ----------------------------------------------------------------------------- fitting
 
 
-ZERO_FRONTEND = {"request_ms": 0.0, "prompt_token_us": 0.0, "token_ms": 0.0, "batch_token_us": 0.0}
+#: No front end, and the engine's side in the headline (the fit's view).
+ENGINE_ONLY: dict[str, Any] = {"request_ms": 0.0, "prompt_token_us": 0.0, "token_ms": 0.0, "batch_token_us": 0.0, "report": "engine"}
 
 
 def fit(runs: Sequence[MeasuredRun], gpu: str, *, iterations: int = 3,
@@ -340,14 +345,14 @@ def fit(runs: Sequence[MeasuredRun], gpu: str, *, iterations: int = 3,
     scale = 1.0
     sims: list[Simulated] = []
     for it in range(iterations):
-        prof = profile_dict(gpu, scale, {**ZERO_FRONTEND, "report": "engine"}, "fit")
+        prof = profile_dict(gpu, scale, ENGINE_ONLY, "fit")
         sims = [simulate_run(r, prof) for r in lat]
         ratio = statistics.median(r.itl_ms / s.itl_ms for r, s in zip(lat, sims))
         say(f"  pass {it + 1}: gpu_time_scale {scale:.4f} -> x{ratio:.4f}")
         scale *= ratio
         if abs(ratio - 1.0) < 0.002:
             break
-    prof = profile_dict(gpu, scale, {**ZERO_FRONTEND, "report": "engine"}, "fit")
+    prof = profile_dict(gpu, scale, ENGINE_ONLY, "fit")
     sims = [simulate_run(r, prof) for r in lat]
     # front end: measured minus engine-side TTFT = a + b·(B + 1)/2 + tokenisation, on the
     # median TTFT where the run has it (a mean holds the queue's tail, which is not the
