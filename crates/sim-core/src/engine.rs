@@ -192,7 +192,7 @@ impl Engine {
         let mut arrival_order: Vec<u32> = specs.iter().map(|s| s.id).collect();
         let mut client = Vec::new();
         if !frontend.is_none() {
-            arrival_order.sort_by_key(|&id| (reqs[id as usize].arrival_ns, id));
+            arrival_order.sort_unstable_by_key(|&id| (reqs[id as usize].arrival_ns, id));
             client = vec![Client::default(); reqs.len()];
             specs.iter().for_each(|s| client[s.id as usize].ingest_ns = frontend.ingest_ns(s.prompt_tokens));
         }
@@ -649,7 +649,8 @@ impl Engine {
         st.used_slots = used_slots;
         replica.outstanding_tokens = outstanding;
         self.done_requests += done;
-        if !self.client.is_empty() && !(self.first_buf.is_empty() && self.finished_buf.is_empty()) {
+        let any_token = !self.first_buf.is_empty() || !self.finished_buf.is_empty();
+        if !self.client.is_empty() && any_token {
             // a token of this step reaches its client after the front end handled the step's outputs
             let out = self.frontend.output_ns(st.plan.len());
             self.first_buf.iter().for_each(|&id| self.client[id as usize].out_first_ns = out);
