@@ -164,19 +164,35 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * frac
 }
 
-/// `{mean, p50, p90, p99}` of `values` (null entries when empty).
+/// `{mean, p50, p90, p99}` of `values` (null entries when empty). The mean sums in the
+/// given order; each percentile is [`percentile`]'s, from the two order statistics around
+/// its rank found by selection (O(n) each, no sort).
 pub fn dist(mut values: Vec<f64>) -> Value {
     if values.is_empty() {
         return json!({"mean": null, "p50": null, "p90": null, "p99": null});
     }
-    values.sort_by(f64::total_cmp);
     let mean = values.iter().sum::<f64>() / values.len() as f64;
     json!({
         "mean": mean,
-        "p50": percentile(&values, 50.0),
-        "p90": percentile(&values, 90.0),
-        "p99": percentile(&values, 99.0),
+        "p50": percentile_select(&mut values, 50.0),
+        "p90": percentile_select(&mut values, 90.0),
+        "p99": percentile_select(&mut values, 99.0),
     })
+}
+
+/// [`percentile`] of unsorted data, reordering it: the value at the rank's floor by
+/// selection, the next order statistic as the least value above it.
+fn percentile_select(v: &mut [f64], q: f64) -> f64 {
+    let rank = q / 100.0 * (v.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let frac = rank - lo as f64;
+    let (_, a, right) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    let a = *a;
+    if frac == 0.0 || right.is_empty() {
+        return a;
+    }
+    let b = right.iter().copied().fold(f64::INFINITY, f64::min);
+    a + (b - a) * frac
 }
 
 /// Per-replica accumulators the engine keeps for the summary.
@@ -324,6 +340,19 @@ pub fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selection_gives_the_sorted_percentiles() {
+        let mut x = 0.7f64;
+        let mut v: Vec<f64> = (0..1001).map(|_| { x = (x * 3.7 + 0.13) % 1.0; x * 100.0 }).collect();
+        v.extend([5.0, 5.0, 5.0]);
+        let mut sorted = v.clone();
+        sorted.sort_by(f64::total_cmp);
+        for q in [0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            assert_eq!(percentile_select(&mut v.clone(), q), percentile(&sorted, q), "{q}");
+        }
+        assert_eq!(percentile_select(&mut [3.0], 99.0), 3.0);
+    }
 
     #[test]
     fn percentile_matches_numpy_linear() {

@@ -107,6 +107,10 @@ pub struct Rates {
     /// The profile's `gpu_time_scale` (1 without one): every GEMM, attention and
     /// elementwise time is multiplied by it.
     pub scale: f64,
+    /// Whether any bound or floor can bind an attention time (decided once: a floor needs
+    /// measured attention in a vLLM-like profile, a bound a GPU that is not the reference
+    /// engine's); the prefill path, priced per request every step, skips them otherwise.
+    attn_bounded: bool,
 }
 
 /// Each operator shape's [`Prepared`] data, computed on first use.
@@ -218,6 +222,9 @@ impl Rates {
                 }
             }
         }
+        let vllm_like = |b: &Rates| b.profile.as_ref().is_none_or(|p| p.in_stream);
+        r.attn_bounded = r.bounds.iter().any(vllm_like)
+            || r.floors.iter().any(|b| vllm_like(b) && b.profile.as_ref().is_some_and(|p| p.has_attention()));
         r
     }
 
@@ -249,6 +256,7 @@ impl Rates {
             bounds: Vec::new(),
             floors: Vec::new(),
             scale: 1.0,
+            attn_bounded: false,
         };
         // A given profile was checked when the spec was validated.
         let custom = if use_tables { spec.custom_profile().ok().flatten().map(std::sync::Arc::new) } else { None };
@@ -549,7 +557,7 @@ impl Rates {
     #[inline]
     pub fn attention_prefill_given_cpu(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64, c: f64) -> OpT {
         let own = self.attention_prefill_own(hq, hkv, hd, new, context, c);
-        if self.bounds.is_empty() && self.floors.is_empty() {
+        if !self.attn_bounded {
             return self.scaled(own);
         }
         self.scaled(self.bounded(own, true, |b| b.attention_prefill(hq, hkv, hd, new, context)))
@@ -589,7 +597,7 @@ impl Rates {
     #[inline]
     pub fn attention_decode_given_cpu(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
         let own = self.attention_decode_own(hkv, hd, tokens, c);
-        if self.bounds.is_empty() && self.floors.is_empty() {
+        if !self.attn_bounded {
             return self.scaled(own);
         }
         self.scaled(self.bounded(own, true, |b| b.attention_decode(hkv, hd, tokens)))
