@@ -25,7 +25,9 @@ from typing import Any
 import o1sim
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "h200-calibration"
+# next to the checkout, or one level up (a worktree under ../wt/)
+DATA = next((b / "shared" / "data" / "h200-calibration" for b in (ROOT.parent, ROOT.parent.parent)
+             if (b / "shared" / "data" / "h200-calibration").is_dir()), ROOT.parent / "shared" / "data" / "h200-calibration")
 IN_RANGE_TARGET = 0.05
 LOO_TARGET = 0.10
 
@@ -133,7 +135,7 @@ def fp8_bound(data: Path = DATA) -> dict[str, dict[str, float]]:
 def step_checks() -> list[tuple[str, bool, str]]:
     """Whole-step sanity: (what, passed, numbers)."""
     out = []
-    p = o1sim.predict_step("llama-3-8b", "h200", batch=[{"new_tokens": 1, "context_tokens": 1023}])
+    p = o1sim.predict_step("llama-3-8b", "h200", batch=[{"new_tokens": 1, "context_tokens": 1023}], engine="reference")
     table_sum = 0.0  # the isolated eager times of every op (upper bound for a graph replay)
     prof = {(r["kind"], r["key"]): r["measured_ms"] for r in o1sim.calibration_fidelity("h200") or []}
     g = lambda op, k, n: prof[(f"gemm_bf16:{op}", f"llama3-8b tp1 k={k} n={n} m=1")]  # noqa: E731
@@ -149,7 +151,7 @@ def step_checks() -> list[tuple[str, bool, str]]:
     out.append(("Llama-3-8B decode, batch 1, KV 1024, CUDA graph", ok,
                 f"floor {floor:.2f} ms < {p.total_ms:.2f} ms < Σ tables {table_sum:.2f} ms"))
     big = o1sim.predict_step({"preset": "llama-3-8b", "max_context": 32768}, "h200", cuda_graphs=False,
-                             batch=[{"new_tokens": 32768, "context_tokens": 0}])
+                             batch=[{"new_tokens": 32768, "context_tokens": 0}], engine="reference")
     parts = {o.op: o.ms for o in big.breakdown}
     att = parts["attention_prefill"]
     gemm = sum(parts[k] for k in ("qkv", "o", "gate_up", "down"))

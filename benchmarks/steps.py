@@ -54,8 +54,9 @@ def rows(path: Path, profiles: dict[str, object]) -> list[dict]:
             row = {"file": path.name, "model": rec["model"], "kind": rec["kind"], "mode": mode, "measured": ms,
                    "batch": rec["batch"], "gpu_bound": gpu_bound(rec, mode)}
             for name, prof in profiles.items():
+                # these steps ran in the reference engine: price them as that engine
                 p = o1sim.predict_step(MODELS[rec["model"]], "h200", tp=1, batch=rec["batch"],
-                                       cuda_graphs=(mode == "graph"), profile=prof)
+                                       cuda_graphs=(mode == "graph"), profile=prof, engine="reference")
                 row[name] = p.total_ms
             out.append(row)
     return out

@@ -18,11 +18,13 @@ function digest(text) {
   const ttft = [];
   const tpot = [];
   const e2e = [];
+  // the summary's view: client-side (send to receipt, the default) or engine-side
+  const engine = r.summary.latency_view === "engine";
   for (let i = 0; i < q.request_id.length; i++) {
     if (q.status[i] !== 0) continue;
-    const a = q.arrival_ms[i];
-    const f = q.first_token_ms[i];
-    const d = q.finish_ms[i];
+    const a = engine ? q.engine_arrival_ms[i] : q.arrival_ms[i];
+    const f = engine ? q.first_token_ms[i] : q.client_first_token_ms[i];
+    const d = engine ? q.finish_ms[i] : q.client_finish_ms[i];
     ttft.push(f - a);
     e2e.push(d - a);
     if (q.output_tokens[i] > 1) tpot.push((d - f) / (q.output_tokens[i] - 1));

@@ -304,9 +304,12 @@ class Result:
 
     @cached_property
     def requests(self) -> pd.DataFrame:
-        """One row per request; ``status``/``reason`` are categoricals, times in ms
-        (``first_token_ms`` is NaN for requests that never produced a token);
-        ``cached_tokens``: prompt tokens found in the prefix cache at its first admission."""
+        """One row per request; ``status``/``reason`` are categoricals, times in ms.
+        ``arrival_ms`` is the client's send, ``engine_arrival_ms`` when the engine got it,
+        ``first_token_ms``/``finish_ms`` when the engine produced the first/last token and
+        ``client_first_token_ms``/``client_finish_ms`` when the client received them (NaN
+        for requests that never produced a token); ``cached_tokens``: prompt tokens found in
+        the prefix cache at its first admission."""
         import pandas as pd
 
         cols = self._raw.columns()
@@ -315,8 +318,15 @@ class Result:
         df = pd.DataFrame(cols)
         df["status"] = pd.Categorical.from_codes(status.astype(np.int16), categories=status_names())
         df["reason"] = pd.Categorical.from_codes(reason.astype(np.int16), categories=reason_names())
-        df["ttft_ms"] = df["first_token_ms"] - df["arrival_ms"]
-        df["e2e_ms"] = df["finish_ms"] - df["arrival_ms"]
+        # client-side (send to receipt, as benchmarks measure) and engine-side latencies;
+        # ``ttft_ms`` / ``e2e_ms`` follow the summary's view (``frontend.report``)
+        df["client_ttft_ms"] = df["client_first_token_ms"] - df["arrival_ms"]
+        df["client_e2e_ms"] = df["client_finish_ms"] - df["arrival_ms"]
+        df["engine_ttft_ms"] = df["first_token_ms"] - df["engine_arrival_ms"]
+        df["engine_e2e_ms"] = df["finish_ms"] - df["engine_arrival_ms"]
+        view = "engine" if self.summary.get("latency_view") == "engine" else "client"
+        df["ttft_ms"] = df[f"{view}_ttft_ms"]
+        df["e2e_ms"] = df[f"{view}_e2e_ms"]
         return df
 
     @cached_property
@@ -705,6 +715,7 @@ def predict_step(
     pp: int = 1,
     block_size: Optional[int] = None,
     profile: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None,
+    engine: str = "vllm",
 ) -> StepPrediction:
     """Predict the execution time of one step, with provenance per operator.
 
@@ -714,9 +725,11 @@ def predict_step(
     ``"sampled": False`` for a prefill chunk that does not finish its prompt). ``model`` and
     ``gpu`` take preset names or dicts (a preset plus overrides); ``model`` also takes a
     Hugging Face id (``"meta-llama/Llama-3.1-8B"``) or ``{"hf_config": path or dict}`` (a
-    ``config.json``). ``dtype``: bf16 | fp8 |
-    int8 | int4 (weight-only); ``kv_dtype``: bf16 | fp8; ``fusion``: none (the reference
-    engine: every elementwise op its own kernels) | fine | coarse | hybrid. ``profile``: a
+    ``config.json``). ``dtype``: bf16 | fp8 | int8 | int4 (weight-only); ``kv_dtype``: bf16 |
+    fp8; ``engine``: vllm (vLLM v0.15's V1 engine: fused kernels, one attention call per
+    layer, custom all-reduce, async scheduling; the default) | reference (the plain PyTorch
+    engine of our H200 tables); ``fusion`` (reference engine only): none (every elementwise
+    op its own kernels) | fine | coarse | hybrid. ``profile``: a
     calibration profile (a path to its JSON file, or the parsed dict) replacing the GPU's
     shipped one, e.g. one made with ``tools/make_profile.py`` from tables measured on your
     own GPU by ``benchmarks/gpu/reference_ops.py``. The simulator prices every step with this
@@ -732,6 +745,7 @@ def predict_step(
         "dtype": dtype,
         "kv_dtype": kv_dtype,
         "fusion": fusion,
+        "engine": engine,
     }
     if block_size is not None:
         request["block_size"] = block_size

@@ -629,16 +629,17 @@ def _preset_or_table(text: str) -> Any:
 @click.option("--eager", is_flag=True, help="Launch kernels eagerly instead of replaying a CUDA graph.")
 @click.option("--dtype", default="bf16", show_default=True, help="bf16 | fp8 | int8 | int4 (weight-only).")
 @click.option("--kv-dtype", default="bf16", show_default=True, help="bf16 | fp8.")
-@click.option("--fusion", default="none", show_default=True, help="none | fine | coarse | hybrid.")
-@click.option("--profile", type=click.Path(dir_okay=False), default=None, help="Calibration profile JSON replacing the GPU's shipped one (tools/make_profile.py).")
+@click.option("--engine", default="vllm", show_default=True, help="vllm (vLLM v0.15's V1 engine) | reference (our H200 tables' plain PyTorch).")
+@click.option("--fusion", default="none", show_default=True, help="none | fine | coarse | hybrid (reference engine).")
+@click.option("--profile", type=click.Path(dir_okay=False), default=None, help="Calibration profile JSON replacing the GPU's shipped one (tools/make_profile.py, o1sim calibrate).")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @_handle_errors
-def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, fusion: str,
-            profile: Optional[str], as_json: bool) -> None:
+def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, engine: str,
+            fusion: str, profile: Optional[str], as_json: bool) -> None:
     """Predict the execution time of one step, per operator with its source."""
     items = [entry for b in batch for entry in _batch_item(b)]
     p = predict_step(_preset_or_table(model), _preset_or_table(gpu), tp=tp, batch=items, cuda_graphs=not eager,
-                     dtype=dtype, fusion=fusion, kv_dtype=kv_dtype, profile=profile)
+                     dtype=dtype, fusion=fusion, kv_dtype=kv_dtype, profile=profile, engine=engine)
     if as_json:
         click.echo(json.dumps({"total_ms": p.total_ms, "mode": p.mode, "profile": p.profile,
                                "breakdown": [o._asdict() for o in p.breakdown]}, indent=2))
@@ -652,6 +653,58 @@ def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, 
         table.add_row(o.op, f"{o.ms:,.4f}", f"{o.ms / p.total_ms:.1%}" if p.total_ms > 0 else DASH, o.source)
     _out().print(table)
     _err().print(f"profile: {p.profile or 'none (roofline from datasheet numbers)'}", markup=False, highlight=False, soft_wrap=True)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--gpu", required=True, help="The GPU preset the runs ran on (the runs do not record it).")
+@click.option("--server", "server", multiple=True, metavar="KEY=VALUE",
+              help="The server's settings where the runs do not record them: model, tp, max_num_seqs, max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization (repeatable).")
+@click.option("-o", "--out", "out", metavar="OUT", help="Write the calibration profile (JSON) here.")
+@click.option("--per", type=click.Choice(["all", "deployment"]), default="all", show_default=True,
+              help="One profile for all runs, or one per deployment (model and TP) in the cross-validation.")
+@click.option("--holdout", type=click.Choice(["workload", "model", "run", "none"]), default="workload", show_default=True,
+              help="Cross-validation: hold out each workload (the same benchmark on every deployment), model or run in turn.")
+@_handle_errors
+def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Optional[str], per: str, holdout: str) -> None:
+    """Fit the GPU's kernel speed and the serving front end to measured runs (inference-perf
+    result directories, vLLM benchmark_serving JSON) and write a profile scenarios name in
+    cost_model.profile. Prints each run's error at defaults, fitted, and held out."""
+    from . import calibrate as cal
+
+    measured = cal.read_runs(runs, gpu=gpu, server=cal.parse_server(server))
+    if not measured:
+        raise click.BadParameter("no runs found", param_hint="RUNS")
+    with _progress_bar() as bar:
+        task = bar.add_task("calibrate", total=None, detail="")
+        ev = cal.calibrate(measured, gpu, per=per, holdout_by=holdout, progress=lambda msg: bar.update(task, description=msg.strip()[:60]))
+    table = Table(title=f"{len(measured)} run(s) on {gpu}: error of mean TTFT / E2E / ITL", title_justify="left")
+    table.add_column("run", style="bold", overflow="fold")
+    for col in ("TTFT ms", "defaults", "fitted", "held out"):
+        table.add_column(col, justify="right", no_wrap=True)
+
+    def cell(errs: Optional[Mapping[str, float]]) -> str:
+        return DASH if errs is None else " / ".join(f"{errs[k]:+.1%}" for k in ("ttft", "e2e", "itl"))
+
+    for r in measured:
+        if r.saturated:
+            table.add_row(r.name, "saturated", DASH, DASH, DASH)
+            continue
+        table.add_row(r.name, f"{r.ttft_ms:,.1f}", cell(ev.defaults.get(r.name)), cell(ev.in_sample.get(r.name)), cell(ev.held_out.get(r.name)))
+    _out().print(table)
+    for which, label in (("defaults", "defaults"), ("in_sample", "fitted (in sample)"), ("held_out", f"held out by {holdout}")):
+        m = [ev.mape(which, k) for k in ("ttft", "e2e", "itl")]
+        _out().print(f"MAPE {label:24} TTFT {m[0]:6.1%}  E2E {m[1]:6.1%}  ITL {m[2]:6.1%}", markup=False, highlight=False)
+    prof = ev.profile
+    prof["fit"] = {
+        "runs": [r.name for r in measured if not r.saturated],
+        "mape": {w: {k: ev.mape(w, k) for k in ("ttft", "e2e", "itl")} for w in ("defaults", "in_sample", "held_out")},
+        "holdout": holdout,
+    }
+    _out().print(f"gpu_time_scale {prof.get('gpu_time_scale')}, frontend {prof.get('frontend')}", markup=False, highlight=False)
+    if out:
+        _write(out, json.dumps(prof, indent=1) + "\n")
+        _err().print(f"name it in a scenario: cost_model.profile = \"{out}\"", style="dim", markup=False, highlight=False, soft_wrap=True)
 
 
 @main.command()

@@ -297,9 +297,11 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
     for row in finished.itertuples(index=False):
         rid, rep = int(row.request_id), int(row.replica)
         h = per_engine[rep]
-        h["ttft"].append(float(row.ttft_ms) / 1e3)
-        h["e2e"].append(float(row.e2e_ms) / 1e3)
-        h["queue"].append((tl.first_scheduled_ms.get(rid, float(row.arrival_ms)) - float(row.arrival_ms)) / 1e3)
+        # the server's own view, as vLLM's metrics are: from the engine's receipt of the request
+        h["ttft"].append(float(row.engine_ttft_ms) / 1e3)
+        h["e2e"].append(float(row.engine_e2e_ms) / 1e3)
+        arrived = float(row.engine_arrival_ms)
+        h["queue"].append((tl.first_scheduled_ms.get(rid, arrived) - arrived) / 1e3)
         toks = tl.token_ms.get(rid, [])
         h["itl"].extend((b - a) / 1e3 for a, b in zip(toks, toks[1:]))
         if int(row.output_tokens) > 1:

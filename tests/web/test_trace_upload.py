@@ -48,7 +48,8 @@ def test_the_page_replays_an_uploaded_trace(page: Any, server: str) -> None:
         s = o1sim.simulate({**sent, "scheduler": {**sent["scheduler"], "policy": policy}}).summary
         assert float(row["ttft_p99"]) == s["ttft_ms"]["p99"], policy
         hit = s.get("prefix_cache_hit_rate")
-        assert row["prefix_cache_hit_rate"] == (None if hit is None else str(hit)), policy
+        shown = row["prefix_cache_hit_rate"]
+        assert (None if shown is None else float(shown)) == hit, (policy, shown, hit)
     # Rate scaling re-reads and re-runs it.
     before = runs(page)
     page.fill("#trace-rate-scale", "2")

@@ -34,10 +34,18 @@ pub struct Progress { pub finished_requests: u64, pub total_requests: u64, pub n
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RequestColumns {
     pub request_id: Vec<u32>,
+    /// When the client sent it (the workload's arrival).
     pub arrival_ms: Vec<f64>,
-    /// NaN (null in JSON) when the request never produced a token.
+    /// When it reached the engine, after the front end's ingest ([`crate::frontend`]).
+    pub engine_arrival_ms: Vec<f64>,
+    /// When the engine produced its first token; NaN (null in JSON) when it never did.
     pub first_token_ms: Vec<f64>,
+    /// When the engine finished (or the request was rejected).
     pub finish_ms: Vec<f64>,
+    /// When the client received the first token (NaN when none was produced).
+    pub client_first_token_ms: Vec<f64>,
+    /// When the client received the last token (NaN unless it finished).
+    pub client_finish_ms: Vec<f64>,
     pub prompt_tokens: Vec<u32>,
     pub output_tokens: Vec<u32>,
     pub preemptions: Vec<u32>,
@@ -238,7 +246,8 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source) -> Result
         StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
     }
     .map_err(|e| e.under("cost_model"))?
-    .with_block_size(s.block_size);
+    .with_block_size(s.block_size)
+    .with_max_num_seqs(s.max_num_seqs);
     let fabric = match &scenario.topology {
         None => None,
         Some(input) => Some(build_fabric(&scenario, input, &model, plan.kv_bytes_per_token)?),
@@ -431,10 +440,16 @@ fn collect(built: Built) -> SimResult {
     let ms = |ns: u64| if ns == crate::request::NO_TIME { f64::NAN } else { ns as f64 / 1e6 };
     let mut cols = RequestColumns::default();
     for r in reqs {
+        let c = engine.client.get(r.id as usize).copied().unwrap_or_default();
         cols.request_id.push(r.id);
-        cols.arrival_ms.push(ms(r.arrival_ns));
+        cols.arrival_ms.push(ms(r.arrival_ns - u64::from(c.ingest_ns)));
+        cols.engine_arrival_ms.push(ms(r.arrival_ns));
         cols.first_token_ms.push(ms(r.first_token_ns));
         cols.finish_ms.push(ms(r.finish_ns));
+        let later = |t: u64, d: u32| if t == crate::request::NO_TIME { t } else { t + u64::from(d) };
+        cols.client_first_token_ms.push(ms(later(r.first_token_ns, c.out_first_ns)));
+        let done = r.status == crate::request::Status::Finished;
+        cols.client_finish_ms.push(if done { ms(later(r.finish_ns, c.out_last_ns)) } else { f64::NAN });
         cols.prompt_tokens.push(r.prompt);
         cols.output_tokens.push(r.output);
         cols.preemptions.push(r.preemptions);
@@ -457,7 +472,7 @@ fn collect(built: Built) -> SimResult {
         s.emit(i as u32, &mut ts);
     }
     let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
-    let mut summary = summarize(reqs, &stats, &kv, REASON_NAMES, slo);
+    let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client);
     let links = fabric.map(|mut f| {
         summary["topology"] = topology_summary(&f);
         f.link_table(end_ns)

@@ -8,7 +8,10 @@
 //! the turn, and every turn after it, is rejected with reason `session aborted` at the
 //! moment the parent ended (a multi-turn benchmark client cannot send turn k + 1 without
 //! turn k's answer). Sent turns arrive like any request, in id order with the others of the
-//! same instant.
+//! same instant. With a serving front end ([`crate::frontend`]) the client's clock is the
+//! one that counts: the turn is sent `think_ns` after the parent's last token *reached the
+//! client*, and reaches the engine after the front end's ingest; a timeout counts from the
+//! client's send.
 //!
 //! **Timeouts** (`workload.timeout_s`). A request not finished `timeout_s` after its
 //! arrival is aborted at that exact instant, as a client that gives up: taken out of
@@ -164,7 +167,15 @@ impl Engine {
             let Some(s) = self.sessions.as_deref() else { continue };
             for &c in s.children_of(id) {
                 let think = s.after[c as usize].map_or(0, |a| a.think_ns);
-                let at = now.saturating_add(think).max(s.earliest[c as usize]);
+                // The client sees the last token after the front end's way back, thinks,
+                // sends (not before the turn's own arrival), and the engine gets the turn
+                // after the front end's ingest.
+                let (back, ingest) = match self.client.as_slice() {
+                    [] => (0, 0),
+                    cl => (u64::from(cl[id as usize].out_last_ns), u64::from(cl[c as usize].ingest_ns)),
+                };
+                let send = now.saturating_add(back).saturating_add(think).max(s.earliest[c as usize]);
+                let at = send.saturating_add(ingest);
                 let r = &mut self.reqs[c as usize];
                 r.arrival_ns = at;
                 r.queued_ns = at;

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{GpuInput, ModelInput};
 use crate::error::{check, Result, SimError};
-use crate::perf::CostModelSpec;
+use crate::frontend::{Frontend, FrontendSpec, NO_FRONTEND, VLLM_FRONTEND};
+use crate::perf::{CostModelSpec, Engine};
 use crate::topo::events::EventSpec;
 use crate::topo::TopologyInput;
 use crate::workload::WorkloadSpec;
@@ -38,6 +39,10 @@ pub struct Scenario {
     /// Optional latency objectives; goodput counts requests meeting all given ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<Slo>,
+    /// The serving front end between client and engine ([`crate::frontend`]); absent: the
+    /// engine's defaults (vLLM's API server for the `vllm` engine, none otherwise).
+    #[serde(default, skip_serializing_if = "is_default_frontend")]
+    pub frontend: FrontendSpec,
     /// The GPU fabric: a preset name or a table `{preset?, nodes, links, routing?}` (see
     /// [`crate::topo`]). Absent: communication is priced from the GPU's `nvlink_gbps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +106,10 @@ pub const VLLM_SCHEDULERS: &[&str] = &["vllm", "sarathi", "disagg"];
 /// The router policies.
 pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens", "topology_aware"];
 
+fn is_default_frontend(f: &FrontendSpec) -> bool {
+    *f == FrontendSpec::default()
+}
+
 /// Scheduler and KV-cache settings of one replica. Policy-specific fields are ignored by
 /// the policies that do not use them (documented per field).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -131,6 +140,12 @@ pub struct SchedulerConfig {
     /// dispatch queue. Unbounded by default except for `o1pro` (4 × max_num_seqs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_waiting: Option<u32>,
+    /// vLLM's async scheduling: the scheduler prepares step n+1 while the GPU runs step n, so
+    /// a request that reaches the engine during step n is first scheduled in step n+2 (an
+    /// idle engine schedules it at once). Default: on when the cost model prices the `vllm`
+    /// engine (vLLM ≥ 0.12 enables it by default), off otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub async_scheduling: Option<bool>,
     /// Model checking only: switch on one known bug class inside the real scheduler
     /// (`leak_on_preempt`, `double_admit`, `no_preempt`, `drop_on_requeue`) to show that
     /// `o1sim check` catches it. Absent in every normal scenario.
@@ -176,6 +191,7 @@ impl Default for SchedulerConfig {
             num_gpu_blocks: None,
             max_model_len: None,
             max_waiting: None,
+            async_scheduling: None,
             inject_bug: None,
             enable_prefix_caching: None,
             scheduling_policy: None,
@@ -265,6 +281,31 @@ impl Scenario {
             crate::Format::Json => parse_json(text),
             crate::Format::Toml => parse_toml(text),
         }
+    }
+
+    /// Whether the cost model prices the production `vllm` engine.
+    pub fn prices_vllm(&self) -> bool {
+        matches!(&self.cost_model, CostModelSpec::Calibrated(s) | CostModelSpec::Roofline(s) if s.engine == Engine::Vllm)
+    }
+
+    /// The front end in effect: the `[frontend]` section over the engine's defaults: vLLM's
+    /// API server ([`VLLM_FRONTEND`], or what a calibration profile measured) for the `vllm`
+    /// engine, none otherwise.
+    pub fn effective_frontend(&self) -> Frontend {
+        let mut base = if self.prices_vllm() { VLLM_FRONTEND } else { NO_FRONTEND };
+        if let CostModelSpec::Calibrated(s) = &self.cost_model {
+            if let Ok(Some(p)) = s.custom_profile() {
+                if let (Some(f), true) = (&p.frontend, self.prices_vllm()) {
+                    base = f.resolve(base);
+                }
+            }
+        }
+        self.frontend.resolve(base)
+    }
+
+    /// Whether async scheduling is on ([`SchedulerConfig::async_scheduling`]).
+    pub fn effective_async_scheduling(&self) -> bool {
+        self.scheduler.async_scheduling.unwrap_or_else(|| self.prices_vllm())
     }
 
     /// The policy's effective waiting-queue bound.
@@ -358,6 +399,7 @@ impl Scenario {
             }
         }
         self.cost_model.validate().map_err(|e| e.under("cost_model"))?;
+        self.frontend.validate().map_err(|e| e.under("frontend"))?;
         if self.topology.is_none() {
             if !self.events.is_empty() {
                 return Err(SimError::config("events", "topology events need a `topology` section"));

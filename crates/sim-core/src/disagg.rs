@@ -139,6 +139,10 @@ impl Engine {
             return; // its client timed out while the KV was on the way
         }
         let to = if self.alive(to) { Some(to) } else { self.least_loaded(self.decode_range()) };
+        let out = self.frontend.output_ns(1);
+        if let Some(c) = self.client.get_mut(id as usize) {
+            c.out_first_ns = out;
+        }
         let r = &mut self.reqs[id as usize];
         r.first_token_ns = self.now_ns;
         match to {
@@ -201,6 +205,7 @@ impl Engine {
         replica.steady.reset();
         let mut ids: Vec<u32> = std::mem::take(&mut replica.sched.running);
         ids.extend(replica.sched.waiting.iter());
+        ids.extend(replica.inbox.drain(..).map(|e| e.0));
         replica.sched.waiting.clear();
         replica.sched.plan.clear();
         replica.sched.used_slots = 0;

@@ -20,7 +20,7 @@ use crate::kv::{o1pro_block_size, KvMode, KvPool};
 use crate::metrics::{ReplicaStats, Series, StepSample};
 use crate::perf::{BatchShape, StepCostModel};
 use crate::prefix::Apc;
-use crate::request::{Reason, Req, Status, NO_TIME};
+use crate::request::{Client, Reason, Req, Status, NO_TIME};
 use crate::sched::{Params, SchedState};
 use crate::steady::Steady;
 use crate::workload::Workload;
@@ -41,6 +41,11 @@ pub struct Replica {
     pub stats: ReplicaStats,
     /// Steady decode steps applied lazily ([`crate::steady`]).
     pub(crate) steady: Steady,
+    /// Async scheduling: requests that reached the replica while a step was running, with
+    /// their queue order and that step's number ([`ReplicaStats::steps`]); they join the
+    /// waiting queue once a later step has started (the step after the running one was
+    /// already scheduled), or at once when the replica would otherwise have nothing to run.
+    pub(crate) inbox: Vec<(u32, i64, u64)>,
 }
 
 /// Router policies.
@@ -78,6 +83,8 @@ pub struct Engine {
     options: SimOptions,
     pub steps_log: Vec<StepRecord>,
     pub(crate) finished_buf: Vec<u32>,
+    /// Requests that produced their first token in the step being completed.
+    first_buf: Vec<u32>,
     /// Replicas whose state changed at this instant (a step ended, a request was queued)
     /// and that must be offered a new step; `kick_flag` dedups.
     kick: Vec<u32>,
@@ -109,6 +116,12 @@ pub struct Engine {
     /// Client deadlines (deadline, id) of arrived requests; entries of requests already
     /// done are dropped when they reach the top.
     pub(crate) deadlines: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The serving front end between clients and the engine ([`crate::frontend`]).
+    pub(crate) frontend: crate::frontend::Frontend,
+    /// Per request id, what the front end adds to its times; empty without a front end.
+    pub(crate) client: Vec<Client>,
+    /// vLLM's async scheduling ([`crate::config::SchedulerConfig::async_scheduling`]).
+    async_sched: bool,
 }
 
 impl Engine {
@@ -132,13 +145,19 @@ impl Engine {
             }
         };
         let sessions = Sessions::new(&specs);
+        let frontend = scenario.effective_frontend();
         let reqs: Vec<Req> = {
             let mut v: Vec<Req> = specs
                 .iter()
                 .map(|s| Req {
                     id: s.id,
-                    // A session's later turn is sent when its predecessor finishes.
-                    arrival_ns: if s.after.is_some() { NO_TIME } else { s.arrival_ns },
+                    // A session's later turn is sent when its predecessor finishes; the
+                    // engine sees a request once the front end has taken it in.
+                    arrival_ns: if s.after.is_some() {
+                        NO_TIME
+                    } else {
+                        s.arrival_ns.saturating_add(u64::from(frontend.ingest_ns(s.prompt_tokens)))
+                    },
                     prompt: s.prompt_tokens,
                     output: s.output_tokens,
                     priority: s.priority,
@@ -156,14 +175,21 @@ impl Engine {
                     req_block: req_block(s.prompt_tokens, s.output_tokens),
                     blocks: Vec::new(),
                     order: 0,
-                    queued_ns: s.arrival_ns,
+                    queued_ns: s.arrival_ns.saturating_add(u64::from(frontend.ingest_ns(s.prompt_tokens))),
                 })
                 .collect();
             v.sort_by_key(|r| r.id);
             v
         };
-        // `specs` come sorted by (arrival, id).
-        let arrival_order = specs.iter().filter(|s| s.after.is_none()).map(|s| s.id).collect();
+        // `specs` come sorted by (arrival, id); the front end's ingest (longer for longer
+        // prompts) may reorder them. Session turns that wait for another are sent later.
+        let mut arrival_order: Vec<u32> = specs.iter().filter(|s| s.after.is_none()).map(|s| s.id).collect();
+        let mut client = Vec::new();
+        if !frontend.is_none() {
+            arrival_order.sort_unstable_by_key(|&id| (reqs[id as usize].arrival_ns, id));
+            client = vec![Client::default(); reqs.len()];
+            specs.iter().for_each(|s| client[s.id as usize].ingest_ns = frontend.ingest_ns(s.prompt_tokens));
+        }
         let apc = Apc::new(params.apc && mode != KvMode::Contiguous, &specs, segments, |s| {
             req_block(s.prompt_tokens, s.output_tokens)
         });
@@ -177,6 +203,7 @@ impl Engine {
                 series: Series::default(),
                 stats: ReplicaStats::default(),
                 steady: Steady::default(),
+                inbox: Vec::new(),
             })
             .collect();
         Engine {
@@ -205,6 +232,7 @@ impl Engine {
             options,
             steps_log: Vec::new(),
             finished_buf: Vec::new(),
+            first_buf: Vec::new(),
             kick: Vec::new(),
             kick_flag: vec![false; scenario.deployment.replicas as usize],
             fabric: None,
@@ -217,6 +245,9 @@ impl Engine {
             sent: BinaryHeap::new(),
             timeout_ns: scenario.workload.timeout_s.map(|t| (t * 1e9).round() as u64),
             deadlines: BinaryHeap::new(),
+            frontend,
+            client,
+            async_sched: scenario.effective_async_scheduling(),
         }
     }
 
@@ -345,13 +376,16 @@ impl Engine {
         self.reqs[id as usize].status = Status::Dispatching;
         self.dispatch.push_back(id);
         if let Some(to) = self.timeout_ns {
-            let deadline = self.now_ns.saturating_add(to);
+            // The client's clock: from its send, before the front end's ingest.
+            let ingest = self.client.get(id as usize).map_or(0, |c| u64::from(c.ingest_ns));
+            let deadline = self.now_ns.saturating_sub(ingest).saturating_add(to);
             self.deadlines.push(Reverse((deadline, id)));
         }
     }
 
     fn has_room(&self, rep: usize) -> bool {
-        self.max_waiting.is_none_or(|m| (self.replicas[rep].sched.waiting.len() as u32) < m)
+        let r = &self.replicas[rep];
+        self.max_waiting.is_none_or(|m| ((r.sched.waiting.len() + r.inbox.len()) as u32) < m)
             && self.fabric.as_ref().is_none_or(|f| f.alive[rep])
     }
 
@@ -402,7 +436,13 @@ impl Engine {
             let r = &mut self.reqs[id as usize];
             r.replica = rep as i32;
             replica.outstanding_tokens += (r.prompt + r.output) as u64;
-            replica.sched.enqueue(&self.params, r, order);
+            if self.async_sched && replica.busy {
+                // the next step was scheduled when the running one started
+                r.status = Status::Waiting;
+                replica.inbox.push((id, order, replica.stats.steps));
+            } else {
+                replica.sched.enqueue(&self.params, r, order);
+            }
             self.mark(rep);
         }
     }
@@ -440,6 +480,7 @@ impl Engine {
     /// Start a step on an idle replica if it has work; retry while the scheduler only
     /// preempted (vLLM calls schedule() again); error if it has work but can never run.
     fn try_start(&mut self, rep: usize) -> Result<()> {
+        self.release_inbox(rep);
         for _attempt in 0..4 {
             let st = &self.replicas[rep].sched;
             if st.waiting.is_empty() && st.running.is_empty() {
@@ -461,6 +502,29 @@ impl Engine {
                 self.now_ns as f64 / 1e6
             ),
         })
+    }
+
+    /// Move the inbox's requests whose wait is over into the scheduler's waiting queue: those
+    /// that arrived before the last step started, or all of them when the replica has
+    /// nothing else to run.
+    fn release_inbox(&mut self, rep: usize) {
+        let replica = &mut self.replicas[rep];
+        if replica.inbox.is_empty() {
+            return;
+        }
+        let steps = replica.stats.steps;
+        let st = &mut replica.sched;
+        let all = st.waiting.is_empty() && st.running.is_empty();
+        let reqs = &mut self.reqs;
+        let params = &self.params;
+        replica.inbox.retain(|&(id, order, step)| {
+            if all || steps > step {
+                st.enqueue(params, &mut reqs[id as usize], order);
+                false
+            } else {
+                true
+            }
+        });
     }
 
     /// Apply every replica's owed steady steps to its requests ([`crate::steady`]), so that
@@ -574,6 +638,7 @@ impl Engine {
         self.finished_buf.clear();
         // Hot loop: counters in locals, written back once.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
+        self.first_buf.clear();
         for &(id, n) in &st.plan {
             let r = &mut self.reqs[id as usize];
             r.computed += n;
@@ -585,6 +650,7 @@ impl Engine {
             outstanding -= 1;
             if r.generated == 1 {
                 r.first_token_ns = now;
+                self.first_buf.push(id);
             }
             if r.generated >= r.output {
                 st.kv.release(&mut r.blocks);
@@ -600,6 +666,13 @@ impl Engine {
         st.used_slots = used_slots;
         replica.outstanding_tokens = outstanding;
         self.done_requests += done;
+        let any_token = !self.first_buf.is_empty() || !self.finished_buf.is_empty();
+        if !self.client.is_empty() && any_token {
+            // a token of this step reaches its client after the front end handled the step's outputs
+            let out = self.frontend.output_ns(st.plan.len());
+            self.first_buf.iter().for_each(|&id| self.client[id as usize].out_first_ns = out);
+            self.finished_buf.iter().for_each(|&id| self.client[id as usize].out_last_ns = out);
+        }
         if !self.finished_buf.is_empty() {
             let reqs = &self.reqs;
             st.running.retain(|&id| reqs[id as usize].status == Status::Running);

@@ -14,6 +14,7 @@ mod disagg;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+pub mod frontend;
 pub mod json;
 pub mod kv;
 pub mod memory;

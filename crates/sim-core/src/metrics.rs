@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::request::{Req, Status, NO_TIME};
+use crate::request::{Client, Req, Status, NO_TIME};
 
 /// Buckets per series before the interval doubles (so memory stays bounded on any run).
 const MAX_BUCKETS: usize = 2048;
@@ -180,19 +180,35 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * frac
 }
 
-/// `{mean, p50, p90, p99}` of `values` (null entries when empty).
+/// `{mean, p50, p90, p99}` of `values` (null entries when empty). The mean sums in the
+/// given order; each percentile is [`percentile`]'s, from the two order statistics around
+/// its rank found by selection (O(n) each, no sort).
 pub fn dist(mut values: Vec<f64>) -> Value {
     if values.is_empty() {
         return json!({"mean": null, "p50": null, "p90": null, "p99": null});
     }
-    values.sort_by(f64::total_cmp);
     let mean = values.iter().sum::<f64>() / values.len() as f64;
     json!({
         "mean": mean,
-        "p50": percentile(&values, 50.0),
-        "p90": percentile(&values, 90.0),
-        "p99": percentile(&values, 99.0),
+        "p50": percentile_select(&mut values, 50.0),
+        "p90": percentile_select(&mut values, 90.0),
+        "p99": percentile_select(&mut values, 99.0),
     })
+}
+
+/// [`percentile`] of unsorted data, reordering it: the value at the rank's floor by
+/// selection, the next order statistic as the least value above it.
+fn percentile_select(v: &mut [f64], q: f64) -> f64 {
+    let rank = q / 100.0 * (v.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let frac = rank - lo as f64;
+    let (_, a, right) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    let a = *a;
+    if frac == 0.0 || right.is_empty() {
+        return a;
+    }
+    let b = right.iter().copied().fold(f64::INFINITY, f64::min);
+    a + (b - a) * frac
 }
 
 /// Per-replica accumulators the engine keeps for the summary.
@@ -225,16 +241,23 @@ pub struct SloNs {
     pub e2e: Option<f64>,
 }
 
-/// Build the summary object of a finished run.
+/// Build the summary object of a finished run. `client`: the headline TTFT, TPOT and E2E
+/// (and the SLO) are client-side, measured from the client's send to its receipt of the
+/// first and last tokens ([`crate::frontend`]); else engine-side. The engine-side TTFT and
+/// E2E are always in `engine_ttft_ms` / `engine_e2e_ms`. `client_times`: the front end's
+/// delays by request id (empty: none).
 pub fn summarize(
     reqs: &[Req],
+    client_times: &[Client],
     stats: &[ReplicaStats],
     kv: &[(u64, u64)], // (allocation_failures, allocation_attempts) per replica
     reason_names: &[&str],
     slo: Option<SloNs>,
+    client: bool,
 ) -> Value {
     let ms = |ns: u64| ns as f64 / 1e6;
     let (mut ttft, mut tpot, mut e2e, mut queue) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut engine_ttft, mut engine_e2e) = (Vec::new(), Vec::new());
     let (mut finished, mut rejected, mut preemptions, mut out_tokens, mut in_tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut good = 0u64;
     let mut rejections = vec![0u64; reason_names.len()];
@@ -247,14 +270,25 @@ pub fn summarize(
                 out_tokens += r.output as u64;
                 in_tokens += r.prompt as u64;
                 end_ns = end_ns.max(r.finish_ns);
-                let t = ms(r.first_token_ns - r.arrival_ns);
-                let e = ms(r.finish_ns - r.arrival_ns);
+                if !client_times.is_empty() {
+                    engine_ttft.push(ms(r.first_token_ns - r.arrival_ns));
+                    engine_e2e.push(ms(r.finish_ns - r.arrival_ns));
+                }
+                // client-side: from the send to the receipt of the first and last tokens
+                let c = client_times.get(r.id as usize).copied().unwrap_or_default();
+                let (start, first, last) = if client {
+                    (r.arrival_ns - u64::from(c.ingest_ns), r.first_token_ns + u64::from(c.out_first_ns), r.finish_ns + u64::from(c.out_last_ns))
+                } else {
+                    (r.arrival_ns, r.first_token_ns, r.finish_ns)
+                };
+                let t = ms(first - start);
+                let e = ms(last - start);
                 ttft.push(t);
                 e2e.push(e);
                 if r.first_sched_ns != NO_TIME {
                     queue.push(ms(r.first_sched_ns - r.arrival_ns));
                 }
-                let tp = (r.output > 1).then(|| ms(r.finish_ns - r.first_token_ns) / (r.output - 1) as f64);
+                let tp = (r.output > 1).then(|| ms(last - first) / (r.output - 1) as f64);
                 if let Some(tp) = tp {
                     tpot.push(tp);
                 }
@@ -286,6 +320,10 @@ pub fn summarize(
     for (i, name) in reason_names.iter().enumerate().skip(1) {
         rej.insert((*name).to_string(), json!(rejections[i]));
     }
+    // without a front end the engine's latencies are the client's: one sort each
+    let (ttft, e2e) = (dist(ttft), dist(e2e));
+    let (engine_ttft, engine_e2e) =
+        if client_times.is_empty() { (ttft.clone(), e2e.clone()) } else { (dist(engine_ttft), dist(engine_e2e)) };
     let steps: u64 = stats.iter().map(|s| s.steps).sum();
     let busy: u64 = stats.iter().map(|s| s.busy_ns).sum();
     let queries: u64 = stats.iter().map(|s| s.prefix_queries).sum();
@@ -301,9 +339,12 @@ pub fn summarize(
         "total_tokens_per_s": per_s((out_tokens + in_tokens) as f64),
         "goodput_rps": slo.map(|_| per_s(good as f64)),
         "slo_attainment": slo.map(|_| if reqs.is_empty() { 0.0 } else { good as f64 / reqs.len() as f64 }),
-        "ttft_ms": dist(ttft),
+        "latency_view": if client { "client" } else { "engine" },
+        "ttft_ms": ttft,
         "tpot_ms": dist(tpot),
-        "e2e_ms": dist(e2e),
+        "e2e_ms": e2e,
+        "engine_ttft_ms": engine_ttft,
+        "engine_e2e_ms": engine_e2e,
         "queueing_ms": dist(queue),
         "kv_utilization_mean": kv_mean,
         "kv_utilization_peak": kv_peak,
@@ -325,6 +366,19 @@ pub fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selection_gives_the_sorted_percentiles() {
+        let mut x = 0.7f64;
+        let mut v: Vec<f64> = (0..1001).map(|_| { x = (x * 3.7 + 0.13) % 1.0; x * 100.0 }).collect();
+        v.extend([5.0, 5.0, 5.0]);
+        let mut sorted = v.clone();
+        sorted.sort_by(f64::total_cmp);
+        for q in [0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            assert_eq!(percentile_select(&mut v.clone(), q), percentile(&sorted, q), "{q}");
+        }
+        assert_eq!(percentile_select(&mut [3.0], 99.0), 3.0);
+    }
 
     #[test]
     fn percentile_matches_numpy_linear() {

@@ -80,6 +80,17 @@ pub struct Req {
     pub queued_ns: u64,
 }
 
+/// What the serving front end adds to one request's times ([`crate::frontend`]), kept
+/// beside [`Req`] (whose two cache lines hold what the engine touches): the client sent it
+/// `ingest_ns` before it reached the engine (`Req::arrival_ns`), and its first and last
+/// tokens reached the client `out_first_ns` / `out_last_ns` after the engine produced them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Client {
+    pub ingest_ns: u32,
+    pub out_first_ns: u32,
+    pub out_last_ns: u32,
+}
+
 impl Req {
     /// Prompt plus generated tokens: what a recompute must rebuild.
     #[inline]

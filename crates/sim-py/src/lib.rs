@@ -201,8 +201,11 @@ impl RunResult {
         let d = PyDict::new(py);
         d.set_item("request_id", r.request_id.clone().into_pyarray(py))?;
         d.set_item("arrival_ms", r.arrival_ms.clone().into_pyarray(py))?;
+        d.set_item("engine_arrival_ms", r.engine_arrival_ms.clone().into_pyarray(py))?;
         d.set_item("first_token_ms", r.first_token_ms.clone().into_pyarray(py))?;
         d.set_item("finish_ms", r.finish_ms.clone().into_pyarray(py))?;
+        d.set_item("client_first_token_ms", r.client_first_token_ms.clone().into_pyarray(py))?;
+        d.set_item("client_finish_ms", r.client_finish_ms.clone().into_pyarray(py))?;
         d.set_item("prompt_tokens", r.prompt_tokens.clone().into_pyarray(py))?;
         d.set_item("output_tokens", r.output_tokens.clone().into_pyarray(py))?;
         d.set_item("preemptions", r.preemptions.clone().into_pyarray(py))?;

@@ -107,7 +107,22 @@ struct RawElem {
 struct RawProfile {
     gpu: String,
     source: String,
+    /// `"shipped"`: this file carries no tables of its own but adjusts the shipped profile of
+    /// `gpu` (what `o1sim calibrate` writes); `"roofline"`: it adjusts the datasheet roofline
+    /// (a GPU without a shipped profile).
+    #[serde(default)]
+    base: Option<String>,
+    /// Every GPU kernel time (GEMMs, attention, elementwise ops) multiplied by this: a
+    /// machine's own speed against the tables', fitted by `o1sim calibrate` (absent = 1).
+    #[serde(default)]
+    gpu_time_scale: Option<f64>,
+    /// The serving front end measured with this GPU (the `[frontend]` fields, which a
+    /// scenario's own section overrides; `o1sim calibrate` fits them).
+    #[serde(default)]
+    frontend: Option<serde_json::Value>,
+    #[serde(default)]
     copy_gbps: f64,
+    #[serde(default)]
     gemm_tflops: f64,
     /// What one isolated timing adds beyond the op's launch and GPU time, µs (absent = 0).
     #[serde(default)]
@@ -122,10 +137,15 @@ struct RawProfile {
     /// vLLM-style engine's fused RoPE and SiLU·mul are one kernel each.
     #[serde(default)]
     kernels: std::collections::BTreeMap<String, u32>,
+    #[serde(default)]
     gemm: Vec<RawGemm>,
+    #[serde(default)]
     attention_prefill: Vec<RawPrefill>,
+    #[serde(default)]
     attention_chunk: Vec<RawChunk>,
+    #[serde(default)]
     attention_decode: Vec<RawDecode>,
+    #[serde(default)]
     elementwise: Vec<RawElem>,
 }
 
@@ -181,6 +201,11 @@ pub struct Profile {
     /// Kernels per elementwise op in the tables' engine, where the profile says (see
     /// [`Profile::kernels`]).
     pub kernels: Vec<(String, f64)>,
+    /// Every GPU kernel time the step model takes from this profile (or its roofline) is
+    /// multiplied by this (1 for a shipped profile; `o1sim calibrate` fits it).
+    pub gpu_time_scale: f64,
+    /// Front-end costs measured with this profile (`o1sim calibrate`), if any.
+    pub frontend: Option<crate::frontend::FrontendSpec>,
     pub gemm: Vec<GemmTable>,
     /// Causal prefill attention over FLOPs, all head layouts merged.
     prefill: Option<Curve>,
@@ -286,6 +311,45 @@ impl Profile {
     }
 
     fn from_raw(raw: RawProfile) -> Result<Profile> {
+        let frontend = match &raw.frontend {
+            None => None,
+            Some(v) => {
+                let f: crate::frontend::FrontendSpec = serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+                    let path = e.path().to_string();
+                    let at = if path == "." { String::new() } else { format!(".{path}") };
+                    SimError::config(format!("profile.frontend{at}"), e.inner().to_string())
+                })?;
+                f.validate().map_err(|e| e.under("profile.frontend"))?;
+                Some(f)
+            }
+        };
+        let scale = raw.gpu_time_scale.unwrap_or(1.0);
+        if !(scale.is_finite() && scale > 0.0 && scale <= 10.0) {
+            return Err(SimError::config("profile.gpu_time_scale", format!("must be in (0, 10] (got {scale})")));
+        }
+        if let Some(base) = raw.base.as_deref() {
+            if base != "shipped" && base != "roofline" {
+                return Err(SimError::config("profile.base", format!("must be \"shipped\" or \"roofline\" (got \"{base}\")")));
+            }
+            let tables = raw.gemm.len() + raw.attention_prefill.len() + raw.attention_chunk.len() + raw.attention_decode.len() + raw.elementwise.len();
+            if tables > 0 {
+                return Err(SimError::config("profile.base", format!("a profile on the {base} base carries no tables of its own")));
+            }
+            let mut p = if base == "roofline" {
+                Profile::roofline_only(&raw.gpu)
+            } else {
+                Profile::builtin(&raw.gpu).ok_or_else(|| {
+                    SimError::config("profile.gpu", format!("no shipped profile for '{}' to base on (one of {})", raw.gpu, PROFILED_GPUS.join(", ")))
+                })?
+            };
+            p.source = format!("{} (on {})", raw.source, p.source);
+            p.gpu_time_scale = scale;
+            p.frontend = frontend;
+            return Ok(p);
+        }
+        if raw.gemm.is_empty() || raw.copy_gbps <= 0.0 || raw.gemm_tflops <= 0.0 {
+            return Err(SimError::config("profile", "a calibration profile needs gemm tables, copy_gbps and gemm_tflops (or base = \"shipped\")"));
+        }
         if let Some(t) = raw.timing.as_deref() {
             if t != "isolated" && t != "in_stream" {
                 return Err(SimError::config("profile.timing", format!("must be 'isolated' or 'in_stream' (got '{t}')")));
@@ -303,8 +367,33 @@ impl Profile {
                 return Err(SimError::config(format!("profile.kernels.{op}"), format!("must be in 1..={MAX_OP_KERNELS} (got {n})")));
             }
         }
-        Profile::build(raw, None)
-            .ok_or_else(|| SimError::config("profile", "a calibration table has no usable point"))
+        let mut p = Profile::build(raw, None).ok_or_else(|| SimError::config("profile", "a calibration table has no usable point"))?;
+        p.gpu_time_scale = scale;
+        p.frontend = frontend;
+        Ok(p)
+    }
+
+    /// A profile without tables: every operator from the GPU's datasheet roofline.
+    fn roofline_only(gpu: &str) -> Profile {
+        Profile {
+            gpu: gpu.to_string(),
+            source: "the datasheet roofline".into(),
+            copy_bps: 0.0,
+            gemm_flops: 0.0,
+            isolated_overhead_s: 0.0,
+            in_stream: true,
+            kernels: Vec::new(),
+            gpu_time_scale: 1.0,
+            frontend: None,
+            gemm: Vec::new(),
+            prefill: None,
+            chunk: None,
+            chunk_fresh: None,
+            decode: None,
+            elementwise: Vec::new(),
+            elementwise_width: Vec::new(),
+            raw: std::sync::OnceLock::new(),
+        }
     }
 
     fn build(raw: RawProfile, ex: Exclude) -> Option<Profile> {
@@ -409,6 +498,8 @@ impl Profile {
             isolated_overhead_s: raw.isolated_overhead_us.max(0.0) * 1e-6,
             in_stream: raw.timing.as_deref() == Some("in_stream"),
             kernels: raw.kernels.iter().map(|(op, n)| (op.clone(), f64::from(*n))).collect(),
+            gpu_time_scale: 1.0,
+            frontend: None,
             gemm,
             prefill: Curve::new(&pre),
             chunk: Curve::new(&ch),

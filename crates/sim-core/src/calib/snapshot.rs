@@ -139,6 +139,8 @@ impl Profile {
             isolated_overhead_s: d.isolated_overhead_s,
             in_stream: d.in_stream,
             kernels: d.kernels.iter().map(|(op, n)| (op.to_string(), *n)).collect(),
+            gpu_time_scale: 1.0,
+            frontend: None,
             gemm: d
                 .gemm
                 .iter()

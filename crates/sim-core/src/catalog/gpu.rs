@@ -54,6 +54,20 @@ pub struct Gpu {
 }
 
 impl Gpu {
+    /// Whether this GPU is at least as capable as `other` in every datasheet figure a step
+    /// or a deployment depends on: BF16 and FP8 compute, memory bandwidth and size, and its
+    /// links (NVLink bandwidth and domain, PCIe). Such a GPU never runs a step slower (the
+    /// step model bounds its operators by the other's, `perf`).
+    pub fn dominates(&self, other: &Gpu) -> bool {
+        self.bf16_tflops >= other.bf16_tflops
+            && self.fp8_tflops >= other.fp8_tflops
+            && self.hbm_tbps >= other.hbm_tbps
+            && self.hbm_gib >= other.hbm_gib
+            && self.nvlink_gbps >= other.nvlink_gbps
+            && self.nvlink_gpus >= other.nvlink_gpus
+            && self.pcie_gbps >= other.pcie_gbps
+    }
+
     /// Check every field; error paths are relative (`hbm_gib`), callers prefix them (`gpu`).
     pub fn validate(&self) -> Result<()> {
         if self.name.trim().is_empty() {

@@ -146,7 +146,8 @@ fn all_hold_small(e: &Engine) -> bool {
     for (i, rep) in e.replicas.iter().enumerate() {
         let st = &rep.sched;
         let (r, odd_r) = id_set(st.running.iter().copied(), n);
-        let (w, odd_w) = id_set(st.waiting.iter(), n);
+        // a replica's async-scheduling inbox is part of its waiting queue
+        let (w, odd_w) = id_set(st.waiting.iter().chain(rep.inbox.iter().map(|e| e.0)), n);
         let (p, odd_p) = if rep.busy { id_set(st.plan.iter().map(|x| x.0), n) } else { (0, false) };
         bad |= odd_r || odd_w || odd_p || (r | w) & !on[i] != 0;
         bad |= run & r != 0 || wait & w != 0 || plan & p != 0;
@@ -163,7 +164,7 @@ fn all_hold_small(e: &Engine) -> bool {
         let free = kv.free_units();
         bad |= total > 64 || held[i] + free != total;
         bad |= st.running.is_empty() && free != total;
-        let (running, waiting) = (st.running.len() as u64, st.waiting.len() as u64);
+        let (running, waiting) = (st.running.len() as u64, (st.waiting.len() + rep.inbox.len()) as u64);
         bad |= running > seqs || e.max_waiting.is_some_and(|m| waiting + running > m as u64 + seqs);
     }
     let (disp, odd_d) = id_set(e.dispatch.iter().copied(), n);
@@ -190,7 +191,7 @@ fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
                 return Err(broken(ONE_STATE, format!("request {id} is running on replica {i} but assigned elsewhere")));
             }
         }
-        for id in rep.sched.waiting.iter() {
+        for id in rep.sched.waiting.iter().chain(rep.inbox.iter().map(|e| e.0)) {
             bump(&mut s.in_wait, id);
             if e.reqs[id as usize].replica != i as i32 {
                 return Err(broken(ONE_STATE, format!("request {id} waits on replica {i} but is assigned elsewhere")));
@@ -246,7 +247,7 @@ fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
                 format!("replica {i} runs nothing but only {} of {} units are free", kv.free_units(), kv.total()),
             ));
         }
-        let (running, waiting, seqs) = (rep.sched.running.len() as u64, rep.sched.waiting.len() as u64, e.params.max_num_seqs as u64);
+        let (running, waiting, seqs) = (rep.sched.running.len() as u64, (rep.sched.waiting.len() + rep.inbox.len()) as u64, e.params.max_num_seqs as u64);
         if running > seqs {
             return Err(broken(BOUNDED_QUEUES, format!("replica {i} runs {running} requests, max_num_seqs is {seqs}")));
         }

@@ -13,9 +13,43 @@ fn from_config(text: &str) -> Model {
     resolve_model(&ModelInput::Custom(ModelFields { hf_config: Some(v), ..Default::default() })).unwrap()
 }
 
+/// The reference engine, whose breakdown names each attention call and unfused op (the
+/// architecture's op structure; `vllm_engine_keeps_the_architectures_ops` checks vLLM's).
 fn cost(m: &Model, g: &str, tp: u32) -> StepCostModel {
     let gpu = resolve_gpu(&g.into()).unwrap();
-    StepCostModel::new(&CostModelSpec::Calibrated(StepSpec::default()), m, &gpu, tp, 1).unwrap()
+    StepCostModel::new(&CostModelSpec::Calibrated(StepSpec::reference()), m, &gpu, tp, 1).unwrap()
+}
+
+fn vllm(m: &Model, g: &str, tp: u32) -> StepCostModel {
+    let gpu = resolve_gpu(&g.into()).unwrap();
+    StepCostModel::new(&CostModelSpec::default(), m, &gpu, tp, 1).unwrap()
+}
+
+#[test]
+fn vllm_engine_keeps_the_architectures_ops() {
+    let b = decode(32, 2048);
+    // Qwen3's q/k norms, Qwen2.5's bias: present in vLLM's step too
+    let q3 = model("qwen3-14b");
+    assert!(line(&vllm(&q3, "h100", 1), &b, "qk_norm") > 0.0);
+    let q = model("qwen2.5-7b");
+    assert!(line(&vllm(&q, "h100", 1), &b, "qkv_bias") > 0.0);
+    // Gemma 2: a post-norm before each fused add + norm; GELU-gated MLP
+    let g2 = from_config(include_str!("../../../../tests/data/hf_configs/gemma-2-9b.json"));
+    let c = vllm(&g2, "h200", 1);
+    let c0 = vllm(&Model { post_norms: false, ..g2.clone() }, "h200", 1);
+    assert!(line(&c, &b, "rms_norm") > 10.0 * line(&c0, &b, "rms_norm"));
+    assert!(line(&c, &b, "gelu_mul") > 0.0 && line(&c, &b, "silu_mul") == 0.0);
+    // sliding window: decode beyond it reads the window only
+    let mistral = from_config(include_str!("../../../../tests/data/hf_configs/mistral-7b-v0.1.json"));
+    let global = Model { local_attention: None, ..mistral.clone() };
+    let long = decode(8, 32768);
+    assert!(line(&vllm(&mistral, "h200", 1), &long, "attention") < 0.25 * line(&vllm(&global, "h200", 1), &long, "attention"));
+    // Scout: routed experts and a shared expert
+    let scout = model("llama-4-scout");
+    let c = vllm(&scout, "h200", 8);
+    for op in ["gate_up", "shared_gate_up", "moe_router"] {
+        assert!(line(&c, &b, op) > 0.0, "{op}");
+    }
 }
 
 fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {

@@ -72,19 +72,55 @@ pub const DTYPE_NAMES: [&str; 4] = ["bf16", "fp8", "int8", "int4"];
 /// Names accepted for `kv_dtype`.
 pub const KV_DTYPE_NAMES: [&str; 2] = ["bf16", "fp8"];
 
+/// The serving engine whose kernels and runtime a step is priced as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// vLLM v0.15 (V1 engine) with its defaults, as the development runs
+    /// (`../shared/data/real-vllm-h100`) ran it: CUDA graphs up to `min(2 · max_num_seqs, 512)`
+    /// tokens (a full graph for decode-only batches, piecewise graphs around an eager attention
+    /// call for mixed ones), one FlashAttention varlen call per layer for every request of the
+    /// step, fused kernels (residual add + RMSNorm, rotary embedding of q and k, the KV-cache
+    /// write, SiLU·mul: one kernel each, no layout copy after attention), vLLM's custom
+    /// all-reduce between NVLink-connected GPUs, and async scheduling (the CPU prepares step
+    /// n+1 while the GPU runs step n). The default.
+    Vllm,
+    /// The plain PyTorch reference engine our H200 tables were measured in
+    /// (`../shared/data/h200-calibration/README.md`): unfused elementwise ops (RoPE ~16
+    /// kernels, SiLU·mul 2, a transpose copy, separate residual adds), one attention call per
+    /// prefill request plus one for all decodes, a ring all-reduce, synchronous steps.
+    Reference,
+}
+
+/// Names accepted for `engine`.
+pub const ENGINE_NAMES: [&str; 2] = ["vllm", "reference"];
+
+/// Parse an engine name.
+pub fn parse_engine(path: &str, name: &str) -> Result<Engine> {
+    match name {
+        "vllm" => Ok(Engine::Vllm),
+        "reference" => Ok(Engine::Reference),
+        _ => Err(check::unknown_name(path, "engine", name, &ENGINE_NAMES)),
+    }
+}
+
 /// Parameters of the `calibrated` and `roofline` models. Every field has a default.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepSpec {
+    /// The engine whose kernels and runtime are priced: `vllm` (default) or `reference`.
+    pub engine: Engine,
     /// Linear-layer precision; default bf16.
     pub dtype: Dtype,
     /// KV-cache precision: `bf16` (default) or `fp8` (halves the bytes decode reads).
     pub kv_dtype: Dtype,
     /// Replay each step as one CUDA graph (true, default) or launch kernels eagerly.
     pub cuda_graphs: bool,
-    /// Steps with more tokens than this run eagerly even with `cuda_graphs` (none = no limit).
+    /// Steps with more tokens than this run eagerly even with `cuda_graphs` (none: no limit
+    /// for the reference engine; vLLM's capture bound `min(2 · max_num_seqs, 512)` for `vllm`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cuda_graph_max_tokens: Option<u32>,
-    /// Elementwise fusion (§2.1): none (default, the reference engine) | fine | coarse | hybrid.
+    /// Elementwise fusion (§2.1) of the reference engine's ops: none (default) | fine | coarse |
+    /// hybrid. The `vllm` engine's kernels are fused already: only `none` applies to it.
     pub fusion: Fusion,
     /// Fusion latency threshold, ms (seed: 0.8).
     pub fusion_latency_threshold_ms: f64,
@@ -117,6 +153,7 @@ pub struct StepSpec {
 impl Default for StepSpec {
     fn default() -> Self {
         StepSpec {
+            engine: Engine::Vllm,
             dtype: Dtype::Bf16,
             kv_dtype: Dtype::Bf16,
             cuda_graphs: true,
@@ -136,7 +173,18 @@ impl Default for StepSpec {
 }
 
 impl StepSpec {
+    /// The reference engine's defaults (the old default: our H200 tables' plain PyTorch).
+    pub fn reference() -> Self {
+        StepSpec { engine: Engine::Reference, ..StepSpec::default() }
+    }
+
     fn validate(&self) -> Result<()> {
+        if self.engine == Engine::Vllm && self.fusion != Fusion::None {
+            return Err(SimError::config(
+                "fusion",
+                "applies to the reference engine's unfused ops; vLLM's kernels are fused already (use engine = \"reference\")",
+            ));
+        }
         if let Some(v) = self.compute_efficiency {
             fraction("compute_efficiency", v)?;
         }
@@ -234,6 +282,7 @@ impl CostModelSpec {
 )]
 struct RawCostModel {
     kind: Option<String>,
+    engine: Option<String>,
     dtype: Option<String>,
     kv_dtype: Option<String>,
     cuda_graphs: Option<bool>,
@@ -256,7 +305,7 @@ struct RawCostModel {
 
 const KINDS: [&str; 3] = ["calibrated", "roofline", "linear"];
 const LINEAR_FIELDS: &str = "base_ms, per_prefill_token_ms, per_decode_seq_ms, per_context_token_ms";
-const STEP_FIELDS: &str = "dtype, kv_dtype, cuda_graphs, cuda_graph_max_tokens, fusion, fusion_latency_threshold_ms, \
+const STEP_FIELDS: &str = "engine, dtype, kv_dtype, cuda_graphs, cuda_graph_max_tokens, fusion, fusion_latency_threshold_ms, \
                            memory_coalesce, compute_efficiency, memory_efficiency, kernel_floor_us, launch_us, \
                            comm_latency_us, cpu_overhead_ms, profile";
 
@@ -295,6 +344,10 @@ impl RawCostModel {
         let d = StepSpec::default();
         let err = |e: SimError| e.to_string();
         Ok(StepSpec {
+            engine: match &self.engine {
+                Some(n) => parse_engine("engine", n).map_err(err)?,
+                None => d.engine,
+            },
             dtype: match &self.dtype {
                 Some(n) => parse_dtype("dtype", n, &DTYPE_NAMES).map_err(err)?,
                 None => d.dtype,
@@ -340,6 +393,7 @@ impl RawCostModel {
             }
             Some("linear") => {
                 for (name, given) in [
+                    ("engine", self.engine.is_some()),
                     ("dtype", self.dtype.is_some()),
                     ("kv_dtype", self.kv_dtype.is_some()),
                     ("cuda_graphs", self.cuda_graphs.is_some()),
@@ -503,6 +557,15 @@ impl StepCostModel {
     pub fn with_block_size(mut self, block_size: u32) -> Self {
         if let Inner::Step(s) = &mut self.inner {
             s.set_block_size(block_size);
+        }
+        self
+    }
+
+    /// The scheduler's `max_num_seqs`, which sets vLLM's CUDA-graph capture bound
+    /// (`min(2 · max_num_seqs, 512)` tokens) unless the spec gives `cuda_graph_max_tokens`.
+    pub fn with_max_num_seqs(mut self, max_num_seqs: u32) -> Self {
+        if let Inner::Step(s) = &mut self.inner {
+            s.set_max_num_seqs(max_num_seqs);
         }
         self
     }

@@ -20,6 +20,28 @@ use super::{Dtype, StepSpec, DEFAULT_LAUNCH_US};
 /// (FlashAttention-3 reports up to 75% on H100 for long sequences; serving batches are shorter).
 const ROOFLINE_ATTENTION_EFFICIENCY: f64 = 0.6;
 
+/// GPU time of an attention kernel with almost nothing to do, inside a running forward pass
+/// (vLLM engine, GPUs without attention tables), s. Vidur's A100 decode-attention rows
+/// (timed in-stream inside sarathi-serve's forward, `profiles/a100-80g.json`) are 6–7 µs at
+/// one to eight sequences of 32 tokens; the isolated H100 FlashAttention decode calls of
+/// `../shared/data/h100-kernels` lie on `14 µs + bytes / 3.2 TB/s` in their linear range,
+/// of which an isolated call's own launch and event overhead is the larger part.
+pub const VLLM_ATTENTION_FLOOR_S: f64 = 6.0e-6;
+/// Latency of one small all-reduce captured in a CUDA graph between NVLink-connected GPUs,
+/// s: ~6 µs for 2 × H100 with CUDA graphs (NVIDIA/nccl issue #1259, `all_reduce_perf -G`,
+/// 128 B – 64 KiB), the latency class vLLM's custom all-reduce was written for (vllm-project/
+/// vllm pull request #2192).
+pub const CUSTOM_ALLREDUCE_LATENCY_S: f64 = 6.0e-6;
+/// Fraction of the per-direction NVLink bandwidth collectives reach: H100's ring all-reduce
+/// bus bandwidth of 365–370 GB/s of its 450 GB/s (NVIDIA/nccl issue #1455).
+pub const NVLINK_EFFICIENCY: f64 = 0.8;
+/// vLLM's custom all-reduce handles messages below 8 MiB (`custom_all_reduce.py`'s default
+/// `max_size`); larger ones go to NCCL.
+const CUSTOM_ALLREDUCE_MAX_BYTES: f64 = 8.0 * 1024.0 * 1024.0;
+/// Per-GPU interconnect at or above which GPUs are NVLink (or Infinity Fabric) peers that
+/// vLLM's custom all-reduce serves, GB/s; PCIe-only parts (L40S: 64) use NCCL.
+pub const NVLINK_MIN_GBPS: f64 = 200.0;
+
 /// GPU time of one op (s), its eager CPU launch cost (s) and where it came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OpT {
@@ -55,6 +77,9 @@ pub struct Rates {
     pub attn_flops: f64,
     /// Per-kernel GPU floor, s.
     pub floor: f64,
+    /// GPU floor of an attention kernel priced by the roofline, s (the kernel floor for the
+    /// reference engine, [`VLLM_ATTENTION_FLOOR_S`] for vLLM's FlashAttention).
+    pub attn_floor: f64,
     /// What an isolated table timing adds to the op's own launch and GPU time (event
     /// records, the synchronising call), s.
     pub iso_overhead: f64,
@@ -68,6 +93,24 @@ pub struct Rates {
     /// Per-operator launch cost and GPU-time envelope on the table grid, computed once per
     /// operator shape (shared by clones).
     memo: Memo,
+    /// The rates of each GPU with a shipped profile that this GPU dominates in every
+    /// datasheet figure ([`Gpu::dominates`]): an operator never costs more here than there
+    /// (the same kernel on hardware at least as capable), whichever engine or method each
+    /// profile was measured with. Only for the vLLM engine (whose kernels every profile
+    /// estimates; a reference-engine table is that engine's own truth); empty with a user's
+    /// own profile (their measurements of their GPU rule) and for the roofline kind.
+    pub bounds: Vec<Rates>,
+    /// Likewise the profiled GPUs that dominate this one: an operator never costs less here
+    /// than there (a variant priced by its datasheet, e.g. an A100 40 GB, is no faster than
+    /// the measured A100 80 GB).
+    pub floors: Vec<Rates>,
+    /// The profile's `gpu_time_scale` (1 without one): every GEMM, attention and
+    /// elementwise time is multiplied by it.
+    pub scale: f64,
+    /// Whether any bound or floor can bind an attention time (decided once: a floor needs
+    /// measured attention in a vLLM-like profile, a bound a GPU that is not the reference
+    /// engine's); the prefill path, priced per request every step, skips them otherwise.
+    attn_bounded: bool,
 }
 
 /// Each operator shape's [`Prepared`] data, computed on first use.
@@ -87,7 +130,13 @@ enum MemoKey {
 struct Prepared {
     c: f64,
     envelope: Vec<f64>,
+    /// A GEMM shape without a table: the measured shapes its efficiency comes from, with
+    /// their weights ([`Rates::gemm_transfer`]).
+    near: Vec<(u32, u32, f64)>,
 }
+
+/// Measured GEMM shapes a shape without a table borrows its efficiency from.
+const NEAREST_SHAPES: usize = 4;
 
 /// Token counts whose table rows set an op's launch cost (launch-bound sizes).
 const SMALL_M: [f64; 4] = [1.0, 8.0, 32.0, 64.0];
@@ -162,6 +211,25 @@ fn gemm_fit(p: &Profile, dtype: &str) -> (f64, Option<f64>, f64) {
 impl Rates {
     /// `use_tables = false` ignores the profile (the `roofline` kind).
     pub fn new(gpu: &Gpu, spec: &StepSpec, use_tables: bool) -> Rates {
+        let mut r = Rates::unbounded(gpu, spec, use_tables);
+        if use_tables && spec.profile.is_none() && spec.engine == super::Engine::Vllm {
+            for name in crate::calib::PROFILED_GPUS.iter().filter(|&&n| n != gpu.name) {
+                let Some(other) = crate::catalog::gpu_presets().into_iter().find(|g| g.name == *name) else { continue };
+                if gpu.dominates(&other) {
+                    r.bounds.push(Rates::unbounded(&other, spec, true));
+                } else if other.dominates(gpu) {
+                    r.floors.push(Rates::unbounded(&other, spec, true));
+                }
+            }
+        }
+        let vllm_like = |b: &Rates| b.profile.as_ref().is_none_or(|p| p.in_stream);
+        r.attn_bounded = r.bounds.iter().any(vllm_like)
+            || r.floors.iter().any(|b| vllm_like(b) && b.profile.as_ref().is_some_and(|p| p.has_attention()));
+        r
+    }
+
+    /// [`Rates::new`] without the bounds of dominated GPUs.
+    fn unbounded(gpu: &Gpu, spec: &StepSpec, use_tables: bool) -> Rates {
         let ce = spec.compute_efficiency.unwrap_or(gpu.compute_efficiency);
         let me = spec.memory_efficiency.unwrap_or(gpu.memory_efficiency);
         let peak = if spec.dtype == Dtype::Fp8 { gpu.fp8_tflops } else { gpu.bf16_tflops };
@@ -175,18 +243,27 @@ impl Rates {
             gemm_best_flops: peak * 1e12 * ce,
             attn_flops: gpu.bf16_tflops * 1e12 * ROOFLINE_ATTENTION_EFFICIENCY,
             floor: spec.kernel_floor_us * 1e-6,
+            attn_floor: match spec.engine {
+                super::Engine::Reference => spec.kernel_floor_us * 1e-6,
+                super::Engine::Vllm => (spec.kernel_floor_us * 1e-6).max(VLLM_ATTENTION_FLOOR_S),
+            },
             iso_overhead: 0.0,
             launch: spec.launch_us.unwrap_or(DEFAULT_LAUNCH_US) * 1e-6,
             link_bw: gpu.nvlink_gbps * 1e9 / 2.0,
             hop: spec.comm_latency_us * 1e-6,
             tile: TileUnit::Cuda,
             memo: Default::default(),
+            bounds: Vec::new(),
+            floors: Vec::new(),
+            scale: 1.0,
+            attn_bounded: false,
         };
         // A given profile was checked when the spec was validated.
         let custom = if use_tables { spec.custom_profile().ok().flatten().map(std::sync::Arc::new) } else { None };
         let profile = if use_tables { custom.or_else(|| gpu.profile_name().and_then(Profile::builtin_shared)) } else { None };
         if let Some(p) = &profile {
             r.fit(p, spec);
+            r.scale = p.gpu_time_scale;
         }
         r.profile = profile;
         r
@@ -207,7 +284,9 @@ impl Rates {
             self.gemm_flops = f;
             self.gemm_best_flops = best.max(f);
         }
-        self.copy_bw = p.copy_bps;
+        if p.copy_bps > 0.0 {
+            self.copy_bw = p.copy_bps;
+        }
         if p.has_attention() {
             let seq = 32768.0;
             let (ms, _) = p.attention_prefill(32, 128, seq);
@@ -225,13 +304,21 @@ impl Rates {
         }
     }
 
-    /// The prepared table data of one operator shape, computed on first use.
+    /// The prepared table data of one operator shape, computed on first use (outside the
+    /// lock: preparing a shape may price others; the result is the same whoever computes it).
     fn prepared(&self, key: MemoKey, make: impl FnOnce() -> Prepared) -> std::sync::Arc<Prepared> {
-        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, p)) = memo.iter().find(|(k, _)| *k == key) {
-            return p.clone();
+        let found = {
+            let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+            memo.iter().find(|(k, _)| *k == key).map(|(_, p)| p.clone())
+        };
+        if let Some(p) = found {
+            return p;
         }
         let p = std::sync::Arc::new(make());
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, q)) = memo.iter().find(|(k, _)| *k == key) {
+            return q.clone();
+        }
         memo.push((key, p.clone()));
         p
     }
@@ -254,12 +341,81 @@ impl Rates {
         self.floor + (bytes / self.stream_bw).max(2.0 * mp * kp * np / flops)
     }
 
+    /// An operator's time here, no more than on any dominated profiled GPU
+    /// ([`Rates::bounds`]) and no less than on any dominating one ([`Rates::floors`]); a
+    /// bound that binds is flagged `model`. (With `min` taken first and `max` last, a GPU
+    /// dominating another is never priced above it whenever either has a profile.)
+    /// A floor is only a measured time (a table row or between rows): another GPU's
+    /// roofline estimate says nothing this GPU's own estimate does not. Attention and
+    /// elementwise ops (`engine_ops`) of a GPU whose profile times the reference engine (an
+    /// isolated-timing profile, e.g. our H200's PyTorch SDPA and unfused ops: not vLLM's
+    /// kernels) bound nothing across GPUs; GEMMs are cuBLAS either way.
+    #[inline]
+    fn bounded(&self, own: OpT, engine_ops: bool, other: impl Fn(&Rates) -> OpT) -> OpT {
+        // (a reference-engine profile's engine ops are skipped before they are priced)
+        let skip = |b: &Rates| engine_ops && b.profile.as_ref().is_some_and(|p| !p.in_stream);
+        let mut t = own;
+        for b in &self.bounds {
+            if skip(b) {
+                continue;
+            }
+            let x = other(b);
+            if x.gpu_s < t.gpu_s {
+                t.gpu_s = x.gpu_s;
+                t.src = Source::Model;
+            }
+        }
+        for b in &self.floors {
+            if skip(b) {
+                continue;
+            }
+            let x = other(b);
+            if x.src <= Source::Interpolated && x.gpu_s > t.gpu_s {
+                t.gpu_s = x.gpu_s;
+                t.src = Source::Model;
+            }
+        }
+        t
+    }
+
+    /// One single-kernel elementwise op as a fused engine (vLLM) runs it: the profile's
+    /// table where its engine ran `op` as one kernel too, else one kernel moving `bytes_tok`
+    /// per token at the copy bandwidth (a multi-kernel table, such as the reference engine's
+    /// 16-kernel RoPE, times other work).
+    pub fn fused_elementwise(&self, op: &str, m: f64, width: f64, bytes_tok: f64) -> OpT {
+        self.scaled(self.bounded(self.fused_elementwise_own(op, m, width, bytes_tok), true, |b| b.fused_elementwise_own(op, m, width, bytes_tok)))
+    }
+
+    fn fused_elementwise_own(&self, op: &str, m: f64, width: f64, bytes_tok: f64) -> OpT {
+        let reference = crate::calib::ELEMENTWISE_OPS.iter().find(|(o, _)| *o == op).map_or(1.0, |(_, k)| *k);
+        let kernels = self.profile.as_ref().and_then(|p| p.kernels(op)).unwrap_or(reference);
+        if kernels <= 1.0 {
+            self.elementwise_own(op, m, width, 1.0, bytes_tok)
+        } else {
+            OpT { gpu_s: self.floor + m * bytes_tok / self.copy_bw, cpu_s: self.launch, src: Source::Roofline }
+        }
+    }
+
+    /// A kernel time at this machine's speed ([`Rates::scale`]).
+    #[inline]
+    fn scaled(&self, mut t: OpT) -> OpT {
+        t.gpu_s *= self.scale;
+        t
+    }
+
     /// One GEMM of `m` tokens through weights `k × n`.
     pub fn gemm(&self, m: f64, k: u32, n: u32) -> OpT {
+        self.scaled(self.bounded(self.gemm_own(m, k, n), false, |b| b.gemm_own(m, k, n)))
+    }
+
+    fn gemm_own(&self, m: f64, k: u32, n: u32) -> OpT {
         let (kf, nf) = (f64::from(k), f64::from(n));
         let roof = self.gemm_roof(m, kf, nf);
         let table = if self.dtype == Dtype::Fp8 { "fp8" } else { "bf16" };
         let Some(p) = self.profile.as_ref().filter(|p| p.gemm(table, k, n, m).is_some()) else {
+            if let Some(t) = self.profile.as_ref().and_then(|p| self.gemm_transfer(p, table, m, k, n)) {
+                return t;
+            }
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
         let iso = |m: f64| p.gemm(table, k, n, m).map_or(0.0, |v| self.iso_s(v.0));
@@ -276,7 +432,7 @@ impl Rates {
                 median(SMALL_M.iter().map(|&x| iso(x) - self.gemm_roof(x, kf, nf)).collect()).unwrap_or(0.0).max(0.0)
             };
             let gpu = |x: f64| gpu_from_isolated(iso(x), 1.0, c, floor(x));
-            Prepared { c, envelope: suffix_min(&GEMM_M, gpu) }
+            Prepared { c, envelope: suffix_min(&GEMM_M, gpu), near: Vec::new() }
         });
         // More rows never take less time: a row measured slower than a larger one is noise.
         let above = || gpu_from_isolated(iso(m), 1.0, prep.c, floor(m));
@@ -292,9 +448,55 @@ impl Rates {
         OpT { gpu_s: g, cpu_s: self.launch, src }
     }
 
+    /// A GEMM shape the profile has no table of (a model nobody profiled on this GPU): its
+    /// roofline times the efficiency the profile measured on the [`NEAREST_SHAPES`] shapes
+    /// nearest in weight size (log K·N; weights 1 / (distance + 0.05)), at the same M. The
+    /// roofline alone misses small shapes' fixed costs and the soft ridge between the
+    /// memory- and compute-bound regimes: predicting each Vidur-profiled model's GEMMs from
+    /// the other models' tables this way errs 7.3% (H100) and 6.6% (A100) on average over
+    /// every row, against 14.4% and 12.5% for the roofline at the profile's fitted rates
+    /// (leave-one-model-out over 1,449 and 1,608 rows). Monotone in M (envelope on the
+    /// table grid), flagged `interpolated`. None when the profile has no table of `dtype`.
+    fn gemm_transfer(&self, p: &Profile, dtype: &str, m: f64, k: u32, n: u32) -> Option<OpT> {
+        let (kf, nf) = (f64::from(k), f64::from(n));
+        let efficiency = |near: &[(u32, u32, f64)], x: f64| {
+            let (mut sum, mut weights) = (0.0, 0.0);
+            for &(ki, ni, w) in near {
+                let (kg, ng) = (f64::from(ki), f64::from(ni));
+                sum += w * self.gemm_own(x, ki, ni).gpu_s / self.gemm_roof(x, kg, ng);
+                weights += w;
+            }
+            sum / weights
+        };
+        let prep = self.prepared(MemoKey::Gemm(k, n), || {
+            let lw = libm::log(kf * nf);
+            let mut shapes: Vec<(f64, u32, u32)> = p
+                .gemm
+                .iter()
+                .filter(|t| t.dtype == dtype)
+                .map(|t| ((libm::log(f64::from(t.k) * f64::from(t.n)) - lw).abs(), t.k, t.n))
+                .collect();
+            shapes.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            shapes.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
+            let near: Vec<(u32, u32, f64)> = shapes.iter().take(NEAREST_SHAPES).map(|&(d, ki, ni)| (ki, ni, 1.0 / (d + 0.05))).collect();
+            let envelope = if near.is_empty() { Vec::new() } else { suffix_min(&GEMM_M, |x| efficiency(&near, x) * self.gemm_roof(x, kf, nf)) };
+            Prepared { c: 0.0, envelope, near }
+        });
+        if prep.near.is_empty() {
+            return None;
+        }
+        let floor = |x: f64| self.gemm_roof_at(x, kf, nf, self.gemm_best_flops);
+        let g = envelope(m, &GEMM_M, &prep.envelope, || efficiency(&prep.near, m) * self.gemm_roof(m, kf, nf), floor);
+        Some(OpT { gpu_s: g, cpu_s: self.launch, src: Source::Interpolated })
+    }
+
     /// An elementwise op over `m` tokens of `width` elements that launches `kernels` kernels
     /// and moves `bytes_tok` bytes per token in one pass.
     pub fn elementwise(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
+        self.scaled(self.bounded(self.elementwise_own(op, m, width, kernels, bytes_tok), true, |b| b.elementwise_own(op, m, width, kernels, bytes_tok)))
+    }
+
+    fn elementwise_own(&self, op: &str, m: f64, width: f64, kernels: f64, bytes_tok: f64) -> OpT {
         let roof = |m: f64| kernels * self.floor + m * bytes_tok / self.copy_bw;
         let hit = self.profile.as_ref().and_then(|p| Some((p, p.elementwise(op, m * width)?.1)));
         match hit {
@@ -325,7 +527,7 @@ impl Rates {
                         median(SMALL_M.iter().map(|&t| (at(t) - roof(t) / kernels) / kernels).collect()).unwrap_or(0.0).max(0.0)
                     };
                     let pe = per_elem_of(c);
-                    Prepared { c, envelope: suffix_min(&ELEM_M, |t| gpu_with(t, c, pe)) }
+                    Prepared { c, envelope: suffix_min(&ELEM_M, |t| gpu_with(t, c, pe)), near: Vec::new() }
                 });
                 let c = prep.c;
                 // More tokens never take less time: a row slower than a larger one is noise.
@@ -354,10 +556,19 @@ impl Rates {
     /// which depends only on the head layout), saving one curve evaluation per request.
     #[inline]
     pub fn attention_prefill_given_cpu(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64, c: f64) -> OpT {
+        let own = self.attention_prefill_own(hq, hkv, hd, new, context, c);
+        if !self.attn_bounded {
+            return self.scaled(own);
+        }
+        self.scaled(self.bounded(own, true, |b| b.attention_prefill(hq, hkv, hd, new, context)))
+    }
+
+    #[inline]
+    fn attention_prefill_own(&self, hq: u32, hkv: u32, hd: u32, new: f64, context: f64, c: f64) -> OpT {
         let flops = crate::calib::chunk_flops(hq, hd, new, context);
         let bytes = (context + new) * crate::calib::kv_bytes(hkv, hd, 1.0) * self.kv_bytes / 2.0
             + 2.0 * new * f64::from(hq * hd) * 2.0;
-        let roof = self.floor + (flops / self.attn_flops).max(bytes / self.stream_bw);
+        let roof = self.attn_floor + (flops / self.attn_flops).max(bytes / self.stream_bw);
         let Some(p) = self.profile.as_ref().filter(|p| p.has_attention()) else {
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
@@ -385,8 +596,17 @@ impl Rates {
     /// which does not depend on `tokens`), saving one curve evaluation per call.
     #[inline]
     pub fn attention_decode_given_cpu(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
+        let own = self.attention_decode_own(hkv, hd, tokens, c);
+        if !self.attn_bounded {
+            return self.scaled(own);
+        }
+        self.scaled(self.bounded(own, true, |b| b.attention_decode(hkv, hd, tokens)))
+    }
+
+    #[inline]
+    fn attention_decode_own(&self, hkv: u32, hd: u32, tokens: f64, c: f64) -> OpT {
         let bytes = crate::calib::kv_bytes(hkv, hd, tokens) * self.kv_bytes / 2.0;
-        let roof = self.floor + bytes / self.stream_bw;
+        let roof = self.attn_floor + bytes / self.stream_bw;
         let Some(p) = self.profile.as_ref().filter(|p| p.has_attention()) else {
             return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
         };
@@ -406,6 +626,27 @@ impl Rates {
             cpu_s: self.launch,
             src: Source::Model,
         }
+    }
+
+    /// vLLM's all-reduce of `bytes` over `tp` GPUs: between NVLink peers (`nvlink`) and
+    /// below 8 MiB its custom kernel (`csrc/custom_all_reduce.cuh`): one stage (every GPU
+    /// reads its `tp − 1` peers' buffers) for 2 GPUs, or below 512 KiB on up to 4 and 256 KiB
+    /// on up to 8; otherwise two stages (reduce-scatter then all-gather, `2(tp−1)/tp` of the
+    /// bytes each way), each after one [`CUSTOM_ALLREDUCE_LATENCY_S`]; elsewhere NCCL's ring
+    /// at [`NVLINK_EFFICIENCY`] of the link.
+    pub fn allreduce_vllm(&self, tp: f64, bytes: f64, nvlink: bool) -> OpT {
+        let bw = self.link_bw * NVLINK_EFFICIENCY;
+        let gpu_s = if nvlink && tp <= 8.0 && bytes < CUSTOM_ALLREDUCE_MAX_BYTES {
+            let one_stage = tp <= 2.0 || (tp <= 4.0 && bytes < 512.0 * 1024.0) || bytes < 256.0 * 1024.0;
+            if one_stage {
+                CUSTOM_ALLREDUCE_LATENCY_S + (tp - 1.0) * bytes / bw
+            } else {
+                2.0 * CUSTOM_ALLREDUCE_LATENCY_S + 2.0 * (tp - 1.0) / tp * bytes / bw
+            }
+        } else {
+            self.floor + 2.0 * (tp - 1.0) / tp * bytes / bw + 2.0 * (tp - 1.0) * self.hop
+        };
+        OpT { gpu_s, cpu_s: self.launch, src: Source::Model }
     }
 }
 

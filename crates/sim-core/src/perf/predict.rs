@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{resolve_gpu, resolve_model, GpuInput, ModelInput};
 use crate::error::{Result, SimError};
 
-use super::{parse_dtype, parse_fusion, BatchShape, CostModelSpec, OpCost, PrefillItem, StepCostModel, StepSpec};
+use super::{parse_dtype, parse_engine, parse_fusion, BatchShape, CostModelSpec, OpCost, PrefillItem, StepCostModel, StepSpec};
 use super::{DTYPE_NAMES, KV_DTYPE_NAMES};
 
 /// One request in the step: `new_tokens` processed now over `context_tokens` already cached.
@@ -42,6 +42,9 @@ pub struct PredictRequest {
     pub kv_dtype: Option<String>,
     #[serde(default)]
     pub fusion: Option<String>,
+    /// `vllm` (default) or `reference` (see [`super::Engine`]).
+    #[serde(default)]
+    pub engine: Option<String>,
     /// Paged KV cache block size (adds the remap cost); none = contiguous cache.
     #[serde(default)]
     pub block_size: Option<u32>,
@@ -93,6 +96,9 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
     }
     if let Some(d) = &req.kv_dtype {
         spec.kv_dtype = parse_dtype("kv_dtype", d, &KV_DTYPE_NAMES)?;
+    }
+    if let Some(e) = &req.engine {
+        spec.engine = parse_engine("engine", e)?;
     }
     if let Some(f) = &req.fusion {
         spec.fusion = parse_fusion("fusion", f)?;

@@ -33,9 +33,9 @@ use crate::memory::kv_heads_per_gpu;
 
 use super::layer_mix::{local_pair_share, LayerMix};
 
-use super::ops::{OpT, Rates};
+use super::ops::{OpT, Rates, NVLINK_MIN_GBPS};
 use super::seed::{descriptor_cache, plan_fusion, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
-use super::{BatchShape, StepSpec};
+use super::{BatchShape, Engine, StepSpec};
 
 /// One line of a step's breakdown: an operator (summed over layers), its time and source.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -51,6 +51,29 @@ pub struct OpCost {
 const EAGER_KERNEL_GAP_S: f64 = 2.0e-6;
 /// The same within one CUDA-graph replay: 0.29–0.30 ms over ~965 kernels of a decode step.
 const GRAPH_KERNEL_GAP_S: f64 = 0.3e-6;
+/// vLLM's largest CUDA-graph capture size (`max_cudagraph_capture_size`'s default cap).
+const VLLM_CAPTURE_MAX_TOKENS: u64 = 512;
+/// CPU time of one vLLM V1 engine step outside the forward pass (scheduling, input
+/// preparation, output processing), s, and its growth per scheduled request: with async
+/// scheduling it overlaps the GPU's previous step and only bounds a step from below. An
+/// estimate of the order BLIS's fitted per-step (126 µs) and per-request (4 µs) overheads
+/// show (inference-sim, `docs/guide/latency-models.md`), plus input preparation; it never
+/// binds for the development runs' models (their decode steps take ≥ 7 ms).
+pub const VLLM_STEP_CPU_S: f64 = 0.3e-3;
+/// See [`VLLM_STEP_CPU_S`]: per scheduled request, s.
+pub const VLLM_SEQ_CPU_S: f64 = 5.0e-6;
+
+/// How a step is launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One CUDA-graph replay of the whole forward pass.
+    Graph,
+    /// vLLM's piecewise graphs: each layer's dense part replayed, attention launched eagerly
+    /// between the pieces (mixed prefill/decode batches).
+    Piecewise,
+    /// Every kernel launched from the CPU.
+    Eager,
+}
 
 const GRID_LINEAR_MAX: usize = 64;
 const GRID_PER_DOUBLING: f64 = 16.0;
@@ -180,6 +203,15 @@ pub struct StepModel {
     /// A topology prices the TP AllReduces and PP transfers ([`crate::topo::collective`]):
     /// the model keeps only the collectives' kernel floor and launches.
     external_comm: bool,
+    /// The engine priced ([`Engine`]).
+    engine: Engine,
+    /// The TP group's GPUs are NVLink peers (vLLM's custom all-reduce applies).
+    nvlink: bool,
+    /// Whether the spec fixed `cuda_graph_max_tokens` (else vLLM's capture bound follows
+    /// `max_num_seqs`, [`StepModel::set_max_num_seqs`]).
+    graph_bound_given: bool,
+    /// GPU time of an attention call with nothing to do, s (what merging calls saves).
+    attn_floor: f64,
 }
 
 /// The token counts of the step-time grid: every M up to [`GRID_LINEAR_MAX`], then
@@ -252,7 +284,13 @@ impl StepModel {
             elem_kernels,
             fusion,
             graphs: spec.cuda_graphs,
-            graph_max_tokens: spec.cuda_graph_max_tokens.map_or(u64::MAX, u64::from),
+            graph_max_tokens: spec.cuda_graph_max_tokens.map_or(
+                match spec.engine {
+                    Engine::Vllm => VLLM_CAPTURE_MAX_TOKENS,
+                    Engine::Reference => u64::MAX,
+                },
+                u64::from,
+            ),
             cpu_overhead: spec.cpu_overhead_ms * 1e-3,
             block_size: 0.0,
             grid_m: Vec::new(),
@@ -262,14 +300,19 @@ impl StepModel {
             decode_cpu: 0.0,
             prefill_cpu: 0.0,
             external_comm,
+            engine: spec.engine,
+            nvlink: t <= gpu.nvlink_gpus && gpu.link_gbps(t) >= NVLINK_MIN_GBPS,
+            graph_bound_given: spec.cuda_graph_max_tokens.is_some(),
+            attn_floor: 0.0,
             r,
         };
+        s.attn_floor = s.r.attention_decode_given_cpu(hkv, hd, 0.0, 0.0).gpu_s;
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
         s.prefill_cpu = s.r.attention_prefill(hq, hkv, hd, 1.0, 0.0).cpu_s;
         s.grid_m = grid_points();
         s.grid = empty_cells(s.grid_m.len());
         s.epi = empty_cells(s.grid_m.len());
-        if s.r.profile.as_ref().is_some_and(|p| p.has_attention()) {
+        if s.r.profile.as_ref().is_some_and(|p| p.has_attention()) || !s.r.bounds.is_empty() || !s.r.floors.is_empty() {
             s.decode_grid = empty_cells((DECODE_MAX_LOG2 << DECODE_SUB_BITS) as usize + 1);
         }
         s
@@ -325,13 +368,29 @@ impl StepModel {
         self.block_size = f64::from(block_size);
     }
 
-    /// MLP GEMM `k × n` at `m` tokens; MoE: grouped over the active experts by routed tokens.
+    /// The scheduler's `max_num_seqs`: vLLM captures CUDA graphs up to
+    /// `min(2 · max_num_seqs, 512)` tokens (`CompilationConfig`'s default capture sizes)
+    /// unless the spec set `cuda_graph_max_tokens`.
+    pub fn set_max_num_seqs(&mut self, max_num_seqs: u32) {
+        if self.engine == Engine::Vllm && !self.graph_bound_given {
+            self.graph_max_tokens = (2 * u64::from(max_num_seqs)).min(VLLM_CAPTURE_MAX_TOKENS);
+        }
+    }
+
+    /// MLP GEMM `k × n` at `m` tokens; MoE: grouped over the active experts by routed
+    /// tokens. The reference engine runs one GEMM per active expert; vLLM's fused MoE kernel
+    /// runs them all in one launch, priced as one GEMM through the active experts' weights
+    /// side by side (`k × n·active` at the tokens per expert: the same bytes and FLOPs, at
+    /// the efficiency of a weight that large).
     fn mlp_gemm(&self, m: f64, (k, n): (u32, u32)) -> OpT {
         match self.moe {
             None => self.r.gemm(m, k, n),
             Some((experts, top_k, _)) => {
                 let pairs = m * top_k;
                 let active = experts.min(pairs).max(1.0);
+                if self.engine == Engine::Vllm {
+                    return self.r.gemm(pairs / active, k, (f64::from(n) * active) as u32);
+                }
                 let one = self.r.gemm(pairs / active, k, n);
                 OpT { gpu_s: active * one.gpu_s, cpu_s: one.cpu_s, src: one.src }
             }
@@ -343,6 +402,9 @@ impl StepModel {
     /// run (the MoE or the dense MLP of an interleaved model, q/k norms) count at their
     /// share of the layers.
     fn dense(&self, m: f64) -> (Vec<Named>, Vec<Named>, Vec<Named>, f64) {
+        if self.engine == Engine::Vllm {
+            return self.dense_vllm(m);
+        }
         let h = self.hidden;
         let (hq, hkv, hd) = (f64::from(self.hq), f64::from(self.hkv), f64::from(self.hd));
         let top_k = self.moe.map_or(1.0, |x| x.1);
@@ -433,6 +495,103 @@ impl StepModel {
         (pre, post, pro, pp)
     }
 
+    /// The dense ops of one layer as vLLM launches them — `qkv, [q/k norms], rotary (q and
+    /// k), cache write, ATTENTION, o, [all-reduce], residual add + RMSNorm, [router, permute],
+    /// gate_up, activation·mul, down, [shared expert], [all-reduce], residual add + RMSNorm` —
+    /// one kernel each (Gemma's extra post-norms one more), with the layer mix of the
+    /// architecture as [`StepModel::dense`] has it.
+    fn dense_vllm(&self, m: f64) -> (Vec<Named>, Vec<Named>, Vec<Named>, f64) {
+        let h = self.hidden;
+        let (hq, hkv, hd) = (f64::from(self.hq), f64::from(self.hkv), f64::from(self.hd));
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        let mix = &self.mix;
+        let r = &self.r;
+        let g = |name: &str, t: OpT| Named { name: name.to_string(), t, kernels: 1.0 };
+        // breakdown name, the profile op that prices it, width, bytes per token
+        let el = |name: &str, op: &str, width: f64, bytes_tok: f64| g(name, self.vllm_elem(op, m, width, bytes_tok));
+        let qk = (hq + hkv) * hd;
+        let kv = 2.0 * hkv * hd;
+        let add_norm = || {
+            // the fused kernel also reads and writes the residual stream
+            let mut t = self.vllm_elem("rms_norm", m, h, 4.0 * h);
+            t.gpu_s += m * 4.0 * h / r.copy_bw * r.scale;
+            let fused = g("add_rms_norm", t);
+            if mix.post_norms {
+                vec![el("rms_norm", "rms_norm", h, 4.0 * h), fused]
+            } else {
+                vec![fused]
+            }
+        };
+        let mut pre = vec![g("qkv", r.gemm(m, self.qkv.0, self.qkv.1))];
+        if let Some(bytes) = mix.qkv_bias_bytes {
+            // Added in the qkv GEMM's epilogue: the bias read once, no kernel.
+            pre.push(Named { name: "qkv_bias".into(), t: OpT { gpu_s: bytes / r.stream_bw, cpu_s: 0.0, src: Source::Roofline }, kernels: 0.0 });
+        }
+        if mix.qk_norm_share > 0.0 {
+            // One RMSNorm over each head of q, one over each head of k.
+            pre.push(el("qk_norm", "rms_norm", hq * hd, 4.0 * hq * hd).on_share(mix.qk_norm_share));
+            pre.push(el("qk_norm", "rms_norm", hkv * hd, 4.0 * hkv * hd).on_share(mix.qk_norm_share));
+        }
+        pre.push(el("rope_q_and_k", "rope_q_and_k", qk, 4.0 * qk));
+        pre.push(el("kv_write", "kv_write", kv, kv * (2.0 + r.kv_bytes)));
+        let mut post = vec![g("o", r.gemm(m, self.o.0, self.o.1))];
+        let ar = (self.tp > 1.0).then(|| {
+            if self.external_comm {
+                OpT { gpu_s: r.floor, cpu_s: r.launch, src: Source::Model }
+            } else {
+                r.allreduce_vllm(self.tp, m * h * 2.0, self.nvlink)
+            }
+        });
+        if let Some(a) = ar {
+            post.push(g("tp_allreduce", a));
+        }
+        post.extend(add_norm());
+        // The gated MLP `gate_up, act, down` at inner width `inter` (per token, all copies).
+        let mlp = |names: [&'static str; 3], gate_up: OpT, down: OpT, inter: f64| {
+            let act = if names[1].is_empty() { mix.act } else { names[1] };
+            vec![g(names[0], gate_up), el(act, "silu_mul", inter, 6.0 * inter), g(names[2], down)]
+        };
+        if mix.moe_share < 1.0 {
+            // Layers without experts (all of a dense model's).
+            let (names, inter) = if self.moe.is_some() {
+                (["dense_gate_up", "", "dense_down"], mix.dense_inter_shard)
+            } else {
+                (["gate_up", "", "down"], self.inter_shard)
+            };
+            let (gu, dn) = if self.moe.is_some() { (mix.dense_gate_up, mix.dense_down) } else { (self.gate_up, self.down) };
+            let ops = mlp(names, r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter);
+            post.extend(ops.into_iter().map(|o| o.on_share(1.0 - mix.moe_share)));
+        }
+        if let Some((_, _, width)) = self.moe {
+            let router = r.gemm(m, self.hidden as u32, width);
+            // routing (top-k, block alignment) and the weighted sum of the experts' outputs
+            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
+            let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
+            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), self.inter_shard * top_k));
+            if let Some((gu, dn, inter)) = mix.shared {
+                let act = if mix.act == "silu_mul" { "shared_silu_mul" } else { "shared_gelu_mul" };
+                ops.extend(mlp(["shared_gate_up", act, "shared_down"], r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter));
+            }
+            post.extend(ops.into_iter().map(|o| o.on_share(mix.moe_share)));
+        }
+        if let Some(a) = ar {
+            post.push(g("tp_allreduce", a));
+        }
+        post.extend(add_norm());
+        let embed = OpT { gpu_s: r.floor + m * 4.0 * h / r.copy_bw, cpu_s: r.launch, src: Source::Roofline };
+        let pro = vec![g("embedding", embed), el("rms_norm", "rms_norm", h, 4.0 * h)];
+        let pp = if self.external_comm { 0.0 } else { (self.pp - 1.0) * (m * h * 2.0 / r.link_bw + r.hop) };
+        (pre, post, pro, pp)
+    }
+
+    /// One of vLLM's single-kernel elementwise ops: the profile's table where its engine ran
+    /// the op as one kernel too, else one kernel moving `bytes_tok` per token at the copy
+    /// bandwidth (a multi-kernel table, such as the reference engine's 16-kernel RoPE, times
+    /// other work).
+    fn vllm_elem(&self, op: &str, m: f64, width: f64, bytes_tok: f64) -> OpT {
+        self.r.fused_elementwise(op, m, width, bytes_tok)
+    }
+
     /// Apply the fusion policy to one elementwise group; `handoff[i]` = bytes per token op i
     /// hands to op i+1.
     fn fuse(&self, m: f64, ops: Vec<Elem>, handoff: &[f64]) -> Vec<Named> {
@@ -479,7 +638,9 @@ impl StepModel {
     /// Kernels of a step's attention in one layer (one per prefill request, one for all
     /// decodes) and of its epilogue.
     fn other_kernels(&self, b: &BatchShape, sampled: f64) -> (f64, f64) {
-        let att = b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 };
+        let calls = b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 };
+        // vLLM: one varlen call for every request of the step
+        let att = if self.engine == Engine::Vllm { calls.min(1.0) } else { calls };
         let epi = if sampled > 0.0 { 2.0 + if self.tp > 1.0 { 1.0 } else { 0.0 } } else { 0.0 };
         (att, epi)
     }
@@ -591,7 +752,50 @@ impl StepModel {
     }
 
     /// Attention of one layer: (GPU s, CPU s), and the ops for a breakdown when asked.
-    fn attention(&self, b: &BatchShape, mut detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+    fn attention(&self, b: &BatchShape, detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+        if self.engine == Engine::Vllm {
+            return self.attention_vllm(b, detail);
+        }
+        self.attention_reference(b, detail)
+    }
+
+    /// vLLM's one FlashAttention varlen call per layer over every request of the step: the
+    /// work of each request's prefill and of the decodes adds up, their calls' fixed cost is
+    /// paid once ([`StepModel::attn_floor`] saved per merged call).
+    fn attention_vllm(&self, b: &BatchShape, detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+        let (mut sum, mut longest, mut calls) = (0.0, 0.0f64, 0.0);
+        let mut src = Source::Table;
+        for item in b.prefill {
+            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
+            sum += t.gpu_s;
+            longest = longest.max(t.gpu_s);
+            calls += 1.0;
+            src = src.max(t.src);
+        }
+        if b.decode_seqs > 0 {
+            // KV read excludes the token written this step.
+            let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
+            let exact = detail.is_some();
+            if exact {
+                src = src.max(self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).src);
+            }
+            let t = self.decode_attention_s(tokens, b.decode_seqs as f64, exact);
+            sum += t;
+            longest = longest.max(t);
+            calls += 1.0;
+        }
+        if calls == 0.0 {
+            return (0.0, 0.0);
+        }
+        let g = longest.max(sum - (calls - 1.0) * self.attn_floor);
+        if let Some(d) = detail {
+            d.push(Named { name: "attention".into(), t: OpT { gpu_s: g, cpu_s: self.decode_cpu, src }, kernels: 1.0 });
+        }
+        (g, self.decode_cpu)
+    }
+
+    /// The reference engine's attention: one call per prefill request, one for all decodes.
+    fn attention_reference(&self, b: &BatchShape, mut detail: Option<&mut Vec<Named>>) -> (f64, f64) {
         let (mut g, mut c) = (0.0, 0.0);
         let mut pre = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
         for item in b.prefill {
@@ -624,18 +828,47 @@ impl StepModel {
         (g, c)
     }
 
-    fn graph_mode(&self, b: &BatchShape) -> bool {
-        self.graphs && b.prefill_tokens + b.decode_seqs <= self.graph_max_tokens
+    fn mode(&self, b: &BatchShape) -> Mode {
+        self.mode_at(b.prefill_tokens + b.decode_seqs, !b.prefill.is_empty())
+    }
+
+    /// The launch mode of a step of `tokens` tokens (`mixed`: with prefill work): a graph
+    /// replay within the capture bound (vLLM: piecewise for mixed batches), else eager.
+    fn mode_at(&self, tokens: u64, mixed: bool) -> Mode {
+        if !self.graphs || tokens > self.graph_max_tokens {
+            Mode::Eager
+        } else if mixed && self.engine == Engine::Vllm {
+            Mode::Piecewise
+        } else {
+            Mode::Graph
+        }
     }
 
     /// Step time (s) from the aggregates; `(k_att, k_epi)`: kernels of attention per layer
-    /// and of the epilogue. Every kernel is followed by the GPU's idle gap between dependent
-    /// kernels (eager or within a graph).
-    fn compose(&self, a: &Agg, (ge, ce): (f64, f64), (ga, ca): (f64, f64), graph: bool, (k_att, k_epi): (f64, f64)) -> f64 {
+    /// and of the epilogue; `seqs`: requests in the step. Every kernel is followed by the
+    /// GPU's idle gap between dependent kernels (eager or within a graph).
+    fn compose(&self, a: &Agg, epi: (f64, f64), att: (f64, f64), mode: Mode, kernels: (f64, f64), seqs: f64) -> f64 {
+        let (forward, cpu) = self.compose_parts(a, epi, att, mode, kernels, seqs);
+        forward.max(cpu)
+    }
+
+    /// (the forward pass plus PP transfers and the fixed CPU overhead, s; the CPU bound of an
+    /// async-scheduled engine, s: vLLM's step cannot be shorter than its scheduler's CPU work,
+    /// 0 for the reference engine).
+    #[inline]
+    fn compose_parts(&self, a: &Agg, (ge, ce): (f64, f64), (ga, ca): (f64, f64), mode: Mode, (k_att, k_epi): (f64, f64), seqs: f64) -> (f64, f64) {
         let l = self.layers;
-        let forward = if graph {
+        let vllm = self.engine == Engine::Vllm;
+        let forward = if mode != Mode::Eager {
             let kernels = a.k_pro + l * (a.k_pre + k_att + a.k_post) + k_epi;
-            self.r.launch + a.g_pro + l * (a.g_pre + ga + a.g_post) + ge + GRAPH_KERNEL_GAP_S * kernels
+            if vllm {
+                // async scheduling: the replay is launched while the previous step runs; a
+                // piecewise step waits for the eager attention launch between pieces
+                let pieces = if mode == Mode::Piecewise { l * 2.0 * EAGER_KERNEL_GAP_S } else { 0.0 };
+                a.g_pro + l * (a.g_pre + ga + a.g_post) + ge + GRAPH_KERNEL_GAP_S * kernels + pieces
+            } else {
+                self.r.launch + a.g_pro + l * (a.g_pre + ga + a.g_post) + ge + GRAPH_KERNEL_GAP_S * kernels
+            }
         } else {
             let gap = EAGER_KERNEL_GAP_S;
             let g = Agg {
@@ -648,7 +881,8 @@ impl StepModel {
             };
             eager_s(&g, (ga + gap * k_att, ca), (ge + gap * k_epi, ce), l)
         };
-        forward + a.pp + self.cpu_overhead
+        let cpu = if vllm { VLLM_STEP_CPU_S + VLLM_SEQ_CPU_S * seqs } else { 0.0 };
+        (forward + a.pp + self.cpu_overhead, cpu)
     }
 
     /// Per-token aggregates of the dense ops at `m` tokens: grid-interpolated inside the
@@ -681,7 +915,7 @@ impl StepModel {
         let dense = self.dense_at(m);
         let epi = self.epilogue_at(s);
         let att = self.attention(b, None);
-        self.compose(&dense, epi, att, self.graph_mode(b), self.other_kernels(b, s))
+        self.compose(&dense, epi, att, self.mode(b), self.other_kernels(b, s), seqs(b))
     }
 
     /// Pipeline stages (`deployment.pp`).
@@ -728,10 +962,16 @@ impl StepModel {
             ga += self.decode_attention_s(tokens, b.decode_seqs as f64 / k, false);
             ca += self.decode_cpu;
         }
+        if self.engine == Engine::Vllm {
+            // one call per layer for a micro-batch's requests: their fixed costs merge
+            let calls = (b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 }) / k;
+            ga = (ga - (calls - 1.0).max(0.0) * self.attn_floor).max(self.attn_floor.min(ga));
+            ca = ca.min(self.decode_cpu);
+        }
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
         dense.pp = 0.0;
-        let graph = self.graphs && m <= self.graph_max_tokens as f64;
-        let mut forward = self.compose(&dense, epi, (ga, ca), graph, self.other_kernels(b, s)) - self.cpu_overhead;
+        let mode = self.mode_at(m as u64, !b.prefill.is_empty());
+        let mut forward = self.compose(&dense, epi, (ga, ca), mode, self.other_kernels(b, s), seqs(b) / k) - self.cpu_overhead;
         let xfer = match comm {
             Some((ar, x)) => {
                 forward += ar;
@@ -754,8 +994,9 @@ impl StepModel {
         let epi = self.epilogue_sum(b.sampled as f64);
         let mut att_ops = Vec::new();
         let att = self.attention(b, Some(&mut att_ops));
-        let graph = self.graph_mode(b);
-        let total = self.compose(&a, epi, att, graph, self.other_kernels(b, b.sampled as f64));
+        let mode = self.mode(b);
+        let graph = mode != Mode::Eager;
+        let (forward, cpu) = self.compose_parts(&a, epi, att, mode, self.other_kernels(b, b.sampled as f64), seqs(b));
         let mut out: Vec<OpCost> = Vec::new();
         fn add(out: &mut Vec<OpCost>, name: &str, s: f64, src: Source) {
             match out.iter_mut().find(|o| o.op == name) {
@@ -784,9 +1025,20 @@ impl StepModel {
         }
         let gpu: f64 = out.iter().map(|o| o.ms).sum::<f64>() * 1e-3;
         // replay launch (graph) or exposed CPU launches (eager), and the GPU's gaps between kernels
-        add(&mut out, if graph { "graph_launch" } else { "launch_exposed" }, (total - gpu).max(0.0), Source::Model);
+        let gaps = if self.engine == Engine::Vllm && graph { "kernel_gaps" } else if graph { "graph_launch" } else { "launch_exposed" };
+        add(&mut out, gaps, (forward - gpu).max(0.0), Source::Model);
+        if cpu > forward {
+            // async scheduling: the engine's CPU work per step outlasts the GPU's
+            add(&mut out, "cpu_bound", cpu - forward, Source::Model);
+        }
         (out, graph)
     }
+}
+
+/// Requests in a step.
+#[inline]
+fn seqs(b: &BatchShape) -> f64 {
+    (b.prefill.len() as u64 + b.decode_seqs) as f64
 }
 
 /// Makespan of an eager step (see the module docs): prologue op, `l` identical layers with
@@ -861,11 +1113,12 @@ mod tests {
                 assert_eq!(s.decode_s(v), s.decode_exact_s(v), "{v}");
             }
         }
-        // Without attention tables the roofline line is evaluated directly.
+        // Without attention tables (nor a profiled GPU's to bound it) the roofline line is
+        // evaluated directly.
         let m = resolve_model(&"llama-3-8b".into()).unwrap();
-        for gpu in ["l40s", "h100"] {
+        for (gpu, spec) in [("l40s", StepSpec::reference()), ("h100", StepSpec::reference())] {
             let g = resolve_gpu(&gpu.into()).unwrap();
-            assert!(StepModel::new(&StepSpec::default(), true, &m, &g, 1, 1, false).decode_grid.is_empty(), "{gpu}");
+            assert!(StepModel::new(&spec, true, &m, &g, 1, 1, false).decode_grid.is_empty(), "{gpu}");
         }
     }
 

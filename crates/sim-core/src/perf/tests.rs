@@ -17,6 +17,13 @@ fn calibrated(m: &str, g: &str, tp: u32) -> StepCostModel {
 fn eager(m: &str, g: &str, tp: u32) -> StepCostModel {
     with(StepSpec { cuda_graphs: false, ..StepSpec::default() }, m, g, tp)
 }
+/// The reference engine (our H200 tables' plain PyTorch), graphs on.
+fn reference(m: &str, g: &str, tp: u32) -> StepCostModel {
+    with(StepSpec::reference(), m, g, tp)
+}
+fn reference_eager(m: &str, g: &str, tp: u32) -> StepCostModel {
+    with(StepSpec { cuda_graphs: false, ..StepSpec::reference() }, m, g, tp)
+}
 
 /// `seqs` decodes, each with `ctx` tokens of KV after the step.
 fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
@@ -54,7 +61,7 @@ fn line(c: &StepCostModel, b: &BatchShape, op: &str) -> OpCost {
 #[test]
 fn llama8b_h200_graph_decode_between_weight_floor_and_sum_of_tables() {
     let m = model("llama-3-8b");
-    let c = calibrated("llama-3-8b", "h200", 1);
+    let c = reference("llama-3-8b", "h200", 1);
     let b = decode(1, 1024);
     let t = ms(&c, &b);
     // weight-streaming floor: every weight once at the measured streaming bandwidth
@@ -86,7 +93,7 @@ fn llama8b_h200_graph_decode_between_weight_floor_and_sum_of_tables() {
 #[test]
 fn llama8b_prefill_32k_is_attention_and_gemms() {
     let m = Model { max_context: 32768, ..model("llama-3-8b") };
-    let c = StepCostModel::new(&CostModelSpec::default(), &m, &gpu("h200"), 1, 1).unwrap();
+    let c = StepCostModel::new(&CostModelSpec::Calibrated(StepSpec::reference()), &m, &gpu("h200"), 1, 1).unwrap();
     let items = [PrefillItem { new_tokens: 32768, context_before: 0 }];
     let b = prefill(&items);
     let (bd, _) = c.breakdown(&b);
@@ -105,7 +112,7 @@ fn llama8b_prefill_32k_is_attention_and_gemms() {
 
 #[test]
 fn eager_costs_launches_when_the_cpu_is_the_bottleneck() {
-    let (g, e) = (calibrated("llama-3-8b", "h200", 1), eager("llama-3-8b", "h200", 1));
+    let (g, e) = (reference("llama-3-8b", "h200", 1), reference_eager("llama-3-8b", "h200", 1));
     let small = decode(8, 512);
     // ~30 kernels per layer at ~10-25 µs of CPU each, RoPE's 16 alone ~0.4 ms; measured on
     // an H200 (benchmarks/data/h200_steps_*.json): eager 2.1-2.9x the graph replay
@@ -154,8 +161,8 @@ fn gpus_without_tables_use_the_roofline() {
 
 #[test]
 fn precision_changes_bytes_and_rates() {
-    let spec = |dtype, kv| StepSpec { dtype, kv_dtype: kv, ..StepSpec::default() };
-    let base = calibrated("llama-3-70b", "h200", 8);
+    let spec = |dtype, kv| StepSpec { dtype, kv_dtype: kv, ..StepSpec::reference() };
+    let base = reference("llama-3-70b", "h200", 8);
     let fp8 = with(spec(Dtype::Fp8, Dtype::Bf16), "llama-3-70b", "h200", 8);
     let int4 = with(spec(Dtype::Int4, Dtype::Bf16), "llama-3-70b", "h200", 8);
     let kv8 = with(spec(Dtype::Bf16, Dtype::Fp8), "llama-3-70b", "h200", 8);
@@ -179,7 +186,7 @@ fn precision_changes_bytes_and_rates() {
 
 #[test]
 fn fusion_shortens_steps_and_reports_fused_ops() {
-    let f = |fusion| with(StepSpec { fusion, ..StepSpec::default() }, "llama-3-8b", "h200", 1);
+    let f = |fusion| with(StepSpec { fusion, ..StepSpec::reference() }, "llama-3-8b", "h200", 1);
     let b = decode(32, 2048);
     let none = ms(&f(Fusion::None), &b);
     let fine = ms(&f(Fusion::Fine), &b);
@@ -433,4 +440,161 @@ fn operator_gpu_times_never_shrink_with_more_tokens() {
             assert!(w[1] >= w[0] * (1.0 - 1e-9), "{op} at m={m}: {} then {}", w[0], w[1]);
         }
     }
+}
+
+#[test]
+fn the_vllm_engine_runs_its_fused_kernels_once_each() {
+    let (v, r) = (calibrated("llama-3-8b", "h100", 1), reference("llama-3-8b", "h100", 1));
+    let b = decode(32, 1024);
+    let ops: Vec<String> = v.breakdown(&b).0.into_iter().map(|o| o.op).collect();
+    for op in ["add_rms_norm", "attention", "rope_q_and_k", "kv_write", "silu_mul", "kernel_gaps"] {
+        assert!(ops.iter().any(|o| o == op), "{op} missing from {ops:?}");
+    }
+    // no layout copy after attention, no separate residual add, no replay launch on the
+    // step's critical path (async scheduling launches it during the previous step)
+    for op in ["attn_out_transpose", "residual_add", "attention_decode", "graph_launch"] {
+        assert!(!ops.iter().any(|o| o == op), "{op} in {ops:?}");
+    }
+    assert!(ms(&v, &b) < ms(&r, &b), "{} {}", ms(&v, &b), ms(&r, &b));
+    // the breakdown adds up to the step
+    let total: f64 = v.breakdown(&b).0.iter().map(|o| o.ms).sum();
+    assert!((total / ms(&v, &b) - 1.0).abs() < 2e-3);
+}
+
+#[test]
+fn vllm_attention_is_one_call_per_layer_for_the_whole_batch() {
+    // A100: both engines price each request's attention from Vidur's in-stream tables;
+    // vLLM's varlen call pays the fixed cost of one call, not of five.
+    let (v, r) = (calibrated("llama-3-8b", "a100-80g", 1), reference("llama-3-8b", "a100-80g", 1));
+    let items = [PrefillItem { new_tokens: 16, context_before: 576 }; 4];
+    let b = BatchShape { prefill: &items, prefill_tokens: 64, decode_seqs: 20, decode_context_sum: 20 * 700, context_sum_after: 20 * 700 + 4 * 592, sampled: 24 };
+    let merged = line(&v, &b, "attention").ms;
+    let calls = line(&r, &b, "attention_prefill").ms + line(&r, &b, "attention_decode").ms;
+    let floor_ms = 32.0 * crate::calib::Profile::builtin("a100-80g").unwrap().attention_decode(0.0).0;
+    assert!(merged < calls, "{merged} {calls}");
+    assert!((calls - merged - 4.0 * floor_ms).abs() < 1e-9, "{calls} - {merged} vs 4 × {floor_ms}");
+}
+
+#[test]
+fn vllm_all_reduce_is_custom_on_nvlink_and_nccl_on_pcie() {
+    let b = decode(32, 1024);
+    let ar = |g: &str, tp: u32| line(&calibrated("llama-3-70b", g, tp), &b, "tp_allreduce").ms / 160.0;
+    // 32 × 8192 × 2 B = 512 KiB per all-reduce: one 6 µs stage at TP 2; two at TP 4 and 8
+    let h2 = ar("h100", 2);
+    assert!((h2 - (6e-3 + 524288.0 / (450e9 * 0.8) * 1e3)).abs() < 1e-9, "{h2}");
+    assert!(ar("h100", 4) > h2 && ar("h100", 4) < 2.0 * h2, "{}", ar("h100", 4));
+    // the reference engine's NCCL ring costs more per call at TP 4
+    let nccl = line(&reference("llama-3-70b", "h100", 4), &b, "tp_allreduce").ms / 160.0;
+    assert!(nccl > ar("h100", 4), "{nccl}");
+    // no NVLink on an L40S: NCCL's ring over PCIe
+    assert!(ar("l40s", 4) > 2.0 * ar("h100", 4), "{}", ar("l40s", 4));
+}
+
+/// A decode step must not get slower with TP at equal per-GPU work beyond its
+/// communication: Llama-3-70B at TP k does per GPU what a model with 1/k of its heads, MLP
+/// width and vocabulary does at TP 1.
+#[test]
+fn tensor_parallelism_adds_only_communication() {
+    let m = model("llama-3-70b");
+    for g in ["h100", "h200", "a100-80g", "l40s", "b200"] {
+        for tp in [2u32, 4, 8] {
+            let shard = Model {
+                heads: m.heads / tp,
+                kv_heads: (m.kv_heads / tp).max(1),
+                intermediate: m.intermediate / tp,
+                vocab: m.vocab / tp,
+                ..m.clone()
+            };
+            let full = StepCostModel::new(&CostModelSpec::default(), &m, &gpu(g), tp, 1).unwrap();
+            let one = StepCostModel::new(&CostModelSpec::default(), &shard, &gpu(g), 1, 1).unwrap();
+            for b in [decode(1, 512), decode(16, 1024), decode(128, 2048)] {
+                let (bd, _) = full.breakdown(&b);
+                let comm: f64 = bd.iter().filter(|o| o.op.starts_with("tp_")).map(|o| o.ms).sum();
+                // the collectives' own kernels leave a graph's inter-kernel gap each
+                let gaps = (2.0 * 80.0 + 1.0) * 0.3e-3;
+                let (t_full, t_one) = (ms(&full, &b), ms(&one, &b));
+                assert!(t_full - comm <= t_one + gaps + 1e-6, "{g} tp{tp} {}: {t_full} - {comm} > {t_one}", b.decode_seqs);
+                assert!(t_full - comm >= t_one - 1e-6, "{g} tp{tp}: {t_full} - {comm} < {t_one}");
+            }
+        }
+    }
+}
+
+#[test]
+fn vllm_captures_graphs_up_to_twice_max_num_seqs() {
+    let c = calibrated("llama-3-8b", "h100", 1).with_max_num_seqs(64);
+    assert!(c.breakdown(&decode(128, 512)).1);
+    assert!(!c.breakdown(&decode(129, 512)).1);
+    // at most 512 tokens whatever max_num_seqs
+    let big = calibrated("llama-3-8b", "h100", 1).with_max_num_seqs(1024);
+    assert!(big.breakdown(&decode(512, 512)).1 && !big.breakdown(&decode(513, 512)).1);
+    // an explicit bound wins
+    let fixed = with(StepSpec { cuda_graph_max_tokens: Some(8), ..StepSpec::default() }, "llama-3-8b", "h100", 1).with_max_num_seqs(64);
+    assert!(!fixed.breakdown(&decode(9, 512)).1);
+    // fusion is the reference engine's what-if
+    let spec = CostModelSpec::Calibrated(StepSpec { fusion: Fusion::Fine, ..StepSpec::default() });
+    assert_eq!(spec.validate().unwrap_err().path(), Some("fusion"));
+}
+
+/// GPUs rank physically at defaults: on the same step, a GPU at least as capable as another
+/// in every figure is never predicted slower — whichever source (a profile measured in
+/// another engine, or the roofline) prices each of them. Over every pair of GPU presets.
+#[test]
+fn a_faster_gpu_is_never_predicted_slower() {
+    let gpus = crate::catalog::gpu_presets();
+    let items = |n: u32, ctx: u32| [PrefillItem { new_tokens: n, context_before: ctx }];
+    let (p512, p2k, p8k, chunk) = (items(512, 0), items(2048, 0), items(8192, 0), items(1024, 4096));
+    let shapes: Vec<BatchShape> = vec![
+        decode(1, 128),
+        decode(8, 1024),
+        decode(32, 4096),
+        decode(256, 2048),
+        prefill(&p512),
+        prefill(&p2k),
+        prefill(&p8k),
+        BatchShape { decode_seqs: 64, decode_context_sum: 64 * 1500, context_sum_after: 64 * 1500 + 5120, sampled: 65, ..prefill(&chunk) },
+    ];
+    let mut pairs = 0;
+    for (name, tp) in [("llama-3-8b", 1u32), ("llama-3-8b", 2), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2), ("qwen2.5-72b", 4)] {
+        let m = model(name);
+        for a in &gpus {
+            for b in gpus.iter().filter(|b| b.name != a.name && a.dominates(b)) {
+                pairs += 1;
+                let ca = StepCostModel::new(&CostModelSpec::default(), &m, a, tp, 1).unwrap().with_block_size(16);
+                let cb = StepCostModel::new(&CostModelSpec::default(), &m, b, tp, 1).unwrap().with_block_size(16);
+                for s in &shapes {
+                    let (ta, tb) = (ca.step_ns(s), cb.step_ns(s));
+                    assert!(ta <= tb, "{name} tp{tp}: {} {ta} ns > {} {tb} ns on {:?}", a.name, b.name, (s.prefill_tokens, s.decode_seqs));
+                }
+            }
+        }
+    }
+    assert!(pairs >= 6 * 8, "{pairs}");
+}
+
+/// A GEMM shape without a table borrows its efficiency from the nearest measured shapes:
+/// Llama-2-7B's GEMMs predicted from the H100 profile with every Llama-2-7B table removed
+/// land closer to the removed rows than the roofline at the profile's fitted rates.
+#[test]
+fn unprofiled_gemm_shapes_take_their_neighbours_efficiency() {
+    let text = crate::calib::builtin_text("h100").unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let held: Vec<serde_json::Value> = v["gemm"].as_array().unwrap().iter().filter(|t| t["label"].as_str().unwrap().starts_with("Llama-2-7b")).cloned().collect();
+    v["gemm"].as_array_mut().unwrap().retain(|t| !t["label"].as_str().unwrap().starts_with("Llama-2-7b"));
+    let spec = StepSpec { profile: Some(v), ..StepSpec::default() };
+    let r = ops::Rates::new(&gpu("h100"), &spec, true);
+    let (mut transfer, mut roof, mut rows) = (0.0, 0.0, 0.0);
+    for t in held.iter().filter(|t| t["dtype"] == "bf16") {
+        let (k, n) = (t["k"].as_u64().unwrap() as u32, t["n"].as_u64().unwrap() as u32);
+        for (m, ms) in t["m"].as_array().unwrap().iter().zip(t["ms"].as_array().unwrap()) {
+            let (m, s) = (m.as_f64().unwrap(), ms.as_f64().unwrap() * 1e-3);
+            let g = r.gemm(m, k, n);
+            assert_eq!(g.src, Source::Interpolated);
+            transfer += (g.gpu_s / s - 1.0).abs();
+            roof += (r.gemm_roof(m, f64::from(k), f64::from(n)) / s - 1.0).abs();
+            rows += 1.0;
+        }
+    }
+    let (transfer, roof) = (transfer / rows, roof / rows);
+    assert!(rows > 200.0 && transfer < 0.10 && transfer < 0.7 * roof, "{rows} rows: transfer {transfer}, roofline {roof}");
 }
