@@ -105,8 +105,8 @@ impl Engine {
             let r = &mut self.reqs[id as usize];
             replica.sched.kv.release(&mut r.blocks);
             r.blocks = Vec::new();
-            replica.sched.used_slots -= r.computed as u64;
-            replica.outstanding_tokens -= (r.prompt + r.output - 1) as u64;
+            replica.sched.used_slots = replica.sched.used_slots.saturating_sub(r.computed as u64);
+            replica.outstanding_tokens = replica.outstanding_tokens.saturating_sub((r.prompt + r.output - 1) as u64);
             r.status = Status::Transferring;
             let prompt = r.prompt;
             if let Some(pos) = replica.sched.running.iter().position(|&x| x == id) {

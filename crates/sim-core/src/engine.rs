@@ -30,6 +30,11 @@ pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000_000;
 pub struct Replica {
     pub sched: SchedState,
     pub busy: bool,
+    /// Identity (heap sequence number) of the step in flight, 0 when none. A completion
+    /// applies only to the step it was scheduled for: the completion of a step dropped when
+    /// the replica stopped (the replica may have restarted and be running another step, or
+    /// be idle with an old plan) finds another identity here and is ignored.
+    pub step_seq: u64,
     pub step_start_ns: u64,
     /// Σ (prompt + output − generated) over unfinished requests dispatched here.
     pub outstanding_tokens: u64,
@@ -86,9 +91,6 @@ pub struct Engine {
     /// Steady decode steps may run lazily ([`crate::steady`]); off when every step is
     /// recorded or checked, and for the model checker (it drives steps itself).
     pub(crate) steady_ok: bool,
-    /// Heap sequence numbers of steps dropped by a replica stopping mid-step: their
-    /// completion is skipped (the replica may have restarted and be running another step).
-    dropped_steps: Vec<u64>,
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
@@ -179,6 +181,7 @@ impl Engine {
             .map(|_| Replica {
                 sched: SchedState::new(KvPool::new(mode, bs, num_blocks)),
                 busy: false,
+                step_seq: 0,
                 step_start_ns: 0,
                 outstanding_tokens: 0,
                 series: Series::default(),
@@ -217,7 +220,6 @@ impl Engine {
             fabric: None,
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
-            dropped_steps: Vec::new(),
             unpriced_steps: false,
             content,
         }
@@ -233,6 +235,11 @@ impl Engine {
     pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
         let mut budget = max_events;
         while budget > 0 {
+            if self.is_done() {
+                // Every request finished or was rejected: the run is over, whatever topology
+                // events remain (they are reported as not reached, never applied).
+                break;
+            }
             let t_arr = self.arrival_order.get(self.next_arrival).map(|&id| self.reqs[id as usize].arrival_ns);
             let t_step = self.heap.peek().map(|Reverse((t, _, _))| *t);
             let t_fab = self.fabric.as_ref().and_then(|f| f.next_time());
@@ -252,7 +259,7 @@ impl Engine {
                         "simulated time passed 10^9 s ({:.3e} s) with {} request(s) unfinished: a rate, latency \
                          or cost in the scenario is outside any realistic range",
                         t as f64 / 1e9,
-                        self.reqs.len() as u64 - self.done_requests
+                        self.unfinished()
                     ),
                 });
             }
@@ -264,15 +271,7 @@ impl Engine {
                 self.heap.pop();
                 self.events += 1;
                 budget = budget.saturating_sub(1);
-                if let Some(f) = self.fabric.as_mut() {
-                    if let Some(i) = self.dropped_steps.iter().position(|&s| s == seq) {
-                        self.dropped_steps.swap_remove(i);
-                        continue; // the replica stopped mid-step; its requests moved on
-                    }
-                    f.end_step(rep as usize);
-                }
-                self.finish_step(rep as usize);
-                self.mark(rep as usize);
+                self.complete_step(rep as usize, seq);
             }
             if self.fabric.is_some() {
                 self.fabric_instant();
@@ -298,6 +297,9 @@ impl Engine {
             kicked?;
         }
         self.settle_steady();
+        if self.is_done() {
+            return Ok(true);
+        }
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
         if self.heap.is_empty() && self.next_arrival == self.arrival_order.len() && !transfers {
             // Nothing more can happen: whatever is still in the router queue times out.
@@ -306,7 +308,7 @@ impl Engine {
                 self.reject(id, Reason::DispatchQueueFull, deadline);
             }
             if !self.is_done() {
-                let stuck = self.reqs.iter().filter(|r| !matches!(r.status, Status::Finished | Status::Rejected)).count();
+                let stuck = self.unfinished();
                 return Err(SimError::Stalled {
                     message: format!(
                         "simulation stopped making progress at t = {:.3} ms with {stuck} request(s) unfinished \
@@ -317,11 +319,38 @@ impl Engine {
             }
             return Ok(true);
         }
-        Ok(self.is_done() && self.heap.is_empty())
+        Ok(self.is_done())
     }
 
-    fn reject(&mut self, id: u32, reason: Reason, at_ns: u64) {
+    /// Requests neither finished nor rejected (counted from their states, so no counter
+    /// can disagree with them).
+    pub fn unfinished(&self) -> usize {
+        self.reqs.iter().filter(|r| !r.status.is_done()).count()
+    }
+
+    /// The completion of step `seq` on replica `rep` is due: apply it if that step is still
+    /// the one in flight there (see [`Replica::step_seq`]), else ignore it. Returns whether
+    /// it applied.
+    pub(crate) fn complete_step(&mut self, rep: usize, seq: u64) -> bool {
+        let replica = &mut self.replicas[rep];
+        if !replica.busy || replica.step_seq != seq {
+            return false; // dropped when the replica stopped; its requests moved on
+        }
+        replica.step_seq = 0;
+        if let Some(f) = self.fabric.as_mut() {
+            f.end_step(rep);
+        }
+        self.finish_step(rep);
+        self.mark(rep);
+        true
+    }
+
+    /// Reject request `id` (not yet finished: a done request is never counted again).
+    pub(crate) fn reject(&mut self, id: u32, reason: Reason, at_ns: u64) {
         let r = &mut self.reqs[id as usize];
+        if r.status.is_done() {
+            return;
+        }
         r.status = Status::Rejected;
         r.reason = reason;
         r.finish_ns = at_ns;
@@ -486,6 +515,8 @@ impl Engine {
                 replica.steady.open(st, &self.reqs);
             }
         }
+        self.seq += 1;
+        replica.step_seq = self.seq;
         if self.unpriced_steps {
             // The model checker orders completions itself: no duration, metrics or event.
             replica.busy = true;
@@ -544,7 +575,6 @@ impl Engine {
             waiting: st.waiting.len() as u32,
             running: st.running.len() as u32,
         });
-        self.seq += 1;
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
         true
     }
@@ -565,13 +595,18 @@ impl Engine {
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
         for &(id, n) in &st.plan {
             let r = &mut self.reqs[id as usize];
+            if r.status != Status::Running || r.replica != rep as i32 {
+                // Moved off this replica, or already done: this step no longer owns it (a
+                // request finishes once, on the replica running it).
+                continue;
+            }
             r.computed += n;
             used_slots += n as u64;
             if r.computed < r.num_tokens() {
                 continue; // a prefill chunk short of its target
             }
             r.generated += 1;
-            outstanding -= 1;
+            outstanding = outstanding.saturating_sub(1);
             if r.generated == 1 {
                 r.first_token_ns = now;
             }
@@ -581,7 +616,7 @@ impl Engine {
                 used_slots -= r.computed as u64;
                 r.status = Status::Finished;
                 r.finish_ns = now;
-                outstanding -= r.prompt as u64;
+                outstanding = outstanding.saturating_sub(r.prompt as u64);
                 done += 1;
                 self.finished_buf.push(id);
             }
@@ -611,11 +646,14 @@ impl Engine {
         }
     }
 
-    /// Replica `rep` stops: its step in flight, if any, will never complete.
+    /// Replica `rep` stops: its step in flight, if any, will never complete (its heap entry
+    /// stays and is ignored when due, [`Engine::complete_step`]).
     pub(crate) fn drop_step(&mut self, rep: usize) {
-        if self.replicas[rep].busy {
-            let seq = self.heap.iter().find(|e| e.0 .2 as usize == rep).map(|e| e.0 .1);
-            self.dropped_steps.extend(seq);
+        let replica = &mut self.replicas[rep];
+        replica.step_seq = 0;
+        replica.busy = false;
+        if let Some(f) = self.fabric.as_mut() {
+            f.end_step(rep);
         }
     }
 
