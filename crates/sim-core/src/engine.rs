@@ -94,6 +94,11 @@ pub struct Engine {
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
+    /// Tests only: switch off the guards that make a second finish impossible (a completion
+    /// applies only to its own step; only a running request on the replica progresses), to
+    /// show that the model checker catches what they prevent.
+    #[cfg(test)]
+    pub(crate) unguarded: bool,
     /// Token identity and closed-loop dependencies of the requests ([`Content`]).
     #[allow(dead_code)] // read by prefix caching and sessions (issue 13)
     pub(crate) content: Content,
@@ -221,6 +226,8 @@ impl Engine {
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
             unpriced_steps: false,
+            #[cfg(test)]
+            unguarded: false,
             content,
         }
     }
@@ -333,7 +340,11 @@ impl Engine {
     /// it applied.
     pub(crate) fn complete_step(&mut self, rep: usize, seq: u64) -> bool {
         let replica = &mut self.replicas[rep];
-        if !replica.busy || replica.step_seq != seq {
+        #[cfg(test)]
+        let stale_ok = self.unguarded;
+        #[cfg(not(test))]
+        let stale_ok = false;
+        if !stale_ok && (!replica.busy || replica.step_seq != seq) {
             return false; // dropped when the replica stopped; its requests moved on
         }
         replica.step_seq = 0;
@@ -593,9 +604,13 @@ impl Engine {
         self.finished_buf.clear();
         // Hot loop: counters in locals, written back once.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
+        #[cfg(test)]
+        let guarded = !self.unguarded;
+        #[cfg(not(test))]
+        let guarded = true;
         for &(id, n) in &st.plan {
             let r = &mut self.reqs[id as usize];
-            if r.status != Status::Running || r.replica != rep as i32 {
+            if guarded && (r.status != Status::Running || r.replica != rep as i32) {
                 // Moved off this replica, or already done: this step no longer owns it (a
                 // request finishes once, on the replica running it).
                 continue;
@@ -613,7 +628,7 @@ impl Engine {
             if r.generated >= r.output {
                 st.kv.release(&mut r.blocks);
                 r.blocks = Vec::new(); // a finished request keeps no allocation
-                used_slots -= r.computed as u64;
+                used_slots = used_slots.saturating_sub(r.computed as u64);
                 r.status = Status::Finished;
                 r.finish_ns = now;
                 outstanding = outstanding.saturating_sub(r.prompt as u64);

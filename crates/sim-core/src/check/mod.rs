@@ -12,6 +12,12 @@
 //! `scheduler.num_gpu_blocks`), and the search stops at `max_states` or `max_seconds`
 //! with `complete = false`. Arrival times and the cost model of the scenario are ignored
 //! (every order is explored); the router's dispatch timeout is not modelled.
+//!
+//! With a `topology`, the links named by the scenario's `link_down`/`link_up` events (at
+//! most [`MAX_LINKS`], their times ignored) go down and come up at any moment, any number of
+//! times, and under `disagg` each KV transfer lands at any moment ([`explore`]). Other event
+//! kinds are refused. Counterexamples through these events are described step by step but
+//! have no replay scenario (their timing is not solved).
 
 pub mod explore;
 mod lp;
@@ -39,6 +45,8 @@ pub const MAX_REQUESTS: usize = 16;
 pub const MAX_REPLICAS: u32 = 4;
 /// Most KV units per replica.
 pub const MAX_UNITS: u64 = 64;
+/// Most links explored going down and up (those named by `link_down`/`link_up` events).
+pub const MAX_LINKS: usize = 4;
 
 /// Limits and knobs of one check.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +78,8 @@ pub struct CheckedConfig {
     pub timeliness_steps: u32,
     /// Whether the timeliness property applies (policies with priority preemption).
     pub timeliness_applies: bool,
+    /// The links explored going down and up (`src–dst`), from the scenario's events.
+    pub links: Vec<String>,
 }
 
 /// One property's verdict: `pass`, `fail`, `unknown` (search incomplete) or
@@ -210,6 +220,7 @@ impl Checker {
                 format!("request {}: prompt + output must stay below {} tokens for the model checker", r.id, u16::MAX),
             ));
         }
+        let links = explored_links(&scenario, &engine)?;
         let p = engine.params;
         let config = CheckedConfig {
             policy: scenario.scheduler.policy.clone(),
@@ -220,12 +231,15 @@ impl Checker {
             block_size: scenario.scheduler.block_size,
             timeliness_steps: opts.timeliness_steps,
             timeliness_applies: p.priority_preemption,
+            links: Vec::new(),
         };
         let preempts = p.victim != Victim::Never && p.bug != Bug::NoPreempt;
         let k = opts.timeliness_steps.min(200) as u8;
+        let x = Explorer::new(engine, k, links);
+        let config = CheckedConfig { links: (0..x.links()).map(|i| x.link_label(i as u32)).collect(), ..config };
         Ok(Checker {
             scenario,
-            x: Explorer::new(engine, k),
+            x,
             opts,
             config,
             preempts,
@@ -323,6 +337,48 @@ impl Checker {
             petri,
             pnml,
         })
+    }
+}
+
+/// The topology links the check takes down and up: those the scenario's `link_down` and
+/// `link_up` events name (each once, in order of first mention). Other kinds are refused.
+fn explored_links(scenario: &Scenario, engine: &crate::engine::Engine) -> Result<Vec<u32>> {
+    use crate::topo::events::{Action as A, EventSpec};
+    let Some(f) = engine.fabric.as_ref() else { return Ok(Vec::new()) };
+    let mut order: Vec<(usize, u32)> = Vec::new();
+    for (i, spec) in scenario.events.iter().enumerate() {
+        if !matches!(spec, EventSpec::LinkDown { .. } | EventSpec::LinkUp { .. }) {
+            return Err(SimError::config(
+                format!("events[{i}].kind"),
+                "the model checker explores link_down and link_up events only (set_link and remove_gpu: run the simulator)",
+            ));
+        }
+    }
+    for (i, spec) in scenario.events.iter().enumerate() {
+        let one = crate::topo::events::resolve(&f.topo, std::slice::from_ref(spec))
+            .map_err(|e| reindex(e, i))?;
+        if let Some(crate::topo::events::TopoEvent { action: A::LinkDown(l) | A::LinkUp(l), .. }) = one.first() {
+            if !order.iter().any(|x| x.1 == *l) {
+                order.push((i, *l));
+            }
+        }
+    }
+    if order.len() > MAX_LINKS {
+        return Err(SimError::config(
+            format!("events[{}]", order[MAX_LINKS].0),
+            format!("the model checker explores at most {MAX_LINKS} links going down and up (this event names a fifth)"),
+        ));
+    }
+    Ok(order.into_iter().map(|x| x.1).collect())
+}
+
+/// An error about `events[0]` of a one-event list, about `events[i]` of the scenario.
+fn reindex(e: SimError, i: usize) -> SimError {
+    match e {
+        SimError::Config { path, message } => {
+            SimError::Config { path: path.replacen("events[0]", &format!("events[{i}]"), 1), message }
+        }
+        other => other,
     }
 }
 
