@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{GpuInput, ModelInput};
 use crate::error::{check, Result, SimError};
+use crate::limits::Limits;
 use crate::perf::CostModelSpec;
 use crate::topo::events::EventSpec;
 use crate::topo::TopologyInput;
@@ -45,6 +46,11 @@ pub struct Scenario {
     /// Topology events during the run (needs `topology`), in any order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventSpec>,
+    /// What the run may use: `{max_memory_gib = 4, max_seconds = 600}` by default. A
+    /// scenario whose estimated memory exceeds it is refused before it runs
+    /// ([`crate::limits`]).
+    #[serde(default, skip_serializing_if = "Limits::is_default")]
+    pub limits: Limits,
 }
 
 /// How model replicas are laid out and how arrivals reach them.
@@ -174,9 +180,23 @@ pub fn parse_json(text: &str) -> Result<Scenario> {
 
 /// Parse a scenario from TOML text. Errors name the field path.
 pub fn parse_toml(text: &str) -> Result<Scenario> {
-    let value: toml::Value =
-        toml::from_str(text).map_err(|e| SimError::config("", format!("invalid TOML: {}", e.to_string().trim())))?;
+    let value: toml::Value = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     from_value(toml_to_json("", value)?)
+}
+
+/// A TOML syntax error as one line: where, and what (the parser's own text quotes the
+/// offending line, which can be megabytes long).
+fn toml_error(text: &str, e: &toml::de::Error) -> SimError {
+    let message = e.message().trim().replace('\n', "; ");
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            SimError::config("", format!("invalid TOML at line {line}, column {column}: {message}"))
+        }
+        None => SimError::config("", format!("invalid TOML: {message}")),
+    }
 }
 
 /// TOML → JSON value, rejecting NaN/inf (which JSON cannot carry) with their path, and
@@ -228,8 +248,9 @@ fn from_value(value: serde_json::Value) -> Result<Scenario> {
 }
 
 impl Scenario {
-    /// Parse from text in the given format.
+    /// Parse from text in the given format (at most [`crate::limits::MAX_INPUT_BYTES`]).
     pub fn parse(text: &str, format: crate::Format) -> Result<Scenario> {
+        crate::limits::check_input(text.len(), "the scenario text")?;
         match format {
             crate::Format::Json => parse_json(text),
             crate::Format::Toml => parse_toml(text),
@@ -298,6 +319,7 @@ impl Scenario {
                 return Err(check::unknown_name("scheduler.inject_bug", "bug", b, BUGS));
             }
         }
+        self.limits.validate()?;
         if let Some(slo) = &self.slo {
             for (name, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms), ("e2e_ms", slo.e2e_ms)] {
                 if let Some(v) = v {

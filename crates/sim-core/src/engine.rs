@@ -94,6 +94,14 @@ pub struct Engine {
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
+    /// Bytes of the recorded step log, the most it may hold (half the memory limit), and
+    /// why recording stopped (reported by [`Engine::run_events`]).
+    log_bytes: u64,
+    log_limit_bytes: u64,
+    log_error: Option<SimError>,
+    /// [`Engine::run_events`] pauses at the end of an instant once this many requests are
+    /// done (progress reports; `u64::MAX`: never).
+    pub(crate) pause_at_done: u64,
     /// Tests only: switch off the guards that make a second finish impossible (a completion
     /// applies only to its own step; only a running request on the replica progresses), to
     /// show that the model checker catches what they prevent.
@@ -226,6 +234,10 @@ impl Engine {
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
             unpriced_steps: false,
+            pause_at_done: u64::MAX,
+            log_bytes: 0,
+            log_limit_bytes: scenario.limits.memory_bytes() / 2,
+            log_error: None,
             #[cfg(test)]
             unguarded: false,
             content,
@@ -246,6 +258,9 @@ impl Engine {
                 // Every request finished or was rejected: the run is over, whatever topology
                 // events remain (they are reported as not reached, never applied).
                 break;
+            }
+            if self.done_requests >= self.pause_at_done {
+                break; // a progress report is due; the next call goes on from here
             }
             let t_arr = self.arrival_order.get(self.next_arrival).map(|&id| self.reqs[id as usize].arrival_ns);
             let t_step = self.heap.peek().map(|Reverse((t, _, _))| *t);
@@ -296,6 +311,9 @@ impl Engine {
             let kicked = self.kick_idle();
             // A broken invariant explains a stall that follows from it: report it first (as
             // the model checker does).
+            if let Some(e) = self.log_error.take() {
+                return Err(e);
+            }
             if self.options.check_invariants {
                 self.check_invariants().map_err(|m| SimError::Internal {
                     message: format!("invariant violated at t = {:.6} ms: {m}", self.now_ns as f64 / 1e6),
@@ -648,16 +666,42 @@ impl Engine {
         }
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        if self.options.record_steps {
-            self.steps_log.push(StepRecord {
-                replica: rep as u32,
-                start_ms: replica.step_start_ns as f64 / 1e6,
-                end_ms: now as f64 / 1e6,
-                scheduled: st.plan.clone(),
-                preempted: st.preempted.clone(),
-                finished: self.finished_buf.clone(),
-                free_blocks_after: st.kv.free_units() as u64,
-            });
+        if self.options.record_steps && self.log_error.is_none() {
+            // The log's size is not known in advance: it may use half the memory limit, and
+            // its growth is a fallible allocation (a ResourceError, never an abort).
+            let bytes = std::mem::size_of::<StepRecord>()
+                + 8 * st.plan.len()
+                + 4 * (st.preempted.len() + self.finished_buf.len());
+            self.log_bytes = self.log_bytes.saturating_add(bytes as u64);
+            let len = self.steps_log.len();
+            let grown = if len == self.steps_log.capacity() {
+                crate::limits::try_reserve(&mut self.steps_log, len.max(64), "record_steps", "the step log")
+            } else {
+                Ok(())
+            };
+            if let Err(e) = grown {
+                self.log_error = Some(e);
+            } else if self.log_bytes > self.log_limit_bytes {
+                self.log_error = Some(SimError::resource(
+                    "record_steps",
+                    format!(
+                        "the recorded step log passed {} (half of limits.max_memory_gib) after {} steps: record the \
+                         steps of a shorter run, or raise limits.max_memory_gib",
+                        crate::limits::bytes_text(self.log_limit_bytes),
+                        self.steps_log.len()
+                    ),
+                ));
+            } else {
+                self.steps_log.push(StepRecord {
+                    replica: rep as u32,
+                    start_ms: replica.step_start_ns as f64 / 1e6,
+                    end_ms: now as f64 / 1e6,
+                    scheduled: st.plan.clone(),
+                    preempted: st.preempted.clone(),
+                    finished: self.finished_buf.clone(),
+                    free_blocks_after: st.kv.free_units() as u64,
+                });
+            }
         }
     }
 

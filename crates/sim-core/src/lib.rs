@@ -15,6 +15,7 @@ pub mod error;
 pub mod fabric;
 pub mod json;
 pub mod kv;
+pub mod limits;
 pub mod memory;
 pub mod metrics;
 pub mod perf;

@@ -29,10 +29,11 @@ pub mod trace;
 
 use serde::Serialize;
 
-use crate::api::{build, guard, Format, SimOptions};
+use crate::api::{build_with, guard, Format, SimOptions};
 use crate::config::Scenario;
 use crate::error::{check, Result, SimError};
 use crate::perf::CostModelSpec;
+use crate::limits::{self, Clock, Part};
 use crate::sched::{Bug, Victim};
 
 pub use explore::{Action, Explorer};
@@ -130,31 +131,6 @@ pub struct CheckProgress {
     pub violations: u64,
 }
 
-/// Wall clock of a check. `std::time::Instant` panics on wasm32-unknown-unknown (no clock
-/// without imports), so there the elapsed time reads 0: `max_seconds` never fires and the
-/// front end bounds a check itself (the page runs it in a Worker it can terminate).
-#[derive(Debug, Clone, Copy)]
-struct Clock {
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    started: std::time::Instant,
-}
-
-impl Clock {
-    fn start() -> Clock {
-        Clock {
-            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-            started: std::time::Instant::now(),
-        }
-    }
-
-    fn elapsed_s(&self) -> f64 {
-        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-        return self.started.elapsed().as_secs_f64();
-        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-        return 0.0;
-    }
-}
-
 /// The cost model of checks and replays: every step takes exactly 1 ms.
 pub(crate) fn linear_1ms() -> Result<CostModelSpec> {
     let v = serde_json::json!({"kind": "linear", "base_ms": 1.0});
@@ -203,7 +179,7 @@ impl Checker {
             .map_err(|e| limit(e, "the model checker explores small KV pools"))?;
         let mut sc = scenario.clone();
         sc.cost_model = linear_1ms()?;
-        let built = build(sc, SimOptions::default())?;
+        let built = build_with(sc, SimOptions::default(), true)?;
         let mut engine = built.engine;
         engine.steady_ok = false; // the explorer completes steps itself, one state at a time
         engine.unpriced_steps = true;
@@ -221,6 +197,16 @@ impl Checker {
             ));
         }
         let links = explored_links(&scenario, &engine)?;
+        // The memory of `max_states` states, before any is stored.
+        let per_state = state_bytes(&engine, links.len());
+        limits::enforce(
+            &[Part {
+                field: "max_states".into(),
+                bytes: opts.max_states.saturating_mul(per_state),
+                what: format!("{} states of about {per_state} B", opts.max_states),
+            }],
+            &scenario.limits,
+        )?;
         let p = engine.params;
         let config = CheckedConfig {
             policy: scenario.scheduler.policy.clone(),
@@ -255,19 +241,29 @@ impl Checker {
         if self.ended {
             return Ok(true);
         }
-        let max = self.opts.max_states as usize;
+        // Saturating: on 32-bit targets (WASM) 2^32 must not wrap to 0.
+        let max = usize::try_from(self.opts.max_states).unwrap_or(usize::MAX);
+        let more = usize::try_from(more_states).unwrap_or(usize::MAX);
         let x = &mut self.x;
-        let ended = guard(|| Ok(x.run(more_states.min(usize::MAX as u64) as usize, max)))?;
+        let ended = guard(|| Ok(x.run(more, max)))?;
+        let limit = self.scenario.limits.memory_bytes();
+        let seconds = self.opts.max_seconds.map_or(self.scenario.limits.max_seconds, |s| s.min(self.scenario.limits.max_seconds));
         if ended {
             self.ended = true;
             if !self.x.is_complete() {
                 self.stopped = Some(format!("max_states reached ({max} states)"));
             }
-        } else if let Some(s) = self.opts.max_seconds {
-            if self.started.elapsed_s() >= s {
-                self.ended = true;
-                self.stopped = Some(format!("max_seconds reached ({s} s)"));
-            }
+        } else if self.x.memory_bytes() as u64 * 3 / 2 > limit {
+            // The next growth of its tables would pass the limit: stop, as at max_states.
+            self.ended = true;
+            self.stopped = Some(format!(
+                "limits.max_memory_gib reached ({} held, {} states)",
+                limits::bytes_text(self.x.memory_bytes() as u64),
+                self.x.states()
+            ));
+        } else if self.started.elapsed_s() >= seconds {
+            self.ended = true;
+            self.stopped = Some(format!("max_seconds reached ({seconds} s)"));
         }
         Ok(self.ended)
     }
@@ -370,6 +366,15 @@ fn explored_links(scenario: &Scenario, engine: &crate::engine::Engine) -> Result
         ));
     }
     Ok(order.into_iter().map(|x| x.1).collect())
+}
+
+/// Bytes one explored state costs, about: its packed bytes (twice, for the growth of the
+/// store), the index, parent, action, depth and flags, and the edges to its successors (at
+/// most one per request, replica and link).
+fn state_bytes(e: &crate::engine::Engine, links: usize) -> u64 {
+    let (n, reps) = (e.reqs.len() as u64, e.replicas.len() as u64);
+    let packed = n * 10 + reps * 13 + 2 + if links > 0 { 2 } else { 0 };
+    2 * packed + 64 + 8 * (n + reps + links as u64)
 }
 
 /// An error about `events[0]` of a one-event list, about `events[i]` of the scenario.
