@@ -271,6 +271,13 @@ impl Simulation {
         guard(|| Ok(Simulation { built: build(scenario, options)?, done: false, started }))
     }
 
+    /// Build a model-check counterexample's replay (its `scheduler.inject_bug` allowed: the
+    /// replay checks every invariant itself).
+    pub(crate) fn for_replay(scenario: Scenario) -> Result<Simulation> {
+        let started = crate::limits::Clock::start();
+        guard(|| Ok(Simulation { built: build_with(scenario, SimOptions::default(), true)?, done: false, started }))
+    }
+
     /// Process at most `max_events` events; `true` when the run is complete.
     pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
         self.run_until(max_events, u64::MAX)

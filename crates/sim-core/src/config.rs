@@ -242,9 +242,70 @@ fn from_value(value: serde_json::Value) -> Result<Scenario> {
                 }
             }
         }
-        SimError::config(path, msg)
+        SimError::config(path, plain_message(&msg))
     })?;
     Ok(scenario)
+}
+
+/// serde's messages in plain words: `invalid type: floating point `1000.0`, expected u64` →
+/// `expected a whole number, got 1000.0`; `unknown field `blok_size`, expected one of …` →
+/// `unknown field 'blok_size'; did you mean block_size? (valid: …)`. Other messages pass.
+pub fn plain_message(msg: &str) -> String {
+    let ticked = |s: &str| -> Vec<String> { s.split('`').skip(1).step_by(2).map(str::to_string).collect() };
+    for (prefix, what) in [("unknown field `", "field"), ("unknown variant `", "kind")] {
+        if let Some(rest) = msg.strip_prefix(prefix) {
+            let got = rest.split('`').next().unwrap_or_default();
+            let valid = rest.split_once(", expected").map(|(_, e)| ticked(e)).unwrap_or_default();
+            if valid.is_empty() {
+                return format!("unknown {what} '{got}' (no fields are accepted here)");
+            }
+            let names: Vec<&str> = valid.iter().map(String::as_str).collect();
+            return match check::unknown_name("", what, got, &names) {
+                SimError::Config { message, .. } => message,
+                other => other.to_string(),
+            };
+        }
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        let Some(rest) = msg.strip_prefix(prefix) else { continue };
+        let Some((got, expected)) = rest.rsplit_once(", expected ") else { continue };
+        let got = match got.split_once(' ') {
+            Some(("floating", r)) | Some(("integer", r)) | Some(("boolean", r)) => {
+                r.trim_start_matches("point ").trim_matches('`').to_string()
+            }
+            Some(("string", r)) => format!("the text {r}"),
+            _ => match got {
+                "map" => "a table".to_string(),
+                "sequence" => "a list".to_string(),
+                "null" | "unit value" => "nothing (null)".to_string(),
+                other => other.to_string(),
+            },
+        };
+        let expected = match expected {
+            "u8" | "u16" | "u32" | "u64" | "usize" => {
+                let max = match expected {
+                    "u8" => u64::from(u8::MAX),
+                    "u16" => u64::from(u16::MAX),
+                    "u32" => u64::from(u32::MAX),
+                    _ => u64::MAX,
+                };
+                if prefix == "invalid value: " {
+                    format!("a whole number from 0 to {max}")
+                } else {
+                    "a whole number".to_string()
+                }
+            }
+            "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
+            "f32" | "f64" => "a number".to_string(),
+            "a boolean" => "true or false".to_string(),
+            "a sequence" => "a list".to_string(),
+            "a map" => "a table".to_string(),
+            e if e.starts_with("struct ") || e.starts_with("internally tagged enum") => "a table".to_string(),
+            other => other.to_string(),
+        };
+        return format!("expected {expected}, got {got}");
+    }
+    msg.to_string()
 }
 
 impl Scenario {
@@ -406,6 +467,30 @@ mod tests {
     fn toml_nan_is_rejected_with_path() {
         let e = parse_toml("model='llama-3-8b'\ngpu='h200'\n[scheduler]\ngpu_memory_utilization=nan\n").unwrap_err();
         assert_eq!(e.path(), Some("scheduler.gpu_memory_utilization"));
+    }
+
+    #[test]
+    fn type_errors_read_in_plain_words() {
+        let e = err(&with(r#"{"workload": {"num_requests": 1000.0}}"#));
+        assert_eq!(e.to_string(), "workload.num_requests: expected a whole number, got 1000.0");
+        let e = err(&with(r#"{"deployment": {"tp": -1}}"#));
+        assert_eq!(e.to_string(), "deployment.tp: expected a whole number from 0 to 4294967295, got -1");
+        let e = err(&with(r#"{"deployment": {"tp": "four"}}"#));
+        assert_eq!(e.to_string(), "deployment.tp: expected a whole number, got the text \"four\"");
+        let e = err(&with(r#"{"scheduler": {"gpu_memory_utilization": [1]}}"#));
+        assert_eq!(e.to_string(), "scheduler.gpu_memory_utilization: expected a number, got a list");
+        let e = err(&with(r#"{"deployment": {"router": true}}"#));
+        assert_eq!(e.to_string(), "deployment.router: expected a string, got true");
+    }
+
+    #[test]
+    fn unknown_fields_suggest_the_closest() {
+        let e = err(&with(r#"{"scheduler": {"blok_size": 16}}"#));
+        assert!(e.to_string().starts_with("scheduler.blok_size: unknown field 'blok_size'; did you mean block_size"), "{e}");
+        let e = err(&with(r#"{"schedulr": {}}"#));
+        assert!(e.to_string().contains("did you mean scheduler"), "{e}");
+        let e = err(&with(r#"{"limits": {"max_memory": 1}}"#));
+        assert!(e.to_string().contains("did you mean max_memory_gib"), "{e}");
     }
 
     #[test]

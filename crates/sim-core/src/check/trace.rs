@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::api::{SimOptions, Simulation};
+use crate::api::Simulation;
 use crate::config::Scenario;
 use crate::engine::Engine;
 use crate::workload::{ExplicitRequest, WorkloadSpec};
@@ -278,7 +278,7 @@ fn time_path(x: &Explorer, base: &Scenario, path: &[Action], started: &[StepRec]
             Err(w) => return Ok(Err(w)),
         };
         let sc = replay_scenario(base, &x.engine, path, &plan, property)?;
-        let sim = Simulation::new(sc.clone(), SimOptions::default())?;
+        let sim = Simulation::for_replay(sc.clone())?;
         match timing::event_times(&plan, path, started, sim.engine().perf()) {
             Ok(times) => return Ok(Ok((sc, sim, times))),
             Err(w) => why = w,
