@@ -30,7 +30,7 @@ from .api import (
     status_names,
 )
 from .topology import Topology, routes, topology_presets
-from .errors import ConfigError, InfeasibleError, InternalError, SimError, StallError
+from .errors import ConfigError, InfeasibleError, InternalError, ResourceError, SimError, StallError
 
 __all__ = [
     "__version__",
@@ -59,5 +59,6 @@ __all__ = [
     "ConfigError",
     "InfeasibleError",
     "StallError",
+    "ResourceError",
     "InternalError",
 ]

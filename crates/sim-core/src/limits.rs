@@ -120,7 +120,7 @@ pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
     Err(SimError::resource(
         &top.field,
         format!(
-            "this run needs about {} ({}), more than limits.max_memory_gib = {} GiB{}",
+            "needs about {} ({}), more than limits.max_memory_gib = {} GiB{}",
             bytes_text(total),
             detail.join(", "),
             limit as f64 / GIB,

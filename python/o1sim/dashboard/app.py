@@ -126,19 +126,38 @@ def _base_scenario() -> tuple[str, str, str]:
     return text, fmt, name
 
 
+def _seed(key: str, value: Any) -> None:
+    """Give widget ``key`` the value ``value`` unless it already has one this session.
+
+    Widget values live in Session State and are *set* there, never passed as a widget's
+    default: a default only applies to a widget the browser does not know yet, so after a
+    preset switch, an upload or a text edit the browser would keep showing (and send back
+    on the next click) the previous scenario's values. A value set in Session State before
+    the widget is drawn is sent to the browser, which then shows it."""
+    if key not in st.session_state:
+        st.session_state[key] = value
+
+
+def _reset_widgets() -> None:
+    """Forget every override widget's value: they are seeded again from the scenario."""
+    for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
+        st.session_state.pop(key, None)
+
+
 def _widget(f: Field, base: Any, options: Mapping[str, list[str]], container: Any) -> Any:
     if f.kind == "select":
         opts = list(options[f.key])
         if base is not None and str(base) not in opts:
             opts.append(str(base))
-        index = opts.index(str(base)) if base is not None else 0
-        return container.selectbox(f.label, opts, index=index, key=f.key, help=f.help or None)
+        _seed(f.key, str(base) if base is not None else opts[0])
+        if st.session_state[f.key] not in opts:
+            opts.append(st.session_state[f.key])
+        return container.selectbox(f.label, opts, key=f.key, help=f.help or None)
     if f.kind == "int":
-        return container.number_input(f.label, value=int(base) if base is not None else 0, step=int(f.step),
-                                      key=f.key, help=f.help or None)
-    return container.number_input(f.label, value=float(base) if base is not None else 0.0, step=float(f.step),
-                                  key=f.key, help=f.help or None,
-                                  format="%g")
+        _seed(f.key, int(base) if base is not None else 0)
+        return container.number_input(f.label, step=int(f.step), key=f.key, help=f.help or None)
+    _seed(f.key, float(base) if base is not None else 0.0)
+    return container.number_input(f.label, step=float(f.step), key=f.key, help=f.help or None, format="%g")
 
 
 def _link_options(entry: Any) -> tuple[list[str], list[str], dict[str, float]]:
@@ -160,10 +179,12 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     options = [NO_TOPOLOGY, *presets]
     if current is not None and not (isinstance(current, str) and current in presets):
         options.append(FROM_TEXT)
-    index = options.index(current if isinstance(current, str) and current in presets else
-                          (FROM_TEXT if current is not None else NO_TOPOLOGY))
+    _seed("topology", current if isinstance(current, str) and current in presets else
+          (FROM_TEXT if current is not None else NO_TOPOLOGY))
+    if st.session_state["topology"] not in options:
+        st.session_state["topology"] = options[0]
     choice = st.sidebar.selectbox(
-        "GPU fabric", options, index=index, key="topology",
+        "GPU fabric", options, key="topology",
         help="Prices TP AllReduces, PP transfers and disagg KV moves on the fabric's links; "
              "the Deployment tab then shows per-link utilisation. A table goes in the scenario text.")
     slots[ERROR_SLOT_TOPOLOGY] = st.sidebar.empty()
@@ -176,21 +197,27 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     text_events = list(data.get("events") or []) if isinstance(data.get("events", []), list) else []
     slots["_text_events"] = len(text_events)
     links, gpus, nominal = _link_options(data["topology"])
-    n = int(st.sidebar.number_input("Link events", min_value=0, max_value=MAX_EVENTS, value=0, step=1, key="n_events",
+    _seed("n_events", 0)
+    n = int(st.sidebar.number_input("Link events", min_value=0, max_value=MAX_EVENTS, step=1, key="n_events",
                                     help="What-ifs: degrade, cut or restore a link, or remove a GPU, at a time."))
     if text_events:
         st.sidebar.caption(f"{len(text_events)} event(s) from the scenario text apply too.")
     slots[ERROR_SLOT_EVENTS] = st.sidebar.empty()
     added: list[dict[str, Any]] = []
     for i in range(n):
+        _seed(f"ev{i}_kind", list(EVENT_KINDS)[0])
         kind = EVENT_KINDS[st.sidebar.selectbox(f"Event {i + 1}", list(EVENT_KINDS), key=f"ev{i}_kind")]
-        what = gpus if kind == "remove_gpu" else links
-        target = st.sidebar.selectbox("GPU" if kind == "remove_gpu" else "link", what or ["—"], key=f"ev{i}_link")
+        what = (gpus if kind == "remove_gpu" else links) or ["—"]
+        if st.session_state.get(f"ev{i}_link") not in what:
+            st.session_state[f"ev{i}_link"] = what[0]
+        target = st.sidebar.selectbox("GPU" if kind == "remove_gpu" else "link", what, key=f"ev{i}_link")
         c1, c2 = st.sidebar.columns(2)
-        at = c1.number_input("at t (s)", value=60.0, step=10.0, key=f"ev{i}_at", format="%g")
+        _seed(f"ev{i}_at", 60.0)
+        at = c1.number_input("at t (s)", step=10.0, key=f"ev{i}_at", format="%g")
         event: dict[str, Any] = {"at_s": float(at), "kind": kind}
         if kind == "set_link":
-            pct = c2.number_input("to % of bandwidth", value=10.0, step=5.0, key=f"ev{i}_pct", format="%g")
+            _seed(f"ev{i}_pct", 10.0)
+            pct = c2.number_input("to % of bandwidth", step=5.0, key=f"ev{i}_pct", format="%g")
             event["bandwidth_gbps"] = nominal.get(str(target), 0.0) * float(pct) / 100.0
         if kind == "remove_gpu":
             event["node"] = str(target)
@@ -213,8 +240,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     # A new preset or file resets the editor and the overrides to its values.
     base_id = hashlib.sha1(f"{label}\0{base_text}".encode()).hexdigest()
     if st.session_state.get("_base_id") != base_id:
-        for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
-            st.session_state.pop(key, None)
+        _reset_widgets()
         st.session_state["scenario_text"] = base_text
         st.session_state["_base_id"] = base_id
 
@@ -225,8 +251,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     # Edited text resets the widgets to its values (else they would silently override it).
     text_id = hashlib.sha1(text.encode()).hexdigest()
     if st.session_state.get("_text_id") != text_id:
-        for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
-            st.session_state.pop(key, None)
+        _reset_widgets()
         st.session_state["_text_id"] = text_id
     fmt = base_fmt
     if text.lstrip().startswith("{"):
