@@ -371,6 +371,8 @@ def _fmt(value: Any, unit: str = "", digits: int = 1, scale: float = 1.0) -> str
 
 
 def metrics_row(summary: Mapping[str, Any]) -> None:
+    """The headline metrics, four to a row: eight in one row truncate their values (an
+    ellipsis instead of digits) on screens up to about 1,440 px wide."""
     s = summary
     cells = [
         ("TTFT p99 (ms)", _fmt(s["ttft_ms"]["p99"], "", 0)),
@@ -382,8 +384,9 @@ def metrics_row(summary: Mapping[str, Any]) -> None:
         ("Preemptions", _fmt(s["preemptions"], "", 0)),
         ("Rejected", _fmt(s["rejected"], "", 0)),
     ]
-    for col, (label, value) in zip(st.columns(len(cells)), cells):
-        col.metric(label, value)
+    for row in (cells[:4], cells[4:]):
+        for col, (label, value) in zip(st.columns(len(row)), row):
+            col.metric(label, value)
 
 
 def _policy_scenario(scenario: o1sim.Scenario, policy: str) -> tuple[str, str]:
@@ -466,10 +469,10 @@ def sweep_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
         st.warning(msg)
     if frame.empty:
         return
-    a, b, c = st.columns(3)
-    _show(a, charts.sweep_chart(frame, "ttft_p99_ms", "TTFT p99 (ms)"))
-    _show(b, charts.sweep_chart(frame, "tpot_p99_ms", "TPOT p99 (ms)"))
-    _show(c, charts.sweep_chart(frame, "goodput_rps", "goodput (req/s)"))
+    # One chart per row, at the page's width: side by side they were too narrow to read.
+    for metric, axis in (("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"),
+                         ("goodput_rps", "goodput (req/s)")):
+        _show(st, charts.sweep_chart(frame, metric, axis))
 
 
 def topology_view(result: o1sim.Result, scenario: o1sim.Scenario) -> None:
@@ -545,25 +548,65 @@ def export_tab(scenario: o1sim.Scenario, results: Mapping[str, o1sim.Result], pr
                        mime="application/json", key="dl_scenario")
 
 
+def ran_caption(result: o1sim.Result, policy: str, label: str, name: Optional[str]) -> str:
+    """What ran, read from the result itself (never from the widgets or the scenario's
+    name, which can describe something else): model, GPUs, layout, policy, source."""
+    dep = result.deployment
+    layout = f"{dep.get('replicas')} × TP {dep.get('tp')}" + (f" × PP {dep['pp']}" if dep.get("pp", 1) != 1 else "")
+    source = label if not name or name == label else f"{label} ({name})"
+    return (f"Ran: {dep.get('model', {}).get('name')} on {dep.get('gpus')} × {dep.get('gpu', {}).get('name')} "
+            f"({layout}) · policy {policy} · from {source}")
+
+
+#: Previous results stay on screen, greyed and inert, while the scenario has an error (as on
+#: the page): the key of their container, styled below.
+STALE_KEY = "stale_results"
+STALE_CSS = f"<style>.st-key-{STALE_KEY} {{ opacity: .45; pointer-events: none; }}</style>"
+
+
 def main() -> None:
     scenario, label, compare, _slots = sidebar()
     st.title("o1sim dashboard")
     if scenario is None:
         st.error("The scenario has an error: the message is in the sidebar, under the input it concerns.")
+        show_previous()
         return
     resolved = validate_cached(*scenario.payload())
     sc = resolved["scenario"]
     primary = str(sc["scheduler"]["policy"])
-    st.caption(f"{sc.get('name') or label} · {resolved['deployment']['gpus']} × {resolved['deployment']['gpu']['name']}"
-               f" · {sc['model'] if isinstance(sc['model'], str) else resolved['deployment']['model']['name']}")
     names = [primary] + [p for p in compare if p != primary]
     results, failures = run_all(scenario, names)
     if primary not in results:
         err = failures[primary]
         st.error(f"{type(err).__name__}: {err}")
+        show_previous()
         return
-    for name, err in failures.items():
-        st.warning(f"{name}: {type(err).__name__}: {err}")
+    st.session_state["_last_ok"] = (*scenario.payload(), label, names)
+    render(scenario, label, sc.get("name"), primary, results, failures)
+
+
+def show_previous() -> None:
+    """The last results that ran, greyed out under the error (nothing before a first run)."""
+    last = st.session_state.get("_last_ok")
+    if not last:
+        return
+    text, fmt, label, names = last
+    scenario = o1sim.Scenario.from_text(text, fmt, source=label)
+    results, failures = run_all(scenario, names)  # cached: nothing is simulated again
+    if names[0] not in results:
+        return
+    st.markdown(STALE_CSS, unsafe_allow_html=True)
+    with st.container(key=STALE_KEY):
+        st.caption("The previous results, until the scenario runs again:")
+        render(scenario, label, scenario.to_dict().get("name"), names[0], results, failures)
+
+
+def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: str,
+           results: dict[str, o1sim.Result], failures: Mapping[str, o1sim.SimError]) -> None:
+    """Everything below the title for one scenario's results."""
+    st.caption(ran_caption(results[primary], primary, label, name))
+    for policy, err in failures.items():
+        st.warning(f"{policy}: {type(err).__name__}: {err}")
 
     st.subheader(f"Policy: {primary}")
     metrics_row(results[primary].summary)
