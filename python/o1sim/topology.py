@@ -105,7 +105,7 @@ def _as_entry(topology: TopologyLike) -> Union[str, dict[str, Any]]:
         return topology
     if isinstance(topology, Mapping):
         return dict(topology)
-    raise TypeError(f"a topology is a preset name, a dict or a Topology, not {type(topology).__name__}")
+    raise config_error("topology", f"a topology is a preset name, a table or a Topology, not {type(topology).__name__}")
 
 
 def _entry_json(topology: TopologyLike) -> str:
