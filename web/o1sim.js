@@ -297,6 +297,12 @@ export function features() {
   };
 }
 
+/** Bytes of the module's linear memory: its high-water mark (WASM memory never shrinks). */
+export function memoryBytes() {
+  ready();
+  return wasm.memory.buffer.byteLength;
+}
+
 /** For tests: a panic inside the core must come back as an InternalError, not a trap. */
 export function _testPanic() {
   return call("o1_test_panic", []);
