@@ -18,6 +18,8 @@ const ROOT = new URL("../../", import.meta.url);
 const CASES = Number(process.env.O1SIM_FUZZ_CASES || 0) || 600;
 const LIMITS = { max_memory_gib: 0.5, max_seconds: 3 };
 const LIMIT_BYTES = LIMITS.max_memory_gib * 2 ** 30;
+// WASM has no clock for limits.max_seconds: a case slower than this counts as a hang.
+const HANG_MS = 30_000;
 
 await o1sim.init(readFileSync(new URL("web/pkg/o1sim.wasm", ROOT)));
 const START = o1sim.memoryBytes();
@@ -125,6 +127,7 @@ function memoryOk(what) {
 }
 function simulateOk(scenario, opts, what) {
   stats.cases++;
+  const t0 = performance.now();
   try {
     const r = JSON.parse(o1sim.simulate(scenario, opts));
     const s = r.summary;
@@ -135,6 +138,9 @@ function simulateOk(scenario, opts, what) {
     if (e instanceof assert.AssertionError) throw e;
     typed(e, what);
   }
+  const ms = performance.now() - t0;
+  if (ms > (stats.slowest_case_ms || 0)) Object.assign(stats, { slowest_case_ms: ms, slowest_case: what });
+  assert.ok(ms < HANG_MS, `${what} took ${ms} ms: a hang`);
   memoryOk(what);
 }
 
