@@ -37,13 +37,16 @@ fn run(name: &str) -> Result<u64, SimError> {
     Ok(finished)
 }
 
+/// Requests finished, or (error kind, field).
+type Expected = Result<u64, (&'static str, &'static str)>;
+
 fn kind_and_field(e: &SimError) -> (&'static str, &str) {
     (e.kind_name(), e.path().unwrap_or(""))
 }
 
 #[test]
 fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
-    let expect: &[(&str, Result<u64, (&str, &str)>)] = &[
+    let expect: &[(&str, Expected)] = &[
         ("far_future_event.json", Ok(20)),
         ("hbm_gib_1e12.json", Err(("ResourceError", "gpu.hbm_gib"))),
         ("link_flap_double_finish.json", Ok(40)),
