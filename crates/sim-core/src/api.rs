@@ -481,7 +481,7 @@ pub fn calibration_fidelity(gpu: &str) -> Option<String> {
 pub fn presets_json() -> String {
     serde_json::json!({
         "gpus": crate::catalog::gpu_presets(),
-        "models": crate::catalog::model_presets(),
+        "models": crate::catalog::model_catalog_json(),
         "policies": crate::config::POLICIES,
         "topology_policies": ["disagg"],
         "routers": crate::config::ROUTERS,
