@@ -226,3 +226,63 @@ def test_json_results_stay_json() -> None:
     r = o1sim.simulate(REPRO / "link_flap_double_finish.json")
     data = json.loads(r.to_json())
     assert data["summary"]["finished"] == 40
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cli(args: list[str]) -> Any:
+    from click.testing import CliRunner
+
+    from o1sim.cli import main
+
+    return CliRunner().invoke(main, args)
+
+
+def _one_red_line(res: Any) -> str:
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr + res.output
+    return str(lines[0])
+
+
+def test_cli_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes(b'model = "llama-3-8b"\ngpu = "h\xe9"\n')
+    cases = [
+        (["run", str(bad)], "ConfigError: "),
+        (["run", "--json", str(tmp_path / "no" / "such" / "dir.json")], "OutputError: "),
+        (["run", "--bogus"], "UsageError: "),
+        (["run", str(tmp_path / "missing.toml")], "UsageError: "),
+        (["run", str(REPRO / "num_requests_5e7.json")], "ResourceError: workload.num_requests"),
+        (["validate", str(REPRO / "orca_double_admit.json")], "ConfigError: scheduler.inject_bug"),
+        (["compare", "--csv", "x"], "UsageError: "),
+        (["check", str(REPRO / "check_16req_4rep_64blk.toml"), "--max-states", "10000000"], "ResourceError: max_states"),
+    ]
+    for args, start in cases:
+        res = _cli(args)
+        assert res.exit_code == 2, (args, res.output, res.stderr)
+        assert _one_red_line(res).startswith(start), (args, res.stderr)
+
+
+def test_cli_output_paths_are_checked_before_the_run(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    res = _cli(["run", str(REPRO / "link_flap_double_finish.json"), "--json", str(folder)])
+    assert res.exit_code == 2 and "is a folder" in _one_red_line(res)
+    assert res.stdout == ""  # no summary: nothing ran
+
+
+def test_cli_json_dash_writes_to_stdout() -> None:
+    res = _cli(["run", str(REPRO / "link_flap_double_finish.json"), "--json", "-"])
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["summary"]["finished"] == 40
+    assert "requests" in res.stderr  # the tables went to stderr
+
+
+def test_cli_check_exit_codes() -> None:
+    base = ["check", str(ROOT / "benchmarks" / "check" / "vllm_6req.toml")]
+    assert _cli([*base, "--max-states", "2000"]).exit_code == 3  # incomplete, nothing found
+    assert _cli([*base, "--set", 'scheduler.inject_bug="leak_on_preempt"']).exit_code == 1
+    assert _cli(["check", str(REPRO / "check_disagg_false_deadlock.toml")]).exit_code == 0

@@ -675,7 +675,7 @@ def load_profile(
     path = Path(profile)
     if base is not None and not path.is_absolute():
         path = base / path
-    return loads(read_text(path, field), "json", str(path), field)
+    return loads(read_text(path, field), "json", f"{path} (read as JSON)", field)
 
 
 def predict_step(
