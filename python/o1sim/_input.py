@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Union
 
 from .errors import config_error, resource_error
@@ -71,3 +72,18 @@ def loads(text: str, fmt: str, source: str, field: str = "") -> Any:
 def too_deep(path: str) -> Exception:
     """The error for a value nested deeper than :data:`MAX_DEPTH`."""
     return config_error(path or "<scenario>", f"nested more than {MAX_DEPTH} levels deep")
+
+
+def check_depth(value: Any, path: str = "") -> None:
+    """Refuse a value nested deeper than :data:`MAX_DEPTH` (or holding itself), without
+    recursing: copying or encoding it would hit Python's recursion limit, at a depth that
+    depends on the caller's stack."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise too_deep(path)
+        if isinstance(v, Mapping):
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, depth + 1) for x in v)

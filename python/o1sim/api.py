@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 import numpy as np
 
 from . import _core
-from ._input import MAX_DEPTH, loads, read_text, too_deep
+from ._input import MAX_DEPTH, check_depth, loads, read_text, too_deep
 from .errors import config_error
 from .topology import Topology, resolve_topology
 
@@ -158,7 +158,9 @@ def _jsonable(value: Any, path: str, depth: int = 0) -> Any:
 
 
 def _copy(data: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy; nesting too deep to copy is a ``ConfigError`` (not a ``RecursionError``)."""
+    """A deep copy; nesting too deep to copy is a ``ConfigError`` (not a ``RecursionError``),
+    decided by depth alone, whatever the caller's stack."""
+    check_depth(data)
     try:
         return copy.deepcopy(data)
     except RecursionError:
