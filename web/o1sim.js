@@ -158,6 +158,7 @@ function call(name, strings, extra = []) {
   }
   for (const [p, n] of held) wasm.o1_free(p, n);
   const text = output();
+  if (wasm.memory.buffer.byteLength > RESET_BYTES) instantiate();
   if (code !== 0) throw errorFrom(JSON.parse(text));
   return text;
 }
@@ -302,6 +303,21 @@ export function memoryBytes() {
   ready();
   return wasm.memory.buffer.byteLength;
 }
+
+/**
+ * Start a fresh instance of the compiled module, releasing the memory earlier calls grew:
+ * WASM memory never shrinks, and a large run's freed memory may not fit the next large
+ * one (fragmentation), so a long-lived module's memory could creep towards the 4 GiB a
+ * module can address. `call` does it by itself after a call that left more than
+ * `RESET_BYTES`; results are plain text, nothing held in the old instance is lost.
+ */
+export function reset() {
+  ready();
+  instantiate();
+}
+
+/** Memory a finished call may leave before the next call starts a fresh instance. */
+export const RESET_BYTES = 1024 * 1024 * 1024;
 
 /** For tests: a panic inside the core must come back as an InternalError, not a trap. */
 export function _testPanic() {
