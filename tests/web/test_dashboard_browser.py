@@ -177,7 +177,7 @@ def test_metric_values_are_not_truncated(browser: Any, dashboard: str, width: in
             "[data-testid=stMetricValue]",
             "ms => ms.map(m => [m.textContent, m.scrollWidth, m.clientWidth, "
             "[...m.querySelectorAll('*')].some(c => c.scrollWidth > c.clientWidth + 1)])")
-        assert len(cut) == 8, cut
+        assert len(cut) >= 8, cut
         for text, scroll, client, inner in cut:
             assert scroll <= client + 1 and not inner, f"{text!r} truncated at {width} px: {cut}"
         OUT.mkdir(exist_ok=True)

@@ -128,11 +128,23 @@ pub struct Built {
 /// the run checks invariants (a model-check counterexample's replay): a normal run with a
 /// bug switched on would only spin or miscount.
 pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
-    build_with(scenario, options, options.check_invariants)
+    build_with(scenario, options, None)
 }
 
-/// [`build`]; `allow_bug`: accept `scheduler.inject_bug` (the model checker).
-pub(crate) fn build_with(scenario: Scenario, options: SimOptions, allow_bug: bool) -> Result<Built> {
+/// [`build`] with a trace a front end has loaded for the scenario's `workload.trace`
+/// (given by `path`; see [`crate::workload::trace`]).
+pub fn build_with(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Built> {
+    build_inner(scenario, options, trace, options.check_invariants)
+}
+
+/// [`build_with`]; `allow_bug`: accept `scheduler.inject_bug` (the model checker and its
+/// replays).
+pub(crate) fn build_inner(
+    scenario: Scenario,
+    options: SimOptions,
+    trace: Option<crate::workload::LoadedTrace>,
+    allow_bug: bool,
+) -> Result<Built> {
     scenario.validate_local()?;
     if scenario.scheduler.inject_bug.is_some() && !allow_bug {
         return Err(SimError::config(
@@ -174,9 +186,11 @@ pub(crate) fn build_with(scenario: Scenario, options: SimOptions, allow_bug: boo
         });
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
-    scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
-    crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks), &scenario.limits)?;
-    let workload = scenario.workload.generate_workload(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
+    // The memory of the run, estimated before the requests are generated and the engine
+    // allocated (a loaded trace's rows are counted; a generated workload's from its spec).
+    crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, trace.as_ref()), &scenario.limits)?;
+    let workload =
+        scenario.workload.generate_with(scenario.seed, max_model_len, trace).map_err(|e| e.under("workload"))?;
     let perf = if scenario.topology.is_some() {
         StepCostModel::new_external_comm(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
     } else {
@@ -267,15 +281,31 @@ impl Simulation {
 
     /// Build from a parsed scenario.
     pub fn new(scenario: Scenario, options: SimOptions) -> Result<Simulation> {
-        let started = crate::limits::Clock::start();
-        guard(|| Ok(Simulation { built: build(scenario, options)?, done: false, started }))
+        Simulation::with_trace(scenario, options, None)
     }
 
     /// Build a model-check counterexample's replay (its `scheduler.inject_bug` allowed: the
     /// replay checks every invariant itself).
     pub(crate) fn for_replay(scenario: Scenario) -> Result<Simulation> {
         let started = crate::limits::Clock::start();
-        guard(|| Ok(Simulation { built: build_with(scenario, SimOptions::default(), true)?, done: false, started }))
+        guard(|| Ok(Simulation { built: build_inner(scenario, SimOptions::default(), None, true)?, done: false, started }))
+    }
+
+    /// Parse, validate and build with a loaded trace for the scenario's `workload.trace`
+    /// (a front end read its `path` through a [`crate::workload::TraceReader`]).
+    pub fn from_text_with_trace(
+        text: &str,
+        format: Format,
+        options: SimOptions,
+        trace: Option<crate::workload::LoadedTrace>,
+    ) -> Result<Simulation> {
+        guard(|| Simulation::with_trace(Scenario::parse(text, format)?, options, trace))
+    }
+
+    /// Build from a parsed scenario and a loaded trace.
+    pub fn with_trace(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Simulation> {
+        let started = crate::limits::Clock::start();
+        guard(|| Ok(Simulation { built: build_with(scenario, options, trace)?, done: false, started }))
     }
 
     /// Process at most `max_events` events; `true` when the run is complete.
@@ -445,8 +475,13 @@ pub fn simulate(text: &str, format: Format, options: SimOptions) -> Result<SimRe
 
 /// Validate a scenario; returns the resolved scenario and deployment plan as JSON.
 pub fn validate(text: &str, format: Format) -> Result<String> {
+    validate_with_trace(text, format, None)
+}
+
+/// [`validate`] with a loaded trace for the scenario's `workload.trace`.
+pub fn validate_with_trace(text: &str, format: Format, trace: Option<crate::workload::LoadedTrace>) -> Result<String> {
     guard(|| {
-        let built = build(Scenario::parse(text, format)?, SimOptions::default())?;
+        let built = build_with(Scenario::parse(text, format)?, SimOptions::default(), trace)?;
         let v = serde_json::json!({"scenario": built.scenario, "deployment": built.deployment});
         Ok(v.to_string())
     })

@@ -134,8 +134,9 @@ pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
 }
 
 /// The memory of a run of `scenario` with `blocks` KV blocks per replica: KV pools,
-/// replicas, requests (see the module docs for the per-item costs).
-pub fn run_parts(scenario: &crate::config::Scenario, blocks: u32) -> Vec<Part> {
+/// replicas, requests (see the module docs for the per-item costs); `trace`: the rows a
+/// front end loaded for `workload.trace`.
+pub fn run_parts(scenario: &crate::config::Scenario, blocks: u32, trace: Option<&crate::workload::LoadedTrace>) -> Vec<Part> {
     use crate::catalog::{GpuInput, ModelInput};
     let replicas = u64::from(scenario.deployment.replicas);
     let kv_field = match (&scenario.scheduler.num_gpu_blocks, &scenario.gpu, &scenario.model) {
@@ -157,7 +158,14 @@ pub fn run_parts(scenario: &crate::config::Scenario, blocks: u32) -> Vec<Part> {
         },
     ];
     let w = &scenario.workload;
+    let traced = w.trace.as_ref().map(|t| match (trace, &t.text) {
+        (Some(loaded), _) => loaded.len() as f64,
+        // An inline trace: about a row per line (its text is capped at MAX_INPUT_BYTES).
+        (None, Some(text)) => text.bytes().filter(|&b| b == b'\n').count() as f64 + 1.0,
+        (None, None) => 0.0,
+    });
     let (field, count, per) = match (&w.requests, w.num_requests, w.duration_s) {
+        _ if traced.is_some() => ("workload.trace", traced.unwrap_or(0.0), BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
         (Some(list), _, _) => ("workload.requests", list.len() as f64, BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
         (None, Some(n), _) => ("workload.num_requests", n as f64, BYTES_PER_REQUEST),
         (None, None, Some(d)) => {
@@ -168,7 +176,22 @@ pub fn run_parts(scenario: &crate::config::Scenario, blocks: u32) -> Vec<Part> {
             let forced = a.and_then(|a| a.max_gap_s).map_or(0.0, |g| d / g);
             ("workload.duration_s", (mean + 6.0 * mean.sqrt() + 16.0).max(forced), BYTES_PER_REQUEST)
         }
-        (None, None, None) => ("workload", 0.0, 0),
+        (None, None, None) => {
+            // Staged arrivals: Σ rate × duration; sessions: their count × their longest
+            // conversation (the turns' fixed value or `max`; 64 when unbounded).
+            let staged: f64 = w.arrival.as_ref().and_then(|a| a.stages.as_ref()).map_or(0.0, |st| {
+                st.iter().map(|s| s.rate.unwrap_or(0.0).max(0.0) * s.duration_s.unwrap_or(0.0).max(0.0)).sum()
+            });
+            let sessions = w.sessions.as_ref().map_or(0.0, |s| {
+                let turns = match &s.turns {
+                    Some(crate::workload::Len::Tokens(n)) => f64::from(*n),
+                    Some(crate::workload::Len::Dist(d)) => d.max.or(d.value).map_or(64.0, f64::from),
+                    None => 1.0,
+                };
+                s.count.unwrap_or(0) as f64 * turns
+            });
+            ("workload", staged + sessions, BYTES_PER_REQUEST)
+        }
     };
     if count.is_finite() && count > 0.0 {
         parts.push(Part {

@@ -29,7 +29,7 @@ pub mod trace;
 
 use serde::Serialize;
 
-use crate::api::{build_with, guard, Format, SimOptions};
+use crate::api::{build_inner, guard, Format, SimOptions};
 use crate::config::Scenario;
 use crate::error::{check, Result, SimError};
 use crate::perf::CostModelSpec;
@@ -179,7 +179,7 @@ impl Checker {
             .map_err(|e| limit(e, "the model checker explores small KV pools"))?;
         let mut sc = scenario.clone();
         sc.cost_model = linear_1ms()?;
-        let built = build_with(sc, SimOptions::default(), true)?;
+        let built = build_inner(sc, SimOptions::default(), None, true)?;
         let mut engine = built.engine;
         engine.steady_ok = false; // the explorer completes steps itself, one state at a time
         engine.unpriced_steps = true;
