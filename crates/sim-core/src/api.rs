@@ -186,8 +186,10 @@ pub(crate) fn build_inner(
         });
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
-    // The memory of the run, estimated before the requests are generated and the engine
-    // allocated (a loaded trace's rows are counted; a generated workload's from its spec).
+    // The workload's rules first (a ConfigError says more than a size), then the memory of
+    // the run, estimated before the requests are generated and the engine allocated (a
+    // loaded trace's rows are counted; a generated workload's from its spec).
+    scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, trace.as_ref()), &scenario.limits)?;
     let workload =
         scenario.workload.generate_with(scenario.seed, max_model_len, trace).map_err(|e| e.under("workload"))?;
