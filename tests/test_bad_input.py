@@ -106,7 +106,7 @@ WORKLOAD_CASES = [
     (with_("workload", {"requests": [_req(prefix_group="sys", prefix_length=101)]}),
      "workload.requests[0].prefix_length", "1..=prompt_tokens (100)"),
     # hash_ids not a list of ints / not matching the prompt's blocks
-    (with_("workload", {"requests": [_req(hash_ids=[1, "x"])]}), "workload.requests[0].hash_ids[1]", "invalid type"),
+    (with_("workload", {"requests": [_req(hash_ids=[1, "x"])]}), "workload.requests[0].hash_ids[1]", "expected a whole number, got the text"),
     (with_("workload", {"requests": [_req(prompt_tokens=600, hash_ids=[1])]}),
      "workload.requests[0].hash_ids", "1 ids for a prompt of 600 tokens"),
     (_trace('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}\n', "mooncake"),
