@@ -7,7 +7,7 @@ VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.o1sim-deps-stamp
 PYTEST_ARGS ?= -q
 
-.PHONY: all venv build run serve test test-rust test-py test-web test-node test-browser web bench golden profiles lint clean check-cargo
+.PHONY: all venv build run serve test test-rust test-py test-web test-node test-browser web bench golden profiles lint clean check-cargo fuzz
 
 NPM    ?= npm
 PORT   ?= 8000
@@ -87,6 +87,20 @@ test: test-rust test-py test-web
 
 bench: build web $(PW_STAMP)
 	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(VPY) $$f; done
+
+# The long fuzz run (`make test` runs the same suites CI-sized): proptest over the parser and
+# simulate, 10,000 random link-event schedules, Hypothesis over the Python API and the Node
+# fuzz of o1sim.js. The defaults give over a million cases through Python and WASM; the
+# counts, typed errors and peak memory are summarised by tools/fuzz_report.py.
+FUZZ_RUST ?= 20000
+FUZZ_PY   ?= 100000
+FUZZ_WASM ?= 220000
+fuzz: build web
+	PROPTEST_CASES=$(FUZZ_RUST) cargo test --release -p sim-core --test fuzz
+	O1SIM_FLAP_SCHEDULES=10000 cargo test --release -p sim-core --test link_flap -- --nocapture
+	O1SIM_FUZZ_CASES=$(FUZZ_PY) $(VPY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py
+	O1SIM_FUZZ_CASES=$(FUZZ_WASM) node --test tests/web/fuzz.test.mjs
+	$(VPY) tools/fuzz_report.py
 
 # Regenerate tests/golden/*.json from the Rust runner; review the diff before committing.
 golden: check-cargo

@@ -61,7 +61,7 @@ CASES = [
     # Prefix caching, priority scheduling, client timeouts.
     (with_("scheduler", {"policy": "orca", "enable_prefix_caching": True}), o1sim.ConfigError,
      "scheduler.enable_prefix_caching", "orca"),
-    (with_("scheduler.enable_prefix_caching", "yes"), o1sim.ConfigError, "scheduler.enable_prefix_caching", "boolean"),
+    (with_("scheduler.enable_prefix_caching", "yes"), o1sim.ConfigError, "scheduler.enable_prefix_caching", "expected true or false"),
     (with_("scheduler.scheduling_policy", "prio"), o1sim.ConfigError, "scheduler.scheduling_policy",
      "did you mean priority"),
     (with_("scheduler", {"policy": "o1pro", "scheduling_policy": "priority"}), o1sim.ConfigError,
@@ -119,7 +119,7 @@ WORKLOAD_CASES = [
     (with_("workload", {"requests": [_req(prefix_group="sys", prefix_length=101)]}),
      "workload.requests[0].prefix_length", "1..=prompt_tokens (100)"),
     # hash_ids not a list of ints / not matching the prompt's blocks
-    (with_("workload", {"requests": [_req(hash_ids=[1, "x"])]}), "workload.requests[0].hash_ids[1]", "invalid type"),
+    (with_("workload", {"requests": [_req(hash_ids=[1, "x"])]}), "workload.requests[0].hash_ids[1]", "expected a whole number, got the text"),
     (with_("workload", {"requests": [_req(prompt_tokens=600, hash_ids=[1])]}),
      "workload.requests[0].hash_ids", "1 ids for a prompt of 600 tokens"),
     (_trace('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}\n', "mooncake"),

@@ -118,8 +118,11 @@ def test_no_preempt_deadlocks_and_replays_as_a_stall() -> None:
     v = o1sim.check(sc).violations[0]
     assert v.property == "no_deadlock" and v.reproduced
     assert v.replay_scenario is not None
-    with pytest.raises(o1sim.StallError):
+    # A replay keeps its injected bug, which only runs with invariant checks on.
+    with pytest.raises(o1sim.ConfigError):
         o1sim.simulate(v.replay_scenario)
+    with pytest.raises(o1sim.StallError):
+        o1sim.simulate(v.replay_scenario, check_invariants=True)
 
 
 def test_limits_and_progress() -> None:

@@ -116,6 +116,7 @@ export class Charts {
     ts.replica.forEach((rep, i) => {
       const b = Math.round(ts.time_ms[i] / ts.interval_ms);
       const v = Math.max(0, Math.min(1, ts.busy[i]));
+      // The scale under the canvas (#heat-scale) is this ramp: rgb(255 250 255) → rgb(55 110 225).
       ctx.fillStyle = `rgb(${Math.round(255 - 200 * v)}, ${Math.round(250 - 140 * v)}, ${Math.round(255 - 30 * v)})`;
       for (let g = 0; g < perReplica; g++) ctx.fillRect(left + b * w, (rep * perReplica + g) * h, Math.max(1, w), Math.max(1, h - 0.5));
     });

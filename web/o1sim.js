@@ -8,8 +8,10 @@
 //                                             // bytes Python's Result.to_json() gives
 //
 // Errors are thrown as Error subclasses named like the Python exceptions (ConfigError,
-// InfeasibleError, StallError, InternalError; base SimError) with `.field`, the dotted path
-// of the offending field ("" for the whole document, null when none applies).
+// InfeasibleError, StallError, ResourceError, InternalError; base SimError) with `.field`,
+// the dotted path of the offending field ("" for the whole document, null when none
+// applies). No other error escapes a call: input JavaScript cannot write as JSON (nesting
+// too deep, cycles, BigInt) is a ConfigError, input too large a ResourceError.
 
 const ABI_VERSION = 1;
 
@@ -33,11 +35,19 @@ export class InfeasibleError extends SimError {
 export class StallError extends SimError {
   constructor(m, f) { super(m, f); this.name = "StallError"; }
 }
+/** The run would need more memory or time than the scenario's `limits` allow, or the input
+ * is larger than the core reads; `.field` names the field that drives it. */
+export class ResourceError extends SimError {
+  constructor(m, f) { super(m, f); this.name = "ResourceError"; }
+}
 /** A bug in the core (a caught panic). */
 export class InternalError extends SimError {
   constructor(m, f) { super(m, f); this.name = "InternalError"; }
 }
-const CLASSES = { SimError, ConfigError, InfeasibleError, StallError, InternalError };
+const CLASSES = { SimError, ConfigError, InfeasibleError, StallError, ResourceError, InternalError };
+
+/** Largest input text the core reads, bytes (its `limits::MAX_INPUT_BYTES`). */
+export const MAX_INPUT_BYTES = 64 * 1024 * 1024;
 
 /** Rebuild the error an `{"error": {...}}` envelope (or a worker message) describes. */
 export function errorFrom(env) {
@@ -117,13 +127,17 @@ function call(name, strings, extra = []) {
   ready();
   const fn = wasm[name];
   if (!fn) throw new SimError(`${name.replace(/^o1_/, "")} is not available in this build of the o1sim core`);
-  const bufs = strings.map((s) => enc.encode(s));
+  const bufs = strings.map(encodeInput);
   const args = [];
   const held = [];
   let code;
   try {
     for (const b of bufs) {
       const p = wasm.o1_alloc(b.length);
+      if (!p && b.length > 0) {
+        for (const [q, n] of held) wasm.o1_free(q, n);
+        throw new ResourceError(`the module could not allocate ${b.length} bytes for the input`, "");
+      }
       held.push([p, b.length]);
       new Uint8Array(wasm.memory.buffer, p, b.length).set(b);
       args.push(p, b.length);
@@ -144,16 +158,55 @@ function call(name, strings, extra = []) {
   }
   for (const [p, n] of held) wasm.o1_free(p, n);
   const text = output();
+  if (wasm.memory.buffer.byteLength > RESET_BYTES) instantiate();
   if (code !== 0) throw errorFrom(JSON.parse(text));
   return text;
+}
+
+// UTF-8 bytes of an input text, refused before the copy when longer than the core reads.
+function encodeInput(s) {
+  if (typeof s !== "string") throw new ConfigError(`expected text, got ${typeof s}`, "");
+  // A UTF-16 string of n units is at least n bytes of UTF-8: refuse early without encoding.
+  if (s.length > MAX_INPUT_BYTES) {
+    throw new ResourceError(`the input is longer than the ${MAX_INPUT_BYTES >> 20} MiB o1sim reads`, "");
+  }
+  const b = enc.encode(s);
+  if (b.length > MAX_INPUT_BYTES) {
+    throw new ResourceError(`the input is ${(b.length / 1048576).toFixed(0)} MiB, more than the ${MAX_INPUT_BYTES >> 20} MiB o1sim reads`, "");
+  }
+  return b;
 }
 
 function formatCode(format) {
   return format === "toml" ? 1 : format === "json" || format === undefined ? 0 : 99;
 }
 
+// JSON text of a value, with what JavaScript cannot write (nesting too deep for the stack,
+// cycles, BigInt, undefined) as a ConfigError naming `field`.
+function jsonText(value, field = "") {
+  let text;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    const why = err instanceof RangeError ? "nested too deeply (or too large) to write as JSON" : `cannot be written as JSON: ${err.message}`;
+    throw new ConfigError(field ? `${field}: ${why}` : why, field);
+  }
+  if (text === undefined) throw new ConfigError(`${field ? field + ": " : ""}expected a value, got ${typeof value}`, field);
+  return text;
+}
+
+// A node id or other plain text argument (anything `String()` cannot convert is a
+// ConfigError naming `field`).
+function plainText(v, field) {
+  try {
+    return String(v);
+  } catch {
+    throw new ConfigError(`${field}: expected text, got ${typeof v}`, field);
+  }
+}
+
 function asText(scenario) {
-  return typeof scenario === "string" ? scenario : JSON.stringify(scenario);
+  return typeof scenario === "string" ? scenario : jsonText(scenario);
 }
 
 /**
@@ -188,8 +241,12 @@ export function defaultCheckScenario() {
 /** Model-check a small scenario; options `{maxStates, timelinessSteps}`. Returns parsed JSON. */
 export function check(scenario, { format, maxStates, timelinessSteps } = {}) {
   const opts = {};
-  if (maxStates !== undefined) opts.max_states = maxStates;
-  if (timelinessSteps !== undefined) opts.timeliness_steps = timelinessSteps;
+  const count = (v, field) => {
+    if (!Number.isSafeInteger(v) || v < 0) throw new ConfigError(`${field}: must be a non-negative whole number (got ${String(v)})`, field);
+    return v;
+  };
+  if (maxStates !== undefined) opts.max_states = count(maxStates, "max_states");
+  if (timelinessSteps !== undefined) opts.timeliness_steps = count(timelinessSteps, "timeliness_steps");
   return JSON.parse(call("o1_check", [asText(scenario), JSON.stringify(opts)], [formatCode(format)]));
 }
 
@@ -212,8 +269,13 @@ export function predictStep(request) {
  * cut the pair apart; a bad pair throws a ConfigError with `field` `down[i]`.
  */
 export function routes(topology, src, dst, { down } = {}) {
-  const pairs = down == null ? [] : Array.isArray(down) ? down : [...down];
-  return JSON.parse(call("o1_routes", [JSON.stringify(topology), String(src), String(dst), JSON.stringify(pairs)]));
+  let pairs;
+  try {
+    pairs = down == null ? [] : Array.isArray(down) ? down : [...down];
+  } catch {
+    throw new ConfigError("down: must be a list of [a, b] node-id pairs", "down");
+  }
+  return JSON.parse(call("o1_routes", [jsonText(topology, "topology"), plainText(src, "src"), plainText(dst, "dst"), jsonText(pairs, "down")]));
 }
 
 /**
@@ -222,7 +284,7 @@ export function routes(topology, src, dst, { down } = {}) {
  * (`topology.links[3].bandwidth_gbps`).
  */
 export function topology(entry) {
-  return JSON.parse(call("o1_topology", [JSON.stringify(entry)]));
+  return JSON.parse(call("o1_topology", [jsonText(entry, "topology")]));
 }
 
 /**
@@ -246,6 +308,27 @@ export function features() {
     traceInfo: !!wasm.o1_trace_info,
   };
 }
+
+/** Bytes of the module's linear memory: its high-water mark (WASM memory never shrinks). */
+export function memoryBytes() {
+  ready();
+  return wasm.memory.buffer.byteLength;
+}
+
+/**
+ * Start a fresh instance of the compiled module, releasing the memory earlier calls grew:
+ * WASM memory never shrinks, and a large run's freed memory may not fit the next large
+ * one (fragmentation), so a long-lived module's memory could creep towards the 4 GiB a
+ * module can address. `call` does it by itself after a call that left more than
+ * `RESET_BYTES`; results are plain text, nothing held in the old instance is lost.
+ */
+export function reset() {
+  ready();
+  instantiate();
+}
+
+/** Memory a finished call may leave before the next call starts a fresh instance. */
+export const RESET_BYTES = 1024 * 1024 * 1024;
 
 /** For tests: a panic inside the core must come back as an InternalError, not a trap. */
 export function _testPanic() {

@@ -20,6 +20,23 @@ const key = (src, dst) => `${src}|${dst}`;
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const natural = (a, b) => a.localeCompare(b, "en", { numeric: true });
 
+/** Colour of a link by its utilisation in the last run: blue (idle) to red (25% or more),
+ * light blue before any run. The legend (`linkLegend`) draws the same function. */
+export function linkColor(u) {
+  return u === undefined || u === null ? NOT_RUN : `hsl(${Math.round(210 - 210 * Math.min(1, u * 4))} 65% 50%)`;
+}
+const NOT_RUN = "#8aa4d6";
+
+/** The link colour legend: the utilisation ramp and the other link styles of the graph. */
+function linkLegend() {
+  const stops = [0, 0.05, 0.1, 0.15, 0.2, 0.25].map((u) => `${linkColor(u)} ${(u / 0.25) * 100}%`).join(", ");
+  const swatch = (cls, text) => `<span><span class="swatch ${cls}"></span>${text}</span>`;
+  return `<div class="link-legend" data-role="link-legend" aria-label="link colours">
+    <span>utilisation 0%</span><span class="ramp" style="background: linear-gradient(to right, ${stops})"></span><span>25% or more</span>
+    ${swatch("not-run", "no run yet")} ${swatch("down", "down")} ${swatch("edited", "edited")} ${swatch("route", "route shown")}
+  </div>`;
+}
+
 export class TopologyPanel {
   /**
    * `select`: the form's preset <select>; `root`: the panel's container; `expand(name)`:
@@ -296,6 +313,7 @@ export class TopologyPanel {
       <div><svg data-role="graph" role="img" aria-label="topology graph"></svg>
         <p class="muted legend">Click a link to edit it. Width: bandwidth; colour: utilisation in the last run
         (first policy); dashed red: down; orange ring: edited; purple: the route shown below.</p>
+        ${linkLegend()}
         <div class="routes" data-role="routes">
           <div class="row">
             <label>Route from <select data-role="route-src" aria-label="route source GPU"></select></label>
@@ -480,7 +498,7 @@ export class TopologyPanel {
       const [x2, y2] = pos.get(r.dst) || [0, 0];
       const w = 1 + 4 * Math.sqrt(Math.max(0, Number(r.bandwidth_gbps) || 0) / maxBw);
       const u = this.util?.get(r.k);
-      const color = u === undefined ? "#8aa4d6" : `hsl(${Math.round(210 - 210 * Math.min(1, u * 4))} 65% 50%)`;
+      const color = linkColor(u);
       const cls = [r.up ? "" : "down", r.k === this.selected ? "selected" : "", r.edited ? "edited" : "",
         route.keys.has(r.k) ? "route" : ""].join(" ").trim();
       const title = `${r.src}–${r.dst}: ${r.bandwidth_gbps} GB/s, ${r.latency_us} µs${r.up ? "" : " (down)"}${u === undefined ? "" : `, ${(100 * u).toFixed(1)}% used`}`;

@@ -31,7 +31,7 @@ from .api import (
 )
 from . import workload
 from .topology import Topology, routes, topology_presets
-from .errors import ConfigError, InfeasibleError, InternalError, SimError, StallError
+from .errors import ConfigError, InfeasibleError, InternalError, ResourceError, SimError, StallError
 
 __all__ = [
     "__version__",
@@ -61,5 +61,6 @@ __all__ = [
     "ConfigError",
     "InfeasibleError",
     "StallError",
+    "ResourceError",
     "InternalError",
 ]

@@ -14,6 +14,7 @@ __all__ = [
     "InfeasibleError",
     "StallError",
     "InternalError",
+    "ResourceError",
     "Simulation",
     "RunResult",
     "Checker",
@@ -52,6 +53,12 @@ class StallError(SimError):
 class InternalError(SimError):
     """A bug in o1sim's core (a caught panic or a broken invariant)."""
 
+class ResourceError(SimError):
+    """The run would need more memory or time than the scenario's limits allow."""
+
+    field: str
+    """Dotted path of the field that drives it ('' for the whole input)."""
+
 @final
 class Simulation:
     """A simulation advanced in slices, then finished once."""
@@ -66,6 +73,8 @@ class Simulation:
     ) -> Simulation: ...
     def run_events(self, max_events: int) -> bool:
         """Process at most `max_events` events; True when the run is complete."""
+    def run_until(self, max_events: int, finished: int) -> bool:
+        """Like run_events, pausing once `finished` requests are done."""
     def progress(self) -> tuple[int, int, float, int]:
         """(finished_requests, total_requests, now_ms, events)."""
     def finish(self) -> RunResult:

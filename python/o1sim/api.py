@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 import numpy as np
 
 from . import _core
+from ._input import MAX_DEPTH, check_depth, loads, read_text, too_deep
 from .errors import config_error
 from .topology import Topology, resolve_topology
 from .workload import trace_for
@@ -53,6 +54,8 @@ __all__ = [
 
 #: Events processed per slice when a progress callback is given.
 SLICE_EVENTS = 200_000
+#: A progress callback hears of every 1/PROGRESS_STEPS of the requests finishing (5%).
+PROGRESS_STEPS = 20
 
 
 class Progress(NamedTuple):
@@ -124,8 +127,12 @@ def _set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
         walked = here
 
 
-def _jsonable(value: Any, path: str) -> Any:
-    """A JSON-safe copy of ``value``; a ``ConfigError`` naming ``path`` for what JSON can't carry."""
+def _jsonable(value: Any, path: str, depth: int = 0) -> Any:
+    """A JSON-safe copy of ``value``; a ``ConfigError`` naming ``path`` for what JSON can't
+    carry or what is nested deeper than ``MAX_DEPTH`` levels (iterating further would hit
+    Python's recursion limit)."""
+    if depth > MAX_DEPTH:
+        raise too_deep(path)
     if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
@@ -137,18 +144,28 @@ def _jsonable(value: Any, path: str) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise config_error(_join(path, repr(k)), "keys must be strings")
-            out[k] = _jsonable(v, _join(path, k))
+            out[k] = _jsonable(v, _join(path, k), depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v, _join(path, i)) for i, v in enumerate(value)]
+        return [_jsonable(v, _join(path, i), depth + 1) for i, v in enumerate(value)]
     if isinstance(value, np.generic):
-        return _jsonable(value.item(), path)
+        return _jsonable(value.item(), path, depth)
     if isinstance(value, PurePath):
         return str(value)
     raise config_error(
         path or "<scenario>",
         f"unsupported value of type {type(value).__name__} (expected a number, string, bool, list or table)",
     )
+
+
+def _copy(data: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy; nesting too deep to copy is a ``ConfigError`` (not a ``RecursionError``),
+    decided by depth alone, whatever the caller's stack."""
+    check_depth(data)
+    try:
+        return copy.deepcopy(data)
+    except RecursionError:
+        raise too_deep("") from None
 
 
 def _encode(data: Mapping[str, Any]) -> str:
@@ -165,7 +182,7 @@ class Scenario:
     """
 
     def __init__(self, data: Optional[Mapping[str, Any]] = None) -> None:
-        self._data: Optional[dict[str, Any]] = copy.deepcopy(dict(data)) if data is not None else {}
+        self._data: Optional[dict[str, Any]] = _copy(dict(data)) if data is not None else {}
         self._text: Optional[str] = None
         self._format = "json"
         self.source = "<dict>"
@@ -190,7 +207,7 @@ class Scenario:
         suffix = p.suffix.lower()
         if suffix not in (".toml", ".json"):
             raise config_error("", f"{p}: unknown scenario file type '{suffix}' (expected .toml or .json)")
-        sc = cls.from_text(p.read_text(encoding="utf-8"), suffix[1:], source=str(p))
+        sc = cls.from_text(read_text(p), suffix[1:], source=str(p))
         # A `topology` or `cost_model.profile` file path is read here, relative to the
         # scenario file (the core reads no files); the scenario then travels as a dict.
         data = sc.to_dict()
@@ -208,14 +225,9 @@ class Scenario:
     def to_dict(self) -> dict[str, Any]:
         """The scenario as a dict (a copy)."""
         if self._data is not None:
-            return copy.deepcopy(self._data)
+            return _copy(self._data)
         assert self._text is not None
-        try:
-            if self._format == "toml":
-                return tomllib.loads(self._text)
-            parsed = json.loads(self._text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-            raise config_error("", f"{self.source}: invalid {self._format.upper()}: {e}") from None
+        parsed = loads(self._text, self._format, self.source)
         if not isinstance(parsed, dict):
             raise config_error("", f"{self.source}: a scenario must be a table/object")
         return parsed
@@ -420,9 +432,14 @@ def simulate(
     text, fmt = sc.payload()
     sim = _core.Simulation(text, fmt, record_steps, check_invariants, sc.trace())
     if progress is not None:
-        progress(Progress(*sim.progress()))
-        while not sim.run_events(SLICE_EVENTS):
-            progress(Progress(*sim.progress()))
+        p = Progress(*sim.progress())
+        progress(p)
+        # A report at least every 5% of the requests (and every slice of events): one step
+        # can finish many requests, so the core pauses on the count itself.
+        step = max(1, p.total_requests // PROGRESS_STEPS)
+        while not sim.run_until(SLICE_EVENTS, p.finished_requests + step):
+            p = Progress(*sim.progress())
+            progress(p)
         progress(Progress(*sim.progress()))
     return Result(sim.finish(), record_steps=record_steps, scenario=sc)
 
@@ -694,12 +711,7 @@ def load_profile(
     path = Path(profile)
     if base is not None and not path.is_absolute():
         path = base / path
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise config_error(field, f"no such file: {path}") from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise config_error(field, f"cannot read {path} as JSON: {e}") from None
+    return loads(read_text(path, field), "json", f"{path} (read as JSON)", field)
 
 
 def predict_step(

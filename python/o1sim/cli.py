@@ -1,14 +1,19 @@
-"""The ``o1sim`` command line: run, compare policies, list presets, validate.
+"""The ``o1sim`` command line: run, compare policies, list presets, validate, check.
 
-Every ``SimError`` is printed as ``Kind: field: message`` in red on stderr with exit
-status 2, never as a traceback. Summary keys are read defensively (``_get``) and shown as
-"—" when the core does not report them.
+Every error is one red line on stderr with exit status 2, never a traceback or a usage
+screen: a ``SimError`` as ``Kind: field: message``, a bad option or argument as
+``UsageError: …``, a file that cannot be written as ``OutputError: …`` (output paths are
+checked before a run starts). ``check`` exits 1 when a property is violated and 3 when the
+search stopped before covering every state without finding one. ``--json -`` writes the
+JSON to stdout (the tables then go to stderr). Summary keys are read defensively (``_get``)
+and shown as "—" when the core does not report them. ``O1SIM_DEBUG=1`` shows the traceback
+of an unexpected error instead of its one line.
 """
 
 from __future__ import annotations
 
-import functools
 import json
+import os
 import re
 import sys
 import time
@@ -25,6 +30,7 @@ from rich.table import Table
 from . import _core
 from .api import CheckProgress, CheckResult, Result, Scenario, check, predict_step, presets, simulate
 from .api import Progress as SimProgress
+from ._cli_io import _check_out, _Cli, _err, _fail, _handle_errors, _one_line, _out, _tables, _write
 from .errors import ConfigError, SimError
 
 if sys.version_info >= (3, 11):
@@ -33,37 +39,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 DEFAULT_POLICIES = "orca,vllm,sarathi,o1pro"
-DASH = "—"
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _out() -> Console:
-    # Built per call so click's CliRunner (which swaps sys.stdout) sees the output.
-    return Console()
-
-
-def _err() -> Console:
-    return Console(stderr=True)
-
-
-def _fail(exc: BaseException) -> None:
-    _err().print(f"{type(exc).__name__}: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-
-
-def _handle_errors(f: F) -> F:
-    """SimError → red one-liner on stderr, exit status 2 (no traceback)."""
-
-    @functools.wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return f(*args, **kwargs)
-        except SimError as e:
-            _fail(e)
-            sys.exit(2)
-
-    return wrapper  # type: ignore[return-value]
-
+DASH = "—"
 
 # --------------------------------------------------------------------------- helpers
 
@@ -138,20 +116,19 @@ def _load(
 
 
 def _progress_bar() -> Progress:
+    """A progress bar on stderr, only when stderr is a terminal (else it would leave a blank
+    line where it stood, before an error's one line)."""
+    console = _err()
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TaskProgressColumn(),
         TextColumn("{task.fields[detail]}"),
         TimeElapsedColumn(),
-        console=_err(),
+        console=console,
         transient=True,
+        disable=not console.is_terminal,
     )
-
-
-def _write(path: str, text: str) -> None:
-    Path(path).write_text(text, encoding="utf-8")
-    _err().print(f"wrote {path}", style="dim", markup=False, highlight=False, soft_wrap=True)
 
 
 scenario_arg = click.argument("scenario", required=False, type=click.Path(exists=True, dir_okay=False))
@@ -177,7 +154,7 @@ def trace_opts(f: F) -> F:
 # --------------------------------------------------------------------------- commands
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(_core.__version__, prog_name="o1sim")
 def main() -> None:
     """o1sim: simulate LLM inference serving (schedulers, KV cache, GPUs, topology).
@@ -188,8 +165,8 @@ def main() -> None:
 
 @main.command()
 @scenario_arg
-@click.option("--json", "json_out", metavar="OUT", help="Write the full result (core JSON) to OUT.")
-@click.option("--csv", "csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV.")
+@click.option("--json", "json_out", metavar="OUT", help="Write the full result (core JSON) to OUT ('-': stdout).")
+@click.option("--csv", "csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV ('-': stdout).")
 @trace_opts
 @seed_opt
 @set_opt
@@ -197,6 +174,10 @@ def main() -> None:
 def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], trace: Optional[str],
         trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run one simulation and print its summary."""
+    if json_out == "-" and csv_out == "-":
+        raise click.BadParameter("only one of --json and --csv can go to stdout ('-')", param_hint="--csv")
+    _check_out(json_out, "--json")
+    _check_out(csv_out, "--csv")
     sc = _load(scenario, seed, sets, trace, trace_format)
     started = time.perf_counter()
     with _progress_bar() as bar:
@@ -208,17 +189,16 @@ def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str]
 
         result = simulate(sc, progress=on_progress)
     wall_s = time.perf_counter() - started
-    _print_summary(result, sc, wall_s)
+    _print_summary(result, sc, wall_s, _tables(json_out if json_out == "-" else csv_out))
     if json_out:
         _write(json_out, result.to_json())
     if csv_out:
-        result.to_csv(csv_out)
-        _err().print(f"wrote {csv_out}", style="dim", markup=False, highlight=False, soft_wrap=True)
+        _write(csv_out, result.requests.to_csv(index=False))
 
 
-def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
+def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Console] = None) -> None:
     s = result.summary
-    out = _out()
+    out = out or _out()
     head = Table(title=f"o1sim · {sc.source}", show_header=False, title_justify="left")
     head.add_column("metric", style="bold")
     head.add_column("value", justify="right")
@@ -251,7 +231,8 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
         t = Table(title="topology", show_header=False, title_justify="left")
         t.add_column("metric", style="bold")
         t.add_column("value", justify="right")
-        for label, key in (("events applied", "events_applied"), ("route changes", "route_changes"),
+        for label, key in (("events applied", "events_applied"), ("events not reached (after the last request)", "events_not_reached"),
+                           ("route changes", "route_changes"),
                            ("replicas stopped", "stopped_replicas"), ("requests moved", "moved_requests"),
                            ("replicas restarted", "restarted_replicas"),
                            ("steps sharing a link", "shared_steps"), ("KV transfers", "kv_transfers")):
@@ -289,7 +270,7 @@ COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
 @main.command()
 @scenario_arg
 @click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
-@click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT.")
+@click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT ('-': stdout).")
 @trace_opts
 @seed_opt
 @set_opt
@@ -300,6 +281,7 @@ def compare(scenario: Optional[str], policies: str, json_out: Optional[str], tra
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
         raise click.BadParameter("give at least one policy", param_hint="--policies")
+    _check_out(json_out, "--json")
     base = _load(scenario, seed, sets, trace, trace_format)
     results: dict[str, Result | SimError] = {}
     with _progress_bar() as bar:
@@ -320,7 +302,7 @@ def compare(scenario: Optional[str], policies: str, json_out: Optional[str], tra
             bar.update(task, completed=i + 1)
 
     failed = [(name, r) for name, r in results.items() if not isinstance(r, Result)]
-    out = _out()
+    out = _tables(json_out)
     # One table when the terminal is wide enough, else latency and throughput/memory apart.
     c = COMPARE_COLUMNS
     groups = [c] if out.width >= 150 else [c[:5], c[5:8] + c[12:], c[8:12]]
@@ -333,9 +315,10 @@ def compare(scenario: Optional[str], policies: str, json_out: Optional[str], tra
             body = r.to_json() if isinstance(r, Result) else json.dumps({"error": {"kind": type(r).__name__, "message": str(r)}})
             parts.append(f"{json.dumps(name)}:{body}")
         _write(json_out, "{" + ",".join(parts) + "}")
-    for name, err in failed:
-        _err().print(f"{name}: {type(err).__name__}: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
     if failed:
+        detail = "; ".join(f"{name}: {type(err).__name__}: {err}" for name, err in failed)
+        _err().print(_one_line(f"{len(failed)} of {len(names)} run(s) failed: {detail}"), style="bold red",
+                     markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
 
 
@@ -509,8 +492,8 @@ def validate(scenario: Optional[str], trace: Optional[str], trace_format: Option
 @click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None, help="Stop after this much wall time.")
 @click.option("--timeliness-steps", type=click.IntRange(0, 200), default=2, show_default=True,
               help="Steps an urgent request may wait while a less urgent one runs (priority policies).")
-@click.option("--json", "json_out", metavar="OUT", help="Write the whole result (counterexamples, Petri net) as JSON.")
-@click.option("--pnml", "pnml_out", metavar="OUT", help="Write the policy's Petri net as PNML.")
+@click.option("--json", "json_out", metavar="OUT", help="Write the whole result (counterexamples, Petri net) as JSON ('-': stdout).")
+@click.option("--pnml", "pnml_out", metavar="OUT", help="Write the policy's Petri net as PNML ('-': stdout).")
 @click.option("--replay", "replay_dir", metavar="DIR", help="Write each counterexample's replay scenario to DIR/<property>.json.")
 @seed_opt
 @set_opt
@@ -526,10 +509,18 @@ def check_cmd(
     seed: Optional[int],
     sets: tuple[str, ...],
 ) -> None:
-    """Model-check SCENARIO's scheduler over every order of arrivals and step completions.
+    """Model-check SCENARIO's scheduler over every order of arrivals and step completions
+    (and, with a topology, of its link_down/link_up events and KV arrivals).
 
-    Exit status 1 when a property is violated (the shortest counterexample is printed).
+    Exit status: 0 every property holds on every reachable state; 1 a property is violated
+    (the shortest counterexample is printed); 3 no violation found but the search stopped
+    early (max states, seconds or memory); 2 an error.
     """
+    if json_out == "-" and pnml_out == "-":
+        raise click.BadParameter("only one of --json and --pnml can go to stdout ('-')", param_hint="--pnml")
+    _check_out(json_out, "--json")
+    _check_out(pnml_out, "--pnml")
+    _check_out(replay_dir, "--replay", directory=True)
     sc = _load(scenario, seed, sets)
     with _progress_bar() as bar:
         task = bar.add_task("checking", total=None, detail="")
@@ -540,7 +531,7 @@ def check_cmd(
 
         result = check(sc, max_states=max_states, max_seconds=max_seconds, timeliness_steps=timeliness_steps,
                        progress=on_progress)
-    _print_check(result, sc)
+    _print_check(result, sc, _tables("-" if "-" in (json_out, pnml_out) else None))
     if json_out:
         _write(json_out, result.to_json())
     if pnml_out:
@@ -553,10 +544,12 @@ def check_cmd(
                 _write(str(Path(replay_dir) / f"{v.property}.json"), json.dumps(raw, indent=2))
     if result.violations:
         sys.exit(1)
+    if not result.complete:
+        sys.exit(3)
 
 
-def _print_check(result: CheckResult, sc: Scenario) -> None:
-    out = _out()
+def _print_check(result: CheckResult, sc: Scenario, out: Optional[Console] = None) -> None:
+    out = out or _out()
     c = result.config
     head = Table(title=f"o1sim check · {sc.source}", show_header=False, title_justify="left")
     head.add_column("what", style="bold")
@@ -566,6 +559,8 @@ def _print_check(result: CheckResult, sc: Scenario) -> None:
     head.add_row("requests / replicas / KV blocks per replica", f"{c['requests']} / {c['replicas']} / {c['units_per_replica']}")
     if not c.get("prefix_caching", False):
         head.add_row("prefix caching", "off (cache contents are not part of a checked state)")
+    if c.get("links"):
+        head.add_row("links going down and up", ", ".join(c["links"]))
     head.add_row("states / transitions", f"{result.states:,} / {result.transitions:,}")
     head.add_row("longest shortest path", f"{result.max_depth}")
     head.add_row("search", "complete" if result.complete else f"incomplete: {result.stopped}")
@@ -749,6 +744,7 @@ def report(scenario: Optional[str], output: str, policies: str, trace: Optional[
         sys.exit(2)
     from .report import write_report
 
+    _check_out(output, "--output")
     base = _load(scenario, seed, sets, trace, trace_format)
     with _progress_bar() as bar:
         task = bar.add_task("report", total=len(names), detail="")
@@ -757,10 +753,11 @@ def report(scenario: Optional[str], output: str, policies: str, trace: Optional[
             bar.update(task, completed=i, description=f"{policy} ({i + 1}/{n})")
 
         _, failures = write_report(base, names, output, on_run=on_run)
-    for name, err in failures.items():
-        _err().print(f"{name}: {type(err).__name__}: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
     _err().print(f"wrote {output}", style="dim", markup=False, highlight=False, soft_wrap=True)
     if failures:
+        detail = "; ".join(f"{name}: {type(err).__name__}: {err}" for name, err in failures.items())
+        _err().print(_one_line(f"{len(failures)} of {len(names)} run(s) failed: {detail}"), style="bold red",
+                     markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

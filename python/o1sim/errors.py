@@ -10,13 +10,20 @@
 
 from __future__ import annotations
 
-from ._core import ConfigError, InfeasibleError, InternalError, SimError, StallError
+from ._core import ConfigError, InfeasibleError, InternalError, ResourceError, SimError, StallError
 
-__all__ = ["SimError", "ConfigError", "InfeasibleError", "StallError", "InternalError"]
+__all__ = ["SimError", "ConfigError", "InfeasibleError", "StallError", "ResourceError", "InternalError"]
 
 
 def config_error(field: str, message: str) -> ConfigError:
     """A ``ConfigError`` raised from Python, shaped like the core's (``"field: message"``)."""
     err = ConfigError(f"{field}: {message}" if field else message)
+    err.field = field
+    return err
+
+
+def resource_error(field: str, message: str) -> ResourceError:
+    """A ``ResourceError`` raised from Python, shaped like the core's (``"field: message"``)."""
+    err = ResourceError(f"{field}: {message}" if field else message)
     err.field = field
     return err

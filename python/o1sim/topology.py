@@ -105,12 +105,20 @@ def _as_entry(topology: TopologyLike) -> Union[str, dict[str, Any]]:
         return topology
     if isinstance(topology, Mapping):
         return dict(topology)
-    raise TypeError(f"a topology is a preset name, a dict or a Topology, not {type(topology).__name__}")
+    raise config_error("topology", f"a topology is a preset name, a table or a Topology, not {type(topology).__name__}")
+
+
+def _entry_json(topology: TopologyLike) -> str:
+    """The topology entry as JSON for the core (NaN, ±inf, deep nesting and odd types refused
+    as ``ConfigError`` naming ``topology``)."""
+    from .api import _jsonable
+
+    return json.dumps(_jsonable(_as_entry(topology), "topology"), allow_nan=False)
 
 
 def expand(topology: TopologyLike) -> dict[str, Any]:
     """Validate a topology with the core and return its full table."""
-    full: dict[str, Any] = json.loads(_core.topology_json(json.dumps(_as_entry(topology))))
+    full: dict[str, Any] = json.loads(_core.topology_json(_entry_json(topology)))
     return full
 
 
@@ -128,7 +136,7 @@ def routes(
     pair off the list is empty. A pair that is not a link (or names an unknown node) raises
     ``ConfigError`` with ``.field`` ``down[i]``."""
     pairs = "[]" if down is None else json.dumps([list(p) if isinstance(p, (tuple, list)) else p for p in down], default=str)
-    out: list[dict[str, Any]] = json.loads(_core.routes_json(json.dumps(_as_entry(topology)), src, dst, pairs))
+    out: list[dict[str, Any]] = json.loads(_core.routes_json(_entry_json(topology), src, dst, pairs))
     return out
 
 
@@ -148,20 +156,10 @@ def load_topology_file(path: Union[str, os.PathLike[str]], base: Optional[Path] 
         p = base / p
     if not p.exists():
         raise config_error("topology", f"topology file not found: {p}")
-    text = p.read_text(encoding="utf-8")
-    try:
-        if p.suffix.lower() == ".toml":
-            import sys
+    from ._input import loads, read_text
 
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # pragma: no cover
-                import tomli as tomllib
-            data: Any = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except ValueError as e:
-        raise config_error("topology", f"{p}: {e}") from None
+    fmt = "toml" if p.suffix.lower() == ".toml" else "json"
+    data: Any = loads(read_text(p, "topology"), fmt, str(p), "topology")
     if isinstance(data, dict) and "topology" in data and isinstance(data["topology"], (dict, str)):
         data = data["topology"]  # a file may hold `[topology]` itself
     return data  # type: ignore[no-any-return]

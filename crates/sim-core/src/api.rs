@@ -149,7 +149,9 @@ pub struct Built {
     pub engine: Engine,
 }
 
-/// Check a parsed scenario and build its engine.
+/// Check a parsed scenario and build its engine. `scheduler.inject_bug` is refused unless
+/// the run checks invariants (a model-check counterexample's replay): a normal run with a
+/// bug switched on would only spin or miscount.
 pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     build_with(scenario, options, None)
 }
@@ -182,7 +184,18 @@ fn check_workload(w: &crate::workload::Workload) -> Result<()> {
 /// [`build`] with a trace a front end has loaded for the scenario's `workload.trace`
 /// (given by `path`; see [`crate::workload::trace`]).
 pub fn build_with(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Built> {
-    build_from(scenario, options, Source::Spec(trace.map(Box::new)))
+    build_from(scenario, options, Source::Spec(trace.map(Box::new)), options.check_invariants)
+}
+
+/// [`build_with`]; `allow_bug`: accept `scheduler.inject_bug` (the model checker and its
+/// replays).
+pub(crate) fn build_inner(
+    scenario: Scenario,
+    options: SimOptions,
+    trace: Option<crate::workload::LoadedTrace>,
+    allow_bug: bool,
+) -> Result<Built> {
+    build_from(scenario, options, Source::Spec(trace.map(Box::new)), allow_bug)
 }
 
 /// Where a run's requests come from.
@@ -194,8 +207,15 @@ enum Source {
     Given(crate::workload::Workload),
 }
 
-fn build_from(scenario: Scenario, options: SimOptions, source: Source) -> Result<Built> {
+fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug: bool) -> Result<Built> {
     scenario.validate_local()?;
+    if scenario.scheduler.inject_bug.is_some() && !allow_bug {
+        return Err(SimError::config(
+            "scheduler.inject_bug",
+            "switches on a known bug for the model checker only: use `o1sim check` (o1sim.check); a counterexample's \
+             replay scenario runs with invariant checks on (simulate(..., check_invariants=True))",
+        ));
+    }
     let model = resolve_model(&scenario.model)?;
     let gpu = resolve_gpu(&scenario.gpu)?;
     let max_model_len = scenario.scheduler.max_model_len.unwrap_or(model.max_context);
@@ -229,13 +249,19 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source) -> Result
         });
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
+    // The workload's rules first (a ConfigError says more than a size), then the memory of
+    // the run, estimated before the requests are generated and the engine allocated (a
+    // loaded trace's rows are counted; a generated workload's from its spec; requests the
+    // caller built are already in memory).
+    scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let workload = match source {
         Source::Given(w) => {
-            scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
+            crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, None), &scenario.limits)?;
             check_workload(&w)?;
             w
         }
         Source::Spec(trace) => {
+            crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, trace.as_deref()), &scenario.limits)?;
             scenario.workload.generate_with(scenario.seed, max_model_len, trace.map(|t| *t)).map_err(|e| e.under("workload"))?
         }
     };
@@ -317,7 +343,12 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
 pub struct Simulation {
     built: Built,
     done: bool,
+    /// Since the scenario was built: `limits.max_seconds` counts from here.
+    started: crate::limits::Clock,
 }
+
+/// Events between two looks at the wall clock (a few milliseconds of work).
+const CLOCK_EVENTS: u64 = 1 << 16;
 
 impl Simulation {
     /// Parse, validate and build.
@@ -328,6 +359,13 @@ impl Simulation {
     /// Build from a parsed scenario.
     pub fn new(scenario: Scenario, options: SimOptions) -> Result<Simulation> {
         Simulation::with_trace(scenario, options, None)
+    }
+
+    /// Build a model-check counterexample's replay (its `scheduler.inject_bug` allowed: the
+    /// replay checks every invariant itself).
+    pub(crate) fn for_replay(scenario: Scenario) -> Result<Simulation> {
+        let started = crate::limits::Clock::start();
+        guard(|| Ok(Simulation { built: build_inner(scenario, SimOptions::default(), None, true)?, done: false, started }))
     }
 
     /// Parse, validate and build with a loaded trace for the scenario's `workload.trace`
@@ -343,25 +381,52 @@ impl Simulation {
 
     /// Build from a parsed scenario and a loaded trace.
     pub fn with_trace(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Simulation> {
-        guard(|| Ok(Simulation { built: build_with(scenario, options, trace)?, done: false }))
+        let started = crate::limits::Clock::start();
+        guard(|| Ok(Simulation { built: build_with(scenario, options, trace)?, done: false, started }))
     }
 
     /// Build from a parsed scenario and requests made by the caller (with token identity
     /// and session dependencies), instead of the scenario's own workload section, which
     /// must still be valid and is read for `timeout_s`.
     pub fn with_workload(scenario: Scenario, workload: crate::workload::Workload, options: SimOptions) -> Result<Simulation> {
-        guard(|| Ok(Simulation { built: build_from(scenario, options, Source::Given(workload))?, done: false }))
+        let started = crate::limits::Clock::start();
+        guard(|| Ok(Simulation { built: build_from(scenario, options, Source::Given(workload), options.check_invariants)?, done: false, started }))
     }
 
     /// Process at most `max_events` events; `true` when the run is complete.
     pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
-        if self.done {
-            return Ok(true);
+        self.run_until(max_events, u64::MAX)
+    }
+
+    /// Process at most `max_events` events, pausing early (at the end of an instant) once
+    /// `finished` requests are finished or rejected, so that a progress display hears of
+    /// every step of its own size; `true` when the run is complete. A run past
+    /// `limits.max_seconds` of wall time stops with a `ResourceError`.
+    pub fn run_until(&mut self, max_events: u64, finished: u64) -> Result<bool> {
+        let mut left = max_events;
+        while !self.done && left > 0 && self.built.engine.done_requests < finished {
+            let limit = self.built.scenario.limits.max_seconds;
+            let elapsed = self.started.elapsed_s();
+            if elapsed > limit {
+                let e = &self.built.engine;
+                return Err(SimError::resource(
+                    "limits.max_seconds",
+                    format!(
+                        "the run took more than {limit} s of wall time ({elapsed:.1} s; {} of {} requests done, \
+                         {:.3} s simulated)",
+                        e.done_requests,
+                        e.reqs.len(),
+                        e.now_ns as f64 / 1e9
+                    ),
+                ));
+            }
+            let slice = left.min(CLOCK_EVENTS);
+            left -= slice;
+            let engine = &mut self.built.engine;
+            engine.pause_at_done = finished;
+            self.done = guard(|| engine.run_events(slice))?;
         }
-        let engine = &mut self.built.engine;
-        let done = guard(|| engine.run_events(max_events))?;
-        self.done = done;
-        Ok(done)
+        Ok(self.done)
     }
 
     pub fn progress(&self) -> Progress {
@@ -497,6 +562,7 @@ fn topology_summary(f: &crate::fabric::Fabric) -> serde_json::Value {
     let mean = if ms.is_empty() { f64::NAN } else { ms.iter().sum::<f64>() / ms.len() as f64 };
     v["kv_transfer_ms"] = serde_json::json!({"mean": mean, "p50": pick(0.5), "p99": pick(0.99)});
     v["alive_replicas"] = serde_json::json!(f.alive.iter().filter(|&&a| a).count());
+    v["events_not_reached"] = serde_json::json!(f.events_not_reached());
     v
 }
 
@@ -674,6 +740,39 @@ mod tests {
         assert!(slices > 10);
         assert_eq!(sim.progress().finished_requests, sim.progress().total_requests);
         assert_eq!(sim.finish().unwrap().to_json(), whole);
+    }
+
+    #[test]
+    fn progress_pauses_at_every_twentieth_of_the_requests() {
+        // One step can finish many requests: pausing on the done count, not on events,
+        // keeps every report within 5% of the previous one, and the bytes unchanged.
+        let text = default_scenario_toml();
+        let whole = simulate(text, Format::Toml, SimOptions::default()).unwrap().to_json();
+        let mut sim = Simulation::from_text(text, Format::Toml, SimOptions::default()).unwrap();
+        let total = sim.progress().total_requests;
+        let step = total / 20;
+        let mut last = 0;
+        while !sim.run_until(u64::MAX, last + step).unwrap() {
+            let now = sim.progress().finished_requests;
+            assert!(now > last && now - last <= step + 256, "{last} -> {now}");
+            last = now;
+        }
+        assert_eq!(sim.finish().unwrap().to_json(), whole);
+    }
+
+    #[test]
+    fn a_run_past_its_wall_time_limit_stops_with_a_resource_error() {
+        let text = format!("{}\n[limits]\nmax_seconds = 1e-9\n", default_scenario_toml());
+        let e = simulate(&text, Format::Toml, SimOptions::default()).map(|_| ()).unwrap_err();
+        assert_eq!((e.kind_name(), e.path()), ("ResourceError", Some("limits.max_seconds")), "{e}");
+    }
+
+    #[test]
+    fn inject_bug_is_for_the_model_checker_only() {
+        let text = default_scenario_toml().replace("policy = \"vllm\"", "policy = \"orca\"\ninject_bug = \"double_admit\"");
+        let e = simulate(&text, Format::Toml, SimOptions::default()).map(|_| ()).unwrap_err();
+        assert_eq!(e.path(), Some("scheduler.inject_bug"), "{e}");
+        assert_eq!(validate(&text, Format::Toml).unwrap_err().path(), Some("scheduler.inject_bug"));
     }
 
     #[test]

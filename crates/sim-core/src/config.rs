@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{GpuInput, ModelInput};
 use crate::error::{check, Result, SimError};
 use crate::frontend::{Frontend, FrontendSpec, NO_FRONTEND, VLLM_FRONTEND};
+use crate::limits::Limits;
 use crate::perf::{CostModelSpec, Engine};
 use crate::topo::events::EventSpec;
 use crate::topo::TopologyInput;
@@ -50,6 +51,11 @@ pub struct Scenario {
     /// Topology events during the run (needs `topology`), in any order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventSpec>,
+    /// What the run may use: `{max_memory_gib = 4, max_seconds = 600}` by default. A
+    /// scenario whose estimated memory exceeds it is refused before it runs
+    /// ([`crate::limits`]).
+    #[serde(default, skip_serializing_if = "Limits::is_default")]
+    pub limits: Limits,
 }
 
 /// How model replicas are laid out and how arrivals reach them.
@@ -221,9 +227,23 @@ pub fn parse_json(text: &str) -> Result<Scenario> {
 
 /// Parse a scenario from TOML text. Errors name the field path.
 pub fn parse_toml(text: &str) -> Result<Scenario> {
-    let value: toml::Value =
-        toml::from_str(text).map_err(|e| SimError::config("", format!("invalid TOML: {}", e.to_string().trim())))?;
+    let value: toml::Value = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     from_value(toml_to_json("", value)?)
+}
+
+/// A TOML syntax error as one line: where, and what (the parser's own text quotes the
+/// offending line, which can be megabytes long).
+fn toml_error(text: &str, e: &toml::de::Error) -> SimError {
+    let message = e.message().trim().replace('\n', "; ");
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            SimError::config("", format!("invalid TOML at line {line}, column {column}: {message}"))
+        }
+        None => SimError::config("", format!("invalid TOML: {message}")),
+    }
 }
 
 /// TOML → JSON value, rejecting NaN/inf (which JSON cannot carry) with their path, and
@@ -269,14 +289,76 @@ fn from_value(value: serde_json::Value) -> Result<Scenario> {
                 }
             }
         }
-        SimError::config(path, msg)
+        SimError::config(path, plain_message(&msg))
     })?;
     Ok(scenario)
 }
 
+/// serde's messages in plain words: `invalid type: floating point `1000.0`, expected u64` →
+/// `expected a whole number, got 1000.0`; `unknown field `blok_size`, expected one of …` →
+/// `unknown field 'blok_size'; did you mean block_size? (valid: …)`. Other messages pass.
+pub fn plain_message(msg: &str) -> String {
+    let ticked = |s: &str| -> Vec<String> { s.split('`').skip(1).step_by(2).map(str::to_string).collect() };
+    for (prefix, what) in [("unknown field `", "field"), ("unknown variant `", "kind")] {
+        if let Some(rest) = msg.strip_prefix(prefix) {
+            let got = rest.split('`').next().unwrap_or_default();
+            let valid = rest.split_once(", expected").map(|(_, e)| ticked(e)).unwrap_or_default();
+            if valid.is_empty() {
+                return format!("unknown {what} '{got}' (no fields are accepted here)");
+            }
+            let names: Vec<&str> = valid.iter().map(String::as_str).collect();
+            return match check::unknown_name("", what, got, &names) {
+                SimError::Config { message, .. } => message,
+                other => other.to_string(),
+            };
+        }
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        let Some(rest) = msg.strip_prefix(prefix) else { continue };
+        let Some((got, expected)) = rest.rsplit_once(", expected ") else { continue };
+        let got = match got.split_once(' ') {
+            Some(("floating", r)) | Some(("integer", r)) | Some(("boolean", r)) => {
+                r.trim_start_matches("point ").trim_matches('`').to_string()
+            }
+            Some(("string", r)) => format!("the text {r}"),
+            _ => match got {
+                "map" => "a table".to_string(),
+                "sequence" => "a list".to_string(),
+                "null" | "unit value" => "nothing (null)".to_string(),
+                other => other.to_string(),
+            },
+        };
+        let expected = match expected {
+            "u8" | "u16" | "u32" | "u64" | "usize" => {
+                let max = match expected {
+                    "u8" => u64::from(u8::MAX),
+                    "u16" => u64::from(u16::MAX),
+                    "u32" => u64::from(u32::MAX),
+                    _ => u64::MAX,
+                };
+                if prefix == "invalid value: " {
+                    format!("a whole number from 0 to {max}")
+                } else {
+                    "a whole number".to_string()
+                }
+            }
+            "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
+            "f32" | "f64" => "a number".to_string(),
+            "a boolean" => "true or false".to_string(),
+            "a sequence" => "a list".to_string(),
+            "a map" => "a table".to_string(),
+            e if e.starts_with("struct ") || e.starts_with("internally tagged enum") => "a table".to_string(),
+            other => other.to_string(),
+        };
+        return format!("expected {expected}, got {got}");
+    }
+    msg.to_string()
+}
+
 impl Scenario {
-    /// Parse from text in the given format.
+    /// Parse from text in the given format (at most [`crate::limits::MAX_INPUT_BYTES`]).
     pub fn parse(text: &str, format: crate::Format) -> Result<Scenario> {
+        crate::limits::check_input(text.len(), "the scenario text")?;
         match format {
             crate::Format::Json => parse_json(text),
             crate::Format::Toml => parse_toml(text),
@@ -391,6 +473,7 @@ impl Scenario {
                 ));
             }
         }
+        self.limits.validate()?;
         if let Some(slo) = &self.slo {
             for (name, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms), ("e2e_ms", slo.e2e_ms)] {
                 if let Some(v) = v {
@@ -478,6 +561,30 @@ mod tests {
     fn toml_nan_is_rejected_with_path() {
         let e = parse_toml("model='llama-3-8b'\ngpu='h200'\n[scheduler]\ngpu_memory_utilization=nan\n").unwrap_err();
         assert_eq!(e.path(), Some("scheduler.gpu_memory_utilization"));
+    }
+
+    #[test]
+    fn type_errors_read_in_plain_words() {
+        let e = err(&with(r#"{"workload": {"num_requests": 1000.0}}"#));
+        assert_eq!(e.to_string(), "workload.num_requests: expected a whole number, got 1000.0");
+        let e = err(&with(r#"{"deployment": {"tp": -1}}"#));
+        assert_eq!(e.to_string(), "deployment.tp: expected a whole number from 0 to 4294967295, got -1");
+        let e = err(&with(r#"{"deployment": {"tp": "four"}}"#));
+        assert_eq!(e.to_string(), "deployment.tp: expected a whole number, got the text \"four\"");
+        let e = err(&with(r#"{"scheduler": {"gpu_memory_utilization": [1]}}"#));
+        assert_eq!(e.to_string(), "scheduler.gpu_memory_utilization: expected a number, got a list");
+        let e = err(&with(r#"{"deployment": {"router": true}}"#));
+        assert_eq!(e.to_string(), "deployment.router: expected a string, got true");
+    }
+
+    #[test]
+    fn unknown_fields_suggest_the_closest() {
+        let e = err(&with(r#"{"scheduler": {"blok_size": 16}}"#));
+        assert!(e.to_string().starts_with("scheduler.blok_size: unknown field 'blok_size'; did you mean block_size"), "{e}");
+        let e = err(&with(r#"{"schedulr": {}}"#));
+        assert!(e.to_string().contains("did you mean scheduler"), "{e}");
+        let e = err(&with(r#"{"limits": {"max_memory": 1}}"#));
+        assert!(e.to_string().contains("did you mean max_memory_gib"), "{e}");
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000_000;
 pub struct Replica {
     pub sched: SchedState,
     pub busy: bool,
+    /// Identity (heap sequence number) of the step in flight, 0 when none. A completion
+    /// applies only to the step it was scheduled for: the completion of a step dropped when
+    /// the replica stopped (the replica may have restarted and be running another step, or
+    /// be idle with an old plan) finds another identity here and is ignored.
+    pub step_seq: u64,
     pub step_start_ns: u64,
     /// Σ (prompt + output − generated) over unfinished requests dispatched here.
     pub outstanding_tokens: u64,
@@ -97,9 +102,6 @@ pub struct Engine {
     /// Steady decode steps may run lazily ([`crate::steady`]); off when every step is
     /// recorded or checked, and for the model checker (it drives steps itself).
     pub(crate) steady_ok: bool,
-    /// Heap sequence numbers of steps dropped by a replica stopping mid-step: their
-    /// completion is skipped (the replica may have restarted and be running another step).
-    dropped_steps: Vec<u64>,
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
@@ -122,6 +124,19 @@ pub struct Engine {
     pub(crate) client: Vec<Client>,
     /// vLLM's async scheduling ([`crate::config::SchedulerConfig::async_scheduling`]).
     async_sched: bool,
+    /// Bytes of the recorded step log, the most it may hold (half the memory limit), and
+    /// why recording stopped (reported by [`Engine::run_events`]).
+    log_bytes: u64,
+    log_limit_bytes: u64,
+    log_error: Option<SimError>,
+    /// [`Engine::run_events`] pauses at the end of an instant once this many requests are
+    /// done (progress reports; `u64::MAX`: never).
+    pub(crate) pause_at_done: u64,
+    /// Tests only: switch off the guards that make a second finish impossible (a completion
+    /// applies only to its own step; only a running request on the replica progresses), to
+    /// show that the model checker catches what they prevent.
+    #[cfg(test)]
+    pub(crate) unguarded: bool,
 }
 
 impl Engine {
@@ -198,6 +213,7 @@ impl Engine {
             .map(|i| Replica {
                 sched: SchedState::new(pool().for_replica(i)),
                 busy: false,
+                step_seq: 0,
                 step_start_ns: 0,
                 outstanding_tokens: 0,
                 series: Series::default(),
@@ -238,7 +254,6 @@ impl Engine {
             fabric: None,
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
-            dropped_steps: Vec::new(),
             unpriced_steps: false,
             apc,
             sessions,
@@ -248,6 +263,12 @@ impl Engine {
             frontend,
             client,
             async_sched: scenario.effective_async_scheduling(),
+            pause_at_done: u64::MAX,
+            log_bytes: 0,
+            log_limit_bytes: scenario.limits.memory_bytes() / 2,
+            log_error: None,
+            #[cfg(test)]
+            unguarded: false,
         }
     }
 
@@ -261,9 +282,20 @@ impl Engine {
     pub fn run_events(&mut self, max_events: u64) -> Result<bool> {
         let mut budget = max_events;
         while budget > 0 {
+            // Once every request finished or was rejected, only the steps in flight complete
+            // (their GPU work was launched; a client that timed out mid-step gets nothing
+            // from it): topology events that remain are reported as not reached, never
+            // applied.
+            let done = self.is_done();
+            if done && self.heap.is_empty() {
+                break;
+            }
+            if self.done_requests >= self.pause_at_done {
+                break; // a progress report is due; the next call goes on from here
+            }
             let t_arr = self.next_arrival_ns();
             let t_step = self.heap.peek().map(|Reverse((t, _, _))| *t);
-            let t_fab = self.fabric.as_ref().and_then(|f| f.next_time());
+            let t_fab = if done { None } else { self.fabric.as_ref().and_then(|f| f.next_time()) };
             let t_due = self.next_deadline_ns();
             let Some(t) = [t_arr, t_step, t_fab, t_due].into_iter().flatten().min() else { break };
             if t > MAX_TIME_NS {
@@ -272,7 +304,7 @@ impl Engine {
                         "simulated time passed 10^9 s ({:.3e} s) with {} request(s) unfinished: a rate, latency \
                          or cost in the scenario is outside any realistic range",
                         t as f64 / 1e9,
-                        self.reqs.len() as u64 - self.done_requests
+                        self.unfinished()
                     ),
                 });
             }
@@ -284,17 +316,9 @@ impl Engine {
                 self.heap.pop();
                 self.events += 1;
                 budget = budget.saturating_sub(1);
-                if let Some(f) = self.fabric.as_mut() {
-                    if let Some(i) = self.dropped_steps.iter().position(|&s| s == seq) {
-                        self.dropped_steps.swap_remove(i);
-                        continue; // the replica stopped mid-step; its requests moved on
-                    }
-                    f.end_step(rep as usize);
-                }
-                self.finish_step(rep as usize);
-                self.mark(rep as usize);
+                self.complete_step(rep as usize, seq);
             }
-            if self.fabric.is_some() {
+            if self.fabric.is_some() && !done {
                 self.fabric_instant();
             }
             if t_due == Some(t) {
@@ -305,6 +329,9 @@ impl Engine {
             let kicked = self.kick_idle();
             // A broken invariant explains a stall that follows from it: report it first (as
             // the model checker does).
+            if let Some(e) = self.log_error.take() {
+                return Err(e);
+            }
             if self.options.check_invariants {
                 self.check_invariants().map_err(|m| SimError::Internal {
                     message: format!("invariant violated at t = {:.6} ms: {m}", self.now_ns as f64 / 1e6),
@@ -313,6 +340,9 @@ impl Engine {
             kicked?;
         }
         self.settle_steady();
+        if self.is_done() {
+            return Ok(true);
+        }
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
         let due = self.next_deadline_ns().is_some();
         if self.heap.is_empty() && self.next_arrival_ns().is_none() && !transfers && !due {
@@ -322,7 +352,7 @@ impl Engine {
                 self.reject(id, Reason::DispatchQueueFull, deadline);
             }
             if !self.is_done() {
-                let stuck = self.reqs.iter().filter(|r| !matches!(r.status, Status::Finished | Status::Rejected)).count();
+                let stuck = self.unfinished();
                 return Err(SimError::Stalled {
                     message: format!(
                         "simulation stopped making progress at t = {:.3} ms with {stuck} request(s) unfinished \
@@ -333,13 +363,43 @@ impl Engine {
             }
             return Ok(true);
         }
-        Ok(self.is_done() && self.heap.is_empty())
+        Ok(self.is_done())
+    }
+
+    /// Requests neither finished nor rejected (counted from their states, so no counter
+    /// can disagree with them).
+    pub fn unfinished(&self) -> usize {
+        self.reqs.iter().filter(|r| !r.status.is_done()).count()
+    }
+
+    /// The completion of step `seq` on replica `rep` is due: apply it if that step is still
+    /// the one in flight there (see [`Replica::step_seq`]), else ignore it. Returns whether
+    /// it applied.
+    pub(crate) fn complete_step(&mut self, rep: usize, seq: u64) -> bool {
+        let replica = &mut self.replicas[rep];
+        #[cfg(test)]
+        let stale_ok = self.unguarded;
+        #[cfg(not(test))]
+        let stale_ok = false;
+        if !stale_ok && (!replica.busy || replica.step_seq != seq) {
+            return false; // dropped when the replica stopped; its requests moved on
+        }
+        replica.step_seq = 0;
+        if let Some(f) = self.fabric.as_mut() {
+            f.end_step(rep);
+        }
+        self.finish_step(rep);
+        self.mark(rep);
+        true
     }
 
     /// Request `id` ends without finishing, at `at_ns`: rejected (or timed out). A
     /// session's later turns are never sent then ([`crate::client`]).
     pub(crate) fn reject(&mut self, id: u32, reason: Reason, at_ns: u64) {
         let r = &mut self.reqs[id as usize];
+        if r.status.is_done() {
+            return;
+        }
         r.status = Status::Rejected;
         r.reason = reason;
         r.finish_ns = at_ns;
@@ -555,6 +615,8 @@ impl Engine {
                 replica.steady.open(st, &self.reqs);
             }
         }
+        self.seq += 1;
+        replica.step_seq = self.seq;
         if self.unpriced_steps {
             // The model checker orders completions itself: no duration, metrics or event.
             replica.busy = true;
@@ -619,7 +681,6 @@ impl Engine {
             prefix_queries: queries,
             prefix_hits: hits,
         });
-        self.seq += 1;
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
         true
     }
@@ -639,15 +700,24 @@ impl Engine {
         // Hot loop: counters in locals, written back once.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
         self.first_buf.clear();
+        #[cfg(test)]
+        let guarded = !self.unguarded;
+        #[cfg(not(test))]
+        let guarded = true;
         for &(id, n) in &st.plan {
             let r = &mut self.reqs[id as usize];
+            if guarded && (r.status != Status::Running || r.replica != rep as i32) {
+                // Moved off this replica, or already done: this step no longer owns it (a
+                // request finishes once, on the replica running it).
+                continue;
+            }
             r.computed += n;
             used_slots += n as u64;
             if r.computed < r.num_tokens() {
                 continue; // a prefill chunk short of its target
             }
             r.generated += 1;
-            outstanding -= 1;
+            outstanding = outstanding.saturating_sub(1);
             if r.generated == 1 {
                 r.first_token_ns = now;
                 self.first_buf.push(id);
@@ -655,10 +725,10 @@ impl Engine {
             if r.generated >= r.output {
                 st.kv.release(&mut r.blocks);
                 r.blocks = Vec::new(); // a finished request keeps no allocation
-                used_slots -= r.computed as u64;
+                used_slots = used_slots.saturating_sub(r.computed as u64);
                 r.status = Status::Finished;
                 r.finish_ns = now;
-                outstanding -= r.prompt as u64;
+                outstanding = outstanding.saturating_sub(r.prompt as u64);
                 done += 1;
                 self.finished_buf.push(id);
             }
@@ -685,25 +755,55 @@ impl Engine {
         }
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        if self.options.record_steps {
-            self.steps_log.push(StepRecord {
-                replica: rep as u32,
-                start_ms: replica.step_start_ns as f64 / 1e6,
-                end_ms: now as f64 / 1e6,
-                scheduled: st.plan.clone(),
-                preempted: st.preempted.clone(),
-                finished: self.finished_buf.clone(),
-                free_blocks_after: st.kv.free_units() as u64,
-                cached: st.admitted_hits.clone(),
-            });
+        if self.options.record_steps && self.log_error.is_none() {
+            // The log's size is not known in advance: it may use half the memory limit, and
+            // its growth is a fallible allocation (a ResourceError, never an abort).
+            let bytes = std::mem::size_of::<StepRecord>()
+                + 8 * st.plan.len()
+                + 4 * (st.preempted.len() + self.finished_buf.len())
+                + std::mem::size_of_val(st.admitted_hits.as_slice());
+            self.log_bytes = self.log_bytes.saturating_add(bytes as u64);
+            let len = self.steps_log.len();
+            let grown = if len == self.steps_log.capacity() {
+                crate::limits::try_reserve(&mut self.steps_log, len.max(64), "record_steps", "the step log")
+            } else {
+                Ok(())
+            };
+            if let Err(e) = grown {
+                self.log_error = Some(e);
+            } else if self.log_bytes > self.log_limit_bytes {
+                self.log_error = Some(SimError::resource(
+                    "record_steps",
+                    format!(
+                        "the recorded step log passed {} (half of limits.max_memory_gib) after {} steps: record the \
+                         steps of a shorter run, or raise limits.max_memory_gib",
+                        crate::limits::bytes_text(self.log_limit_bytes),
+                        self.steps_log.len()
+                    ),
+                ));
+            } else {
+                self.steps_log.push(StepRecord {
+                    replica: rep as u32,
+                    start_ms: replica.step_start_ns as f64 / 1e6,
+                    end_ms: now as f64 / 1e6,
+                    scheduled: st.plan.clone(),
+                    preempted: st.preempted.clone(),
+                    finished: self.finished_buf.clone(),
+                    free_blocks_after: st.kv.free_units() as u64,
+                    cached: st.admitted_hits.clone(),
+                });
+            }
         }
     }
 
-    /// Replica `rep` stops: its step in flight, if any, will never complete.
+    /// Replica `rep` stops: its step in flight, if any, will never complete (its heap entry
+    /// stays and is ignored when due, [`Engine::complete_step`]).
     pub(crate) fn drop_step(&mut self, rep: usize) {
-        if self.replicas[rep].busy {
-            let seq = self.heap.iter().find(|e| e.0 .2 as usize == rep).map(|e| e.0 .1);
-            self.dropped_steps.extend(seq);
+        let replica = &mut self.replicas[rep];
+        replica.step_seq = 0;
+        replica.busy = false;
+        if let Some(f) = self.fabric.as_mut() {
+            f.end_step(rep);
         }
     }
 

@@ -20,6 +20,12 @@ pub enum SimError {
     /// correct policy never produces this; it is reported instead of hanging.
     #[error("{message}")]
     Stalled { message: String },
+    /// The run would need more than the scenario's `limits` allow (memory estimated before
+    /// allocating, wall time), or the input is larger than o1sim reads. `path` names the
+    /// field that drives it (`workload.num_requests`, `scheduler.num_gpu_blocks`,
+    /// `limits.max_seconds`; empty for the whole input).
+    #[error("{}", format_config(path, message))]
+    Resource { path: String, message: String },
     /// A bug in the core (a caught panic, a broken invariant).
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -39,20 +45,26 @@ impl SimError {
         SimError::Config { path: path.into(), message: message.to_string() }
     }
 
+    /// A resource error at `path` (see [`SimError::Resource`]).
+    pub fn resource(path: impl Into<String>, message: impl fmt::Display) -> Self {
+        SimError::Resource { path: path.into(), message: message.to_string() }
+    }
+
     /// The class name the front ends use for this kind (`ConfigError`, …).
     pub fn kind_name(&self) -> &'static str {
         match self {
             SimError::Config { .. } => "ConfigError",
             SimError::Infeasible { .. } => "InfeasibleError",
             SimError::Stalled { .. } => "StallError",
+            SimError::Resource { .. } => "ResourceError",
             SimError::Internal { .. } => "InternalError",
         }
     }
 
-    /// The field path of a configuration error, if any.
+    /// The field path of a configuration or resource error, if any.
     pub fn path(&self) -> Option<&str> {
         match self {
-            SimError::Config { path, .. } => Some(path),
+            SimError::Config { path, .. } | SimError::Resource { path, .. } => Some(path),
             _ => None,
         }
     }

@@ -339,6 +339,12 @@ impl Fabric {
         }
     }
 
+    /// Topology events not applied: due after the run's work was done (a run ends when every
+    /// request is finished or rejected; later events are reported, never applied).
+    pub fn events_not_reached(&self) -> usize {
+        self.events.len() - self.next_event
+    }
+
     /// Are KV transfers in flight?
     pub fn transfers_pending(&self) -> bool {
         !self.pending.is_empty()

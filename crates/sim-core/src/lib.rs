@@ -17,6 +17,7 @@ pub mod fabric;
 pub mod frontend;
 pub mod json;
 pub mod kv;
+pub mod limits;
 pub mod memory;
 pub mod metrics;
 pub mod perf;

@@ -19,6 +19,14 @@ pub enum Status {
     Transferring,
 }
 
+impl Status {
+    /// Finished or rejected: a terminal state, entered once.
+    #[inline]
+    pub fn is_done(self) -> bool {
+        matches!(self, Status::Finished | Status::Rejected)
+    }
+}
+
 /// Why a request was rejected (index into `REASON_NAMES`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]

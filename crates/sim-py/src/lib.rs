@@ -20,6 +20,7 @@ create_exception!(o1sim._core, ConfigError, SimError, "The scenario is malformed
 create_exception!(o1sim._core, InfeasibleError, SimError, "The scenario is well formed but cannot run on the hardware it names.");
 create_exception!(o1sim._core, StallError, SimError, "The simulation stopped making progress (work pending, nothing can run).");
 create_exception!(o1sim._core, InternalError, SimError, "A bug in o1sim's core (a caught panic or a broken invariant).");
+create_exception!(o1sim._core, ResourceError, SimError, "The run would need more memory or time than the scenario's `limits` allow, or the input is larger than o1sim reads; `.field` names the field that drives it.");
 
 /// Newtype around the core's error so it can convert into `PyErr` (orphan rule).
 struct PySimError(core::SimError);
@@ -33,16 +34,17 @@ impl From<core::SimError> for PySimError {
 impl From<PySimError> for PyErr {
     fn from(PySimError(e): PySimError) -> PyErr {
         let message = e.to_string();
+        let with_field = |err: PyErr| {
+            let path = e.path().unwrap_or_default().to_string();
+            Python::attach(|py| {
+                // Best effort: the class attribute `field = ""` stays if this fails.
+                let _ = err.value(py).setattr("field", path);
+                err
+            })
+        };
         match e.kind_name() {
-            "ConfigError" => {
-                let path = e.path().unwrap_or_default().to_string();
-                Python::attach(|py| {
-                    let err = ConfigError::new_err(message);
-                    // Best effort: the class attribute `field = ""` stays if this fails.
-                    let _ = err.value(py).setattr("field", path);
-                    err
-                })
-            }
+            "ConfigError" => with_field(ConfigError::new_err(message)),
+            "ResourceError" => with_field(ResourceError::new_err(message)),
             "InfeasibleError" => InfeasibleError::new_err(message),
             "StallError" => StallError::new_err(message),
             "InternalError" => InternalError::new_err(message),
@@ -128,6 +130,17 @@ impl Simulation {
         let outcome = guarded(py, || sim.run_events(max_events));
         if let Err(PySimError(core::SimError::Internal { .. })) = &outcome {
             // A panic (or broken invariant) mid-run: never touch that state again.
+            self.inner = None;
+        }
+        Ok(outcome?)
+    }
+
+    /// Process at most `max_events` events, pausing early once `finished` requests are done
+    /// (progress reports); returns True when the run is complete.
+    fn run_until(&mut self, py: Python<'_>, max_events: u64, finished: u64) -> PyResult<bool> {
+        let sim = self.inner_mut()?;
+        let outcome = guarded(py, || sim.run_until(max_events, finished));
+        if let Err(PySimError(core::SimError::Internal { .. })) = &outcome {
             self.inner = None;
         }
         Ok(outcome?)
@@ -475,6 +488,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InfeasibleError", py.get_type::<InfeasibleError>())?;
     m.add("StallError", py.get_type::<StallError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
+    let resource_error = py.get_type::<ResourceError>();
+    resource_error.setattr("field", "")?;
+    m.add("ResourceError", resource_error)?;
     m.add_class::<Simulation>()?;
     m.add_class::<RunResult>()?;
     m.add_class::<Checker>()?;

@@ -49,6 +49,7 @@ pub fn format_of(code: u32) -> Result<Format, SimError> {
 }
 
 fn text_of(bytes: &[u8]) -> Result<&str, SimError> {
+    core::limits::check_input(bytes.len(), "the input")?;
     std::str::from_utf8(bytes).map_err(|e| SimError::config("", format!("input is not UTF-8: {e}")))
 }
 
@@ -158,7 +159,9 @@ pub fn check(input: &[u8], format: u32, options: &[u8]) -> Outcome {
             for (k, v) in map {
                 let n = v.as_u64().ok_or_else(|| SimError::config(format!("options.{k}"), "must be a non-negative integer"));
                 match k.as_str() {
-                    "max_states" => opts.max_states = n?.max(1),
+                    // As given: 0 is refused by the core (as from Python), 2^32 and more
+                    // by the memory estimate, never wrapped.
+                    "max_states" => opts.max_states = n?,
                     "timeliness_steps" => opts.timeliness_steps = u32::try_from(n?).unwrap_or(u32::MAX),
                     other => {
                         return Err(core::error::check::unknown_name(
@@ -229,14 +232,24 @@ fn install_hook() {
     });
 }
 
-/// Allocate `len` bytes for JS to write input into.
+/// Allocate `len` bytes for JS to write input into; null when they cannot be had (JS then
+/// reports a `ResourceError`; an infallible allocation would trap the module).
 #[no_mangle]
 pub extern "C" fn o1_alloc(len: usize) -> *mut u8 {
     install_hook();
-    let mut v = Vec::<u8>::with_capacity(len);
+    let mut v = Vec::<u8>::new();
+    if len > core::limits::MAX_INPUT_BYTES || v.try_reserve_exact(len).is_err() {
+        return std::ptr::null_mut();
+    }
     let p = v.as_mut_ptr();
     std::mem::forget(v);
     p
+}
+
+/// Largest input (bytes) the module reads; JS refuses longer text before copying it in.
+#[no_mangle]
+pub extern "C" fn o1_max_input() -> usize {
+    core::limits::MAX_INPUT_BYTES
 }
 
 /// Free memory from [`o1_alloc`].

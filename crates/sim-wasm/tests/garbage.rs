@@ -15,7 +15,7 @@ fn assert_clean(what: &str, out: &sim_wasm::Outcome) {
     if out.is_err() {
         let name = v["error"]["name"].as_str().unwrap_or_default();
         assert!(
-            ["ConfigError", "InfeasibleError", "StallError"].contains(&name),
+            ["ConfigError", "InfeasibleError", "StallError", "ResourceError"].contains(&name),
             "{what}: unexpected error kind {name}: {text}"
         );
         assert!(v["error"]["message"].is_string(), "{what}: {text}");

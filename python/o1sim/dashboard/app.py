@@ -133,19 +133,38 @@ def _base_scenario() -> tuple[str, str, str]:
     return text, fmt, name
 
 
+def _seed(key: str, value: Any) -> None:
+    """Give widget ``key`` the value ``value`` unless it already has one this session.
+
+    Widget values live in Session State and are *set* there, never passed as a widget's
+    default: a default only applies to a widget the browser does not know yet, so after a
+    preset switch, an upload or a text edit the browser would keep showing (and send back
+    on the next click) the previous scenario's values. A value set in Session State before
+    the widget is drawn is sent to the browser, which then shows it."""
+    if key not in st.session_state:
+        st.session_state[key] = value
+
+
+def _reset_widgets() -> None:
+    """Forget every override widget's value: they are seeded again from the scenario."""
+    for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
+        st.session_state.pop(key, None)
+
+
 def _widget(f: Field, base: Any, options: Mapping[str, list[str]], container: Any) -> Any:
     if f.kind == "select":
         opts = list(options[f.key])
         if base is not None and str(base) not in opts:
             opts.append(str(base))
-        index = opts.index(str(base)) if base is not None else 0
-        return container.selectbox(f.label, opts, index=index, key=f.key, help=f.help or None)
+        _seed(f.key, str(base) if base is not None else opts[0])
+        if st.session_state[f.key] not in opts:
+            opts.append(st.session_state[f.key])
+        return container.selectbox(f.label, opts, key=f.key, help=f.help or None)
     if f.kind == "int":
-        return container.number_input(f.label, value=int(base) if base is not None else 0, step=int(f.step),
-                                      key=f.key, help=f.help or None)
-    return container.number_input(f.label, value=float(base) if base is not None else 0.0, step=float(f.step),
-                                  key=f.key, help=f.help or None,
-                                  format="%g")
+        _seed(f.key, int(base) if base is not None else 0)
+        return container.number_input(f.label, step=int(f.step), key=f.key, help=f.help or None)
+    _seed(f.key, float(base) if base is not None else 0.0)
+    return container.number_input(f.label, step=float(f.step), key=f.key, help=f.help or None, format="%g")
 
 
 def _link_options(entry: Any) -> tuple[list[str], list[str], dict[str, float]]:
@@ -167,10 +186,12 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     options = [NO_TOPOLOGY, *presets]
     if current is not None and not (isinstance(current, str) and current in presets):
         options.append(FROM_TEXT)
-    index = options.index(current if isinstance(current, str) and current in presets else
-                          (FROM_TEXT if current is not None else NO_TOPOLOGY))
+    _seed("topology", current if isinstance(current, str) and current in presets else
+          (FROM_TEXT if current is not None else NO_TOPOLOGY))
+    if st.session_state["topology"] not in options:
+        st.session_state["topology"] = options[0]
     choice = st.sidebar.selectbox(
-        "GPU fabric", options, index=index, key="topology",
+        "GPU fabric", options, key="topology",
         help="Prices TP AllReduces, PP transfers and disagg KV moves on the fabric's links; "
              "the Deployment tab then shows per-link utilisation. A table goes in the scenario text.")
     slots[ERROR_SLOT_TOPOLOGY] = st.sidebar.empty()
@@ -183,21 +204,27 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     text_events = list(data.get("events") or []) if isinstance(data.get("events", []), list) else []
     slots["_text_events"] = len(text_events)
     links, gpus, nominal = _link_options(data["topology"])
-    n = int(st.sidebar.number_input("Link events", min_value=0, max_value=MAX_EVENTS, value=0, step=1, key="n_events",
+    _seed("n_events", 0)
+    n = int(st.sidebar.number_input("Link events", min_value=0, max_value=MAX_EVENTS, step=1, key="n_events",
                                     help="What-ifs: degrade, cut or restore a link, or remove a GPU, at a time."))
     if text_events:
         st.sidebar.caption(f"{len(text_events)} event(s) from the scenario text apply too.")
     slots[ERROR_SLOT_EVENTS] = st.sidebar.empty()
     added: list[dict[str, Any]] = []
     for i in range(n):
+        _seed(f"ev{i}_kind", list(EVENT_KINDS)[0])
         kind = EVENT_KINDS[st.sidebar.selectbox(f"Event {i + 1}", list(EVENT_KINDS), key=f"ev{i}_kind")]
-        what = gpus if kind == "remove_gpu" else links
-        target = st.sidebar.selectbox("GPU" if kind == "remove_gpu" else "link", what or ["—"], key=f"ev{i}_link")
+        what = (gpus if kind == "remove_gpu" else links) or ["—"]
+        if st.session_state.get(f"ev{i}_link") not in what:
+            st.session_state[f"ev{i}_link"] = what[0]
+        target = st.sidebar.selectbox("GPU" if kind == "remove_gpu" else "link", what, key=f"ev{i}_link")
         c1, c2 = st.sidebar.columns(2)
-        at = c1.number_input("at t (s)", value=60.0, step=10.0, key=f"ev{i}_at", format="%g")
+        _seed(f"ev{i}_at", 60.0)
+        at = c1.number_input("at t (s)", step=10.0, key=f"ev{i}_at", format="%g")
         event: dict[str, Any] = {"at_s": float(at), "kind": kind}
         if kind == "set_link":
-            pct = c2.number_input("to % of bandwidth", value=10.0, step=5.0, key=f"ev{i}_pct", format="%g")
+            _seed(f"ev{i}_pct", 10.0)
+            pct = c2.number_input("to % of bandwidth", step=5.0, key=f"ev{i}_pct", format="%g")
             event["bandwidth_gbps"] = nominal.get(str(target), 0.0) * float(pct) / 100.0
         if kind == "remove_gpu":
             event["node"] = str(target)
@@ -220,8 +247,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     # A new preset or file resets the editor and the overrides to its values.
     base_id = hashlib.sha1(f"{label}\0{base_text}".encode()).hexdigest()
     if st.session_state.get("_base_id") != base_id:
-        for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
-            st.session_state.pop(key, None)
+        _reset_widgets()
         st.session_state["scenario_text"] = base_text
         st.session_state["_base_id"] = base_id
 
@@ -232,8 +258,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     # Edited text resets the widgets to its values (else they would silently override it).
     text_id = hashlib.sha1(text.encode()).hexdigest()
     if st.session_state.get("_text_id") != text_id:
-        for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
-            st.session_state.pop(key, None)
+        _reset_widgets()
         st.session_state["_text_id"] = text_id
     fmt = base_fmt
     if text.lstrip().startswith("{"):
@@ -363,6 +388,8 @@ def _fmt(value: Any, unit: str = "", digits: int = 1, scale: float = 1.0) -> str
 
 
 def metrics_row(summary: Mapping[str, Any]) -> None:
+    """The headline metrics in two rows: eight or nine in one row truncate their values (an
+    ellipsis instead of digits) on screens up to about 1,440 px wide."""
     s = summary
     cells = [
         ("TTFT p99 (ms)", _fmt(s["ttft_ms"]["p99"], "", 0)),
@@ -376,8 +403,10 @@ def metrics_row(summary: Mapping[str, Any]) -> None:
     ]
     if s.get("prefix_cache_hit_rate") is not None:  # the core reports prefix caching
         cells.insert(5, ("Prefix-cache hits", _fmt(s["prefix_cache_hit_rate"], "%", 1, 100.0)))
-    for col, (label, value) in zip(st.columns(len(cells)), cells):
-        col.metric(label, value)
+    half = (len(cells) + 1) // 2
+    for row in (cells[:half], cells[half:]):
+        for col, (label, value) in zip(st.columns(len(row)), row):
+            col.metric(label, value)
 
 
 def _policy_scenario(scenario: o1sim.Scenario, policy: str) -> tuple[str, str]:
@@ -472,10 +501,10 @@ def sweep_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
         st.warning(msg)
     if frame.empty:
         return
-    a, b, c = st.columns(3)
-    _show(a, charts.sweep_chart(frame, "ttft_p99_ms", "TTFT p99 (ms)"))
-    _show(b, charts.sweep_chart(frame, "tpot_p99_ms", "TPOT p99 (ms)"))
-    _show(c, charts.sweep_chart(frame, "goodput_rps", "goodput (req/s)"))
+    # One chart per row, at the page's width: side by side they were too narrow to read.
+    for metric, axis in (("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"),
+                         ("goodput_rps", "goodput (req/s)")):
+        _show(st, charts.sweep_chart(frame, metric, axis))
 
 
 def topology_view(result: o1sim.Result, scenario: o1sim.Scenario) -> None:
@@ -551,25 +580,65 @@ def export_tab(scenario: o1sim.Scenario, results: Mapping[str, o1sim.Result], pr
                        mime="application/json", key="dl_scenario")
 
 
+def ran_caption(result: o1sim.Result, policy: str, label: str, name: Optional[str]) -> str:
+    """What ran, read from the result itself (never from the widgets or the scenario's
+    name, which can describe something else): model, GPUs, layout, policy, source."""
+    dep = result.deployment
+    layout = f"{dep.get('replicas')} × TP {dep.get('tp')}" + (f" × PP {dep['pp']}" if dep.get("pp", 1) != 1 else "")
+    source = label if not name or name == label else f"{label} ({name})"
+    return (f"Ran: {dep.get('model', {}).get('name')} on {dep.get('gpus')} × {dep.get('gpu', {}).get('name')} "
+            f"({layout}) · policy {policy} · from {source}")
+
+
+#: Previous results stay on screen, greyed and inert, while the scenario has an error (as on
+#: the page): the key of their container, styled below.
+STALE_KEY = "stale_results"
+STALE_CSS = f"<style>.st-key-{STALE_KEY} {{ opacity: .45; pointer-events: none; }}</style>"
+
+
 def main() -> None:
     scenario, label, compare, _slots = sidebar()
     st.title("o1sim dashboard")
     if scenario is None:
         st.error("The scenario has an error: the message is in the sidebar, under the input it concerns.")
+        show_previous()
         return
     resolved = validate_cached(*scenario.payload())
     sc = resolved["scenario"]
     primary = str(sc["scheduler"]["policy"])
-    st.caption(f"{sc.get('name') or label} · {resolved['deployment']['gpus']} × {resolved['deployment']['gpu']['name']}"
-               f" · {sc['model'] if isinstance(sc['model'], str) else resolved['deployment']['model']['name']}")
     names = [primary] + [p for p in compare if p != primary]
     results, failures = run_all(scenario, names)
     if primary not in results:
         err = failures[primary]
         st.error(f"{type(err).__name__}: {err}")
+        show_previous()
         return
-    for name, err in failures.items():
-        st.warning(f"{name}: {type(err).__name__}: {err}")
+    st.session_state["_last_ok"] = (*scenario.payload(), label, names)
+    render(scenario, label, sc.get("name"), primary, results, failures)
+
+
+def show_previous() -> None:
+    """The last results that ran, greyed out under the error (nothing before a first run)."""
+    last = st.session_state.get("_last_ok")
+    if not last:
+        return
+    text, fmt, label, names = last
+    scenario = o1sim.Scenario.from_text(text, fmt, source=label)
+    results, failures = run_all(scenario, names)  # cached: nothing is simulated again
+    if names[0] not in results:
+        return
+    st.markdown(STALE_CSS, unsafe_allow_html=True)
+    with st.container(key=STALE_KEY):
+        st.caption("The previous results, until the scenario runs again:")
+        render(scenario, label, scenario.to_dict().get("name"), names[0], results, failures)
+
+
+def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: str,
+           results: dict[str, o1sim.Result], failures: Mapping[str, o1sim.SimError]) -> None:
+    """Everything below the title for one scenario's results."""
+    st.caption(ran_caption(results[primary], primary, label, name))
+    for policy, err in failures.items():
+        st.warning(f"{policy}: {type(err).__name__}: {err}")
 
     st.subheader(f"Policy: {primary}")
     metrics_row(results[primary].summary)

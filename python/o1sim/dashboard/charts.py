@@ -42,6 +42,21 @@ MAX_TIME_POINTS = 600
 WIDTH = 320
 
 
+#: Colours of replicas 0, 1, … in every chart that shows replicas (the deployment grid and
+#: the topology's GPUs are side by side in one tab: one replica, one colour).
+REPLICA_PALETTE: tuple[str, ...] = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d",
+                                    "#bab0ac")
+
+#: Dash patterns (px on, px off) of links by state: solid, dashed, dotted. Edges are drawn
+#: with butt caps, so the gaps stay visible however thick a busy link is drawn.
+LINK_DASHES: dict[str, list[int]] = {"up": [1, 0], "degraded": [9, 5], "down": [2, 5]}
+
+
+def replica_colors(n: int) -> list[str]:
+    """The colours of replicas 0 … n-1."""
+    return [REPLICA_PALETTE[i % len(REPLICA_PALETTE)] for i in range(n)]
+
+
 #: Policies in a fixed order, so each keeps its colour across charts.
 POLICY_ORDER: tuple[str, ...] = ("orca", "vllm", "sarathi", "o1pro")
 
@@ -201,9 +216,12 @@ def deployment_chart(deployment: Mapping[str, Any]) -> alt.LayerChart:
     base = alt.Chart(data, title=f"{replicas} replica(s) × TP {tp} × PP {pp} on {gpu_name}",
                      width=max(160, 95 * tp * pp), height=max(48, 52 * replicas))
     x = alt.X("slot:O", title="GPU in replica (PP stage × TP rank)", axis=alt.Axis(labels=False, ticks=False))
-    y = alt.Y("replica:N", title=None)
+    names = [f"replica {r}" for r in range(replicas)]
+    y = alt.Y("replica:N", title=None, sort=names)
     rect = base.mark_rect(stroke="white", strokeWidth=3, cornerRadius=4).encode(
-        x=x, y=y, color=alt.Color("replica:N", legend=None), tooltip=["replica:N", "gpu:Q", "device:N"])
+        x=x, y=y,
+        color=alt.Color("replica:N", legend=None, scale=alt.Scale(domain=names, range=replica_colors(replicas))),
+        tooltip=["replica:N", "gpu:Q", "device:N"])
     text = base.mark_text(color="white", fontSize=11).encode(x=x, y=y, text="label:N")
     layered: alt.LayerChart = rect + text
     return layered
@@ -339,7 +357,7 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
     base_y = alt.Y("y:Q", axis=None, scale=y_scale)
     edges = (
         alt.Chart(edge_data, title=title, width=width, height=height)
-        .mark_rule(strokeCap="round")
+        .mark_rule(strokeCap="butt")
         .encode(
             x=base_x, y=base_y, x2="x2:Q", y2="y2:Q",
             color=alt.Color("utilisation:Q", title="link utilisation",
@@ -347,8 +365,7 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
                             legend=alt.Legend(format=".1%", orient="right", gradientLength=max(60, height - 60))),
             strokeWidth=alt.StrokeWidth("width:Q", legend=None, scale=None),
             strokeDash=alt.StrokeDash("state:N", title="link", legend=alt.Legend(orient="bottom", direction="horizontal"),
-                                      scale=alt.Scale(domain=["up", "degraded", "down"],
-                                                      range=[[1, 0], [6, 3], [2, 3]])),
+                                      scale=alt.Scale(domain=list(LINK_DASHES), range=list(LINK_DASHES.values()))),
             tooltip=["link:N", "kind:N", alt.Tooltip("utilisation:Q", format=".2%"),
                      alt.Tooltip("GB/s:Q", format=",.0f"), alt.Tooltip("GB carried:Q", format=",.1f"), "state:N"],
         )
@@ -357,9 +374,8 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
     roles.sort(key=lambda r: int(r.split()[1]))
     others = [r for r in ("GPU (unused)", "nvswitch", "host", "nic", "switch") if r in set(node_data["role"])]
     others += [r for r in dict.fromkeys(node_data["role"]) if r not in roles and r not in others]
-    palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d", "#bab0ac"]
     greys = ["#c7ccd4", "#5b6270", "#8a93a3", "#a9b0bc", "#3d4350", "#d9dde3"]
-    color_range = [palette[i % len(palette)] for i in range(len(roles))] + greys[:len(others)]
+    color_range = [REPLICA_PALETTE[int(r.split()[1]) % len(REPLICA_PALETTE)] for r in roles] + greys[:len(others)]
     color_range += ["#888888"] * (len(roles) + len(others) - len(color_range))
     shape = alt.Shape("kind:N", scale=alt.Scale(domain=["gpu", "nvswitch", "host", "nic", "switch"],
                                                 range=["square", "diamond", "diamond", "circle", "triangle-up"]),
@@ -383,12 +399,19 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
 
 
 def sweep_chart(sweep: pd.DataFrame, metric: str = "ttft_p99_ms", axis: str = "TTFT p99 (ms)") -> alt.Chart:
-    """A metric against offered load (``sweep``: columns ``rate``, ``policy`` and the metric)."""
+    """A metric against offered load (``sweep``: columns ``rate``, ``policy`` and the metric).
+    Latencies past saturation grow by orders of magnitude: the y axis is logarithmic when the
+    values span more than a factor of 20, so the knee and the low-load values both read."""
+    values = pd.to_numeric(sweep[metric], errors="coerce")
+    positive = values[values > 0]
+    wide = len(positive) > 1 and float(positive.max()) > 20 * float(positive.min())
+    scale = alt.Scale(type="log") if wide else alt.Scale(zero=False)
     chart: alt.Chart = (
-        alt.Chart(sweep, title=f"{axis} vs offered load", width=WIDTH, height=220)
-        .mark_line(point=True)
-        .encode(x=alt.X("rate:Q", title="offered load (req/s)"), y=alt.Y(f"{metric}:Q", title=axis),
-                color=policy_color(sweep["policy"], legend_bottom=True),
+        alt.Chart(sweep, title=f"{axis} vs offered load", width=2 * WIDTH, height=260)
+        .mark_line(point=alt.OverlayMarkDef(size=60), strokeWidth=2.5)
+        .encode(x=alt.X("rate:Q", title="offered load (req/s)", scale=alt.Scale(zero=False)),
+                y=alt.Y(f"{metric}:Q", title=axis + (" (log scale)" if wide else ""), scale=scale),
+                color=policy_color(sweep["policy"]),
                 tooltip=["policy:N", alt.Tooltip("rate:Q", format=",.2f"), alt.Tooltip(f"{metric}:Q", format=",.1f")])
     )
     return chart

@@ -6,6 +6,19 @@
 //! times that would produce it: an over-approximation of every timing, so a property that
 //! holds here holds for every workload timing and cost model.
 //!
+//! With a topology, more events are explored (every one at any moment):
+//! - **links** named by the scenario's `link_down`/`link_up` events (at most
+//!   [`super::MAX_LINKS`]; their times are ignored) go down and come up again, any number of
+//!   times: replicas that lose a TP/PP peer stop and their requests move, replicas whose
+//!   group is whole again restart, exactly as the simulator does on those events. The state
+//!   keeps which of these links are down; the fabric of a state is the initial one with those
+//!   links down (taken down in order), so the state's bytes decide every successor;
+//! - **completions of dropped steps**: a replica stopped mid-step leaves its step's
+//!   completion pending in the simulator's event queue; it comes later, at any moment, and
+//!   must change nothing (the state keeps one bit per replica for it);
+//! - **KV arrivals** (`disagg`): a prefilled request's KV cache lands at its decode replica
+//!   whenever its transfer ends.
+//!
 //! States are expanded in id order, which is breadth-first order, so the first violation
 //! found of each property is one of the shortest. A state is loaded into the engine once
 //! per expansion; after each action only what the action touched (the replicas it changed,
@@ -16,7 +29,9 @@ use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::engine::Engine;
+use crate::fabric::Fabric;
 use crate::request::Status;
+use crate::topo::events::Action as LinkAction;
 use crate::SimError;
 
 use super::props::{self, Broken, CAN_FINISH, NO_DEADLOCK, PROPERTIES, TIMELINESS};
@@ -46,22 +61,57 @@ pub enum Action {
     Arrive(u32),
     /// The replica's in-flight step completes.
     Complete(u32),
+    /// Explored link `k` (index into the checked links) goes down.
+    LinkDown(u32),
+    /// Explored link `k` comes up again.
+    LinkUp(u32),
+    /// The request's KV cache lands at its decode replica (`disagg`).
+    Land(u32),
+    /// The completion of a step the replica dropped when it stopped comes due.
+    Stale(u32),
 }
 
 impl Action {
     fn pack(self) -> u16 {
         match self {
             Action::Arrive(i) => i as u16,
+            Action::LinkDown(k) => 0x1000 | k as u16,
+            Action::LinkUp(k) => 0x2000 | k as u16,
+            Action::Land(i) => 0x3000 | i as u16,
+            Action::Stale(r) => 0x4000 | r as u16,
             Action::Complete(r) => 0x8000 | r as u16,
         }
     }
     fn unpack(v: u16) -> Action {
-        if v & 0x8000 != 0 {
-            Action::Complete((v & 0x7fff) as u32)
-        } else {
-            Action::Arrive(v as u32)
+        let x = (v & 0x0fff) as u32;
+        match v >> 12 {
+            0 => Action::Arrive(x),
+            1 => Action::LinkDown(x),
+            2 => Action::LinkUp(x),
+            3 => Action::Land(x),
+            4 => Action::Stale(x),
+            _ => Action::Complete((v & 0x7fff) as u32),
         }
     }
+
+    /// The replica whose step completes, if this is a completion (of its step in flight or
+    /// of a dropped one).
+    pub(crate) fn completed(self) -> Option<u32> {
+        match self {
+            Action::Complete(r) | Action::Stale(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The links a check explores going down and up, and the fabric of each set of them down.
+struct Links {
+    /// Topology link ids.
+    ids: Vec<u32>,
+    /// The fabric with the links of mask `m` down (index `m`), built when first needed.
+    fabrics: Vec<Option<Box<Fabric>>>,
+    /// Which mask the engine's fabric is now (`u8::MAX`: changed by an action, to reload).
+    loaded: u8,
 }
 
 /// Reverse sweeps of the liveness fixpoint before it falls back to backward reachability.
@@ -112,11 +162,19 @@ pub struct Explorer {
     pub max_depth: u32,
     /// Liveness was analysed (the graph is complete).
     pub liveness_checked: bool,
+    /// Links explored going down and up (none without `link_down`/`link_up` events).
+    links: Links,
+    /// The loaded state's tail: `[links down (bit mask), replicas with a dropped step's
+    /// completion pending (bit mask)]`; only stored when links are explored.
+    tail: [u8; 2],
+    /// Bytes of the tail in every stored state (0 or 2).
+    tail_len: usize,
 }
 
 impl Explorer {
     /// An explorer starting from `engine`'s initial state (every request pending).
-    pub fn new(engine: Engine, k: u8) -> Explorer {
+    /// `links`: topology link ids explored going down and up (at most 8; none when empty).
+    pub fn new(engine: Engine, k: u8, links: Vec<u32>) -> Explorer {
         let n = engine.reqs.len();
         let timeliness = engine.params.priority_preemption;
         let reps = engine.replicas.len();
@@ -147,8 +205,14 @@ impl Explorer {
             transitions: 0,
             max_depth: 0,
             liveness_checked: false,
+            tail: [0; 2],
+            tail_len: if links.is_empty() { 0 } else { 2 },
+            links: Links { fabrics: vec![None; 1 << links.len().min(8)], ids: links, loaded: 0 },
         };
-        encode(&x.engine, &x.wait, &mut x.buf);
+        if x.tail_len > 0 {
+            x.links.fabrics[0] = x.engine.fabric.clone();
+        }
+        x.pack_loaded();
         let buf = std::mem::take(&mut x.buf);
         x.store.intern(&buf);
         x.buf = buf;
@@ -178,7 +242,60 @@ impl Explorer {
 
     /// Load state `id` into the engine.
     pub(crate) fn load(&mut self, id: u32) {
-        decode(&mut self.engine, self.store.get(id), &mut self.wait, ALL_REPLICAS, &mut self.layout);
+        self.load_masked(id, ALL_REPLICAS);
+    }
+
+    /// Load state `id` (only the replicas of `mask` and what [`decode`] reloads with them),
+    /// its tail, and the fabric of its links.
+    fn load_masked(&mut self, id: u32, mask: u64) {
+        let bytes = self.store.get(id);
+        let body = bytes.len() - self.tail_len;
+        decode(&mut self.engine, &bytes[..body], &mut self.wait, mask, &mut self.layout);
+        if self.tail_len > 0 {
+            self.tail.copy_from_slice(&bytes[body..]);
+            let m = self.tail[0];
+            if self.links.loaded != m {
+                let f = self.fabric_for(m);
+                self.engine.fabric = Some(f);
+                self.links.loaded = m;
+            }
+        }
+    }
+
+    /// The fabric with the explored links of mask `m` down: the initial one with them taken
+    /// down in index order (so it depends on the mask only).
+    fn fabric_for(&mut self, m: u8) -> Box<Fabric> {
+        if let Some(f) = &self.links.fabrics[m as usize] {
+            return f.clone();
+        }
+        let mut f = self.links.fabrics[0].clone().unwrap_or_else(|| unreachable!("the initial fabric is kept"));
+        for (k, &l) in self.links.ids.iter().enumerate() {
+            if m >> k & 1 != 0 {
+                f.apply_actions(0, &[LinkAction::LinkDown(l)]);
+            }
+        }
+        self.links.fabrics[m as usize] = Some(f.clone());
+        f
+    }
+
+    /// How many links are explored going down and up.
+    pub(crate) fn links(&self) -> usize {
+        self.links.ids.len()
+    }
+
+    /// `src–dst` of explored link `k`.
+    pub(crate) fn link_label(&self, k: u32) -> String {
+        let Some(f) = self.engine.fabric.as_ref() else { return format!("#{k}") };
+        let Some(l) = self.links.ids.get(k as usize).and_then(|&l| f.topo.links.get(l as usize)) else {
+            return format!("#{k}");
+        };
+        format!("{}–{}", f.topo.nodes[l.src as usize].id, f.topo.nodes[l.dst as usize].id)
+    }
+
+    /// Pack the engine's state and the explorer's tail into `self.buf`.
+    fn pack_loaded(&mut self) {
+        encode(&self.engine, &self.wait, &mut self.buf);
+        self.buf.extend_from_slice(&self.tail[..self.tail_len]);
     }
 
     /// Apply one action to the loaded state with the engine's own code, then judge the
@@ -191,10 +308,43 @@ impl Explorer {
         match act {
             Action::Arrive(i) => e.arrive(i),
             Action::Complete(r) => {
-                e.finish_step(r as usize);
-                e.mark(r as usize);
+                let seq = e.replicas[r as usize].step_seq;
+                e.complete_step(r as usize, seq);
+            }
+            Action::Stale(r) => {
+                // The simulator's queue entry of a dropped step: never the step in flight
+                // (step identities start at 1).
+                e.complete_step(r as usize, 0);
+                self.tail[1] &= !(1u8 << r);
+            }
+            Action::Land(i) => {
+                let to = e.reqs[i as usize].replica.max(0) as usize;
+                e.land_kv(i, to);
+            }
+            Action::LinkDown(k) | Action::LinkUp(k) => {
+                let up = matches!(act, Action::LinkUp(_));
+                let link = self.links.ids[k as usize];
+                let busy: Vec<bool> = e.replicas.iter().map(|r| r.busy).collect();
+                let changed = match e.fabric.as_mut() {
+                    Some(f) if up => f.apply_actions(0, &[LinkAction::LinkUp(link)]),
+                    Some(f) => f.apply_actions(0, &[LinkAction::LinkDown(link)]),
+                    None => Default::default(),
+                };
+                for &rep in &changed.stopped {
+                    if busy[rep] {
+                        self.tail[1] |= 1u8 << rep.min(7);
+                    }
+                }
+                e.apply_changed(changed);
+                if up {
+                    self.tail[0] &= !(1u8 << k);
+                } else {
+                    self.tail[0] |= 1u8 << k;
+                }
+                self.links.loaded = u8::MAX; // reload the state's own fabric next time
             }
         }
+        let e = &mut self.engine;
         e.drain_dispatch();
         let kicked = e.kick_idle();
         // A broken invariant explains a stall that follows from it: report it first.
@@ -214,8 +364,10 @@ impl Explorer {
             }
         }
         let busy = e.replicas.iter().any(|r| r.busy);
-        let pending = e.reqs.iter().any(|r| r.status == Status::Pending);
-        if !busy && !pending && !e.is_done() {
+        // Events that can still make progress: arrivals, KV arrivals, a link coming up.
+        let pending = e.reqs.iter().any(|r| matches!(r.status, Status::Pending | Status::Transferring));
+        let link_down = self.tail[0] != 0;
+        if !busy && !pending && !link_down && !e.is_done() {
             let stuck: Vec<String> = e
                 .reqs
                 .iter()
@@ -230,8 +382,9 @@ impl Explorer {
         None
     }
 
-    /// The actions enabled in the loaded state: completions (replica order), then arrivals
-    /// (id order).
+    /// The actions enabled in the loaded state: completions (replica order), arrivals (id
+    /// order), KV arrivals (id order), completions of dropped steps (replica order), links
+    /// going down, links coming up (link order).
     fn collect_enabled(&mut self) {
         self.enabled.clear();
         let e = &self.engine;
@@ -243,6 +396,26 @@ impl Explorer {
         for r in &e.reqs {
             if r.status == Status::Pending {
                 self.enabled.push(Action::Arrive(r.id));
+            }
+        }
+        for r in &e.reqs {
+            if r.status == Status::Transferring {
+                self.enabled.push(Action::Land(r.id));
+            }
+        }
+        for i in 0..e.replicas.len().min(8) {
+            if self.tail[1] >> i & 1 != 0 {
+                self.enabled.push(Action::Stale(i as u32));
+            }
+        }
+        for k in 0..self.links.ids.len() as u32 {
+            if self.tail[0] >> k & 1 == 0 {
+                self.enabled.push(Action::LinkDown(k));
+            }
+        }
+        for k in 0..self.links.ids.len() as u32 {
+            if self.tail[0] >> k & 1 != 0 {
+                self.enabled.push(Action::LinkUp(k));
             }
         }
     }
@@ -302,21 +475,24 @@ impl Explorer {
                 for (k, &act) in acts.iter().enumerate() {
                     if k > 0 {
                         // Undo the previous action: reload only what it touched.
-                        decode(&mut self.engine, self.store.get(id), &mut self.wait, mask, &mut self.layout);
+                        self.load_masked(id, mask);
                         #[cfg(debug_assertions)]
                         {
-                            encode(&self.engine, &self.wait, &mut self.buf);
+                            self.pack_loaded();
                             debug_assert_eq!(self.buf.as_slice(), self.store.get(id), "restore of state {id}");
                         }
                     }
                     let broken = self.apply(act);
-                    let completed = match act {
-                        Action::Complete(r) => Some(r),
-                        Action::Arrive(_) => None,
+                    mask = match act {
+                        Action::Arrive(_) | Action::Complete(_) | Action::Stale(_) => {
+                            touched(&self.engine, self.store.get(id), act.completed())
+                        }
+                        // Requests move between replicas (and the fabric changes): reload all.
+                        Action::Land(_) | Action::LinkDown(_) | Action::LinkUp(_) => ALL_REPLICAS,
                     };
-                    mask = touched(&self.engine, self.store.get(id), completed);
                     let off = self.pend.len();
                     encode_into(&self.engine, &self.wait, &mut self.pend);
+                    self.pend.extend_from_slice(&self.tail[..self.tail_len]);
                     let bytes = &self.pend[off..];
                     let h = hash(bytes);
                     let len = bytes.len() as u32;
@@ -494,7 +670,7 @@ impl Explorer {
 
     /// The id of the engine's current state, if the exploration met it.
     pub(crate) fn current_id(&mut self) -> Option<u32> {
-        encode(&self.engine, &self.wait, &mut self.buf);
+        self.pack_loaded();
         self.store.find(&self.buf)
     }
 

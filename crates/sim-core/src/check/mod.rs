@@ -19,6 +19,12 @@
 //! blocks, so that content would have to be part of the state. A scenario that asks for
 //! `enable_prefix_caching = true` is refused with a `ConfigError`; counterexample replays
 //! run with caching off too. Client timeouts and sessions (time-driven) are refused as well.
+//!
+//! With a `topology`, the links named by the scenario's `link_down`/`link_up` events (at
+//! most [`MAX_LINKS`], their times ignored) go down and come up at any moment, any number of
+//! times, and under `disagg` each KV transfer lands at any moment ([`explore`]). Other event
+//! kinds are refused. Counterexamples through these events are described step by step but
+//! have no replay scenario (their timing is not solved).
 
 pub mod explore;
 mod lp;
@@ -30,10 +36,11 @@ pub mod trace;
 
 use serde::Serialize;
 
-use crate::api::{build, guard, Format, SimOptions};
+use crate::api::{build_inner, guard, Format, SimOptions};
 use crate::config::Scenario;
 use crate::error::{check, Result, SimError};
 use crate::perf::CostModelSpec;
+use crate::limits::{self, Clock, Part};
 use crate::sched::{Bug, Victim};
 
 pub use explore::{Action, Explorer};
@@ -46,6 +53,8 @@ pub const MAX_REQUESTS: usize = 16;
 pub const MAX_REPLICAS: u32 = 4;
 /// Most KV units per replica.
 pub const MAX_UNITS: u64 = 64;
+/// Most links explored going down and up (those named by `link_down`/`link_up` events).
+pub const MAX_LINKS: usize = 4;
 
 /// Limits and knobs of one check.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +89,8 @@ pub struct CheckedConfig {
     /// Always false: checks (and their replays) run without prefix caching (see the
     /// module documentation).
     pub prefix_caching: bool,
+    /// The links explored going down and up (`src–dst`), from the scenario's events.
+    pub links: Vec<String>,
 }
 
 /// One property's verdict: `pass`, `fail`, `unknown` (search incomplete) or
@@ -128,31 +139,6 @@ pub struct CheckProgress {
     pub depth: u32,
     pub elapsed_s: f64,
     pub violations: u64,
-}
-
-/// Wall clock of a check. `std::time::Instant` panics on wasm32-unknown-unknown (no clock
-/// without imports), so there the elapsed time reads 0: `max_seconds` never fires and the
-/// front end bounds a check itself (the page runs it in a Worker it can terminate).
-#[derive(Debug, Clone, Copy)]
-struct Clock {
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    started: std::time::Instant,
-}
-
-impl Clock {
-    fn start() -> Clock {
-        Clock {
-            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-            started: std::time::Instant::now(),
-        }
-    }
-
-    fn elapsed_s(&self) -> f64 {
-        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-        return self.started.elapsed().as_secs_f64();
-        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-        return 0.0;
-    }
 }
 
 /// The cost model of checks and replays: every step takes exactly 1 ms.
@@ -217,7 +203,7 @@ impl Checker {
         let mut sc = scenario.clone();
         sc.cost_model = linear_1ms()?;
         sc.scheduler.enable_prefix_caching = Some(false);
-        let built = build(sc, SimOptions::default())?;
+        let built = build_inner(sc, SimOptions::default(), None, true)?;
         let mut engine = built.engine;
         engine.steady_ok = false; // the explorer completes steps itself, one state at a time
         engine.unpriced_steps = true;
@@ -240,6 +226,17 @@ impl Checker {
                 format!("request {}: prompt + output must stay below {} tokens for the model checker", r.id, u16::MAX),
             ));
         }
+        let links = explored_links(&scenario, &engine)?;
+        // The memory of `max_states` states, before any is stored.
+        let per_state = state_bytes(&engine, links.len());
+        limits::enforce(
+            &[Part {
+                field: "max_states".into(),
+                bytes: opts.max_states.saturating_mul(per_state),
+                what: format!("{} states of about {per_state} B", opts.max_states),
+            }],
+            &scenario.limits,
+        )?;
         let p = engine.params;
         let config = CheckedConfig {
             policy: scenario.scheduler.policy.clone(),
@@ -251,12 +248,15 @@ impl Checker {
             timeliness_steps: opts.timeliness_steps,
             timeliness_applies: p.priority_preemption,
             prefix_caching: false,
+            links: Vec::new(),
         };
         let preempts = p.victim != Victim::Never && p.bug != Bug::NoPreempt;
         let k = opts.timeliness_steps.min(200) as u8;
+        let x = Explorer::new(engine, k, links);
+        let config = CheckedConfig { links: (0..x.links()).map(|i| x.link_label(i as u32)).collect(), ..config };
         Ok(Checker {
             scenario,
-            x: Explorer::new(engine, k),
+            x,
             opts,
             config,
             preempts,
@@ -272,19 +272,29 @@ impl Checker {
         if self.ended {
             return Ok(true);
         }
-        let max = self.opts.max_states as usize;
+        // Saturating: on 32-bit targets (WASM) 2^32 must not wrap to 0.
+        let max = usize::try_from(self.opts.max_states).unwrap_or(usize::MAX);
+        let more = usize::try_from(more_states).unwrap_or(usize::MAX);
         let x = &mut self.x;
-        let ended = guard(|| Ok(x.run(more_states.min(usize::MAX as u64) as usize, max)))?;
+        let ended = guard(|| Ok(x.run(more, max)))?;
+        let limit = self.scenario.limits.memory_bytes();
+        let seconds = self.opts.max_seconds.map_or(self.scenario.limits.max_seconds, |s| s.min(self.scenario.limits.max_seconds));
         if ended {
             self.ended = true;
             if !self.x.is_complete() {
                 self.stopped = Some(format!("max_states reached ({max} states)"));
             }
-        } else if let Some(s) = self.opts.max_seconds {
-            if self.started.elapsed_s() >= s {
-                self.ended = true;
-                self.stopped = Some(format!("max_seconds reached ({s} s)"));
-            }
+        } else if self.x.memory_bytes() as u64 * 3 / 2 > limit {
+            // The next growth of its tables would pass the limit: stop, as at max_states.
+            self.ended = true;
+            self.stopped = Some(format!(
+                "limits.max_memory_gib reached ({} held, {} states)",
+                limits::bytes_text(self.x.memory_bytes() as u64),
+                self.x.states()
+            ));
+        } else if self.started.elapsed_s() >= seconds {
+            self.ended = true;
+            self.stopped = Some(format!("max_seconds reached ({seconds} s)"));
         }
         Ok(self.ended)
     }
@@ -354,6 +364,57 @@ impl Checker {
             petri,
             pnml,
         })
+    }
+}
+
+/// The topology links the check takes down and up: those the scenario's `link_down` and
+/// `link_up` events name (each once, in order of first mention). Other kinds are refused.
+fn explored_links(scenario: &Scenario, engine: &crate::engine::Engine) -> Result<Vec<u32>> {
+    use crate::topo::events::{Action as A, EventSpec};
+    let Some(f) = engine.fabric.as_ref() else { return Ok(Vec::new()) };
+    let mut order: Vec<(usize, u32)> = Vec::new();
+    for (i, spec) in scenario.events.iter().enumerate() {
+        if !matches!(spec, EventSpec::LinkDown { .. } | EventSpec::LinkUp { .. }) {
+            return Err(SimError::config(
+                format!("events[{i}].kind"),
+                "the model checker explores link_down and link_up events only (set_link and remove_gpu: run the simulator)",
+            ));
+        }
+    }
+    for (i, spec) in scenario.events.iter().enumerate() {
+        let one = crate::topo::events::resolve(&f.topo, std::slice::from_ref(spec))
+            .map_err(|e| reindex(e, i))?;
+        if let Some(crate::topo::events::TopoEvent { action: A::LinkDown(l) | A::LinkUp(l), .. }) = one.first() {
+            if !order.iter().any(|x| x.1 == *l) {
+                order.push((i, *l));
+            }
+        }
+    }
+    if order.len() > MAX_LINKS {
+        return Err(SimError::config(
+            format!("events[{}]", order[MAX_LINKS].0),
+            format!("the model checker explores at most {MAX_LINKS} links going down and up (this event names a fifth)"),
+        ));
+    }
+    Ok(order.into_iter().map(|x| x.1).collect())
+}
+
+/// Bytes one explored state costs, about: its packed bytes (twice, for the growth of the
+/// store), the index, parent, action, depth and flags, and the edges to its successors (at
+/// most one per request, replica and link).
+fn state_bytes(e: &crate::engine::Engine, links: usize) -> u64 {
+    let (n, reps) = (e.reqs.len() as u64, e.replicas.len() as u64);
+    let packed = n * 10 + reps * 13 + 2 + if links > 0 { 2 } else { 0 };
+    2 * packed + 64 + 8 * (n + reps + links as u64)
+}
+
+/// An error about `events[0]` of a one-event list, about `events[i]` of the scenario.
+fn reindex(e: SimError, i: usize) -> SimError {
+    match e {
+        SimError::Config { path, message } => {
+            SimError::Config { path: path.replacen("events[0]", &format!("events[{i}]"), 1), message }
+        }
+        other => other,
     }
 }
 

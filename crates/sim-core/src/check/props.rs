@@ -8,6 +8,8 @@
 //! - [`ONE_STATE`]: every request is in exactly one state, and its status agrees with the
 //!   one queue that holds it (pending/finished/rejected: none; dispatching: the router's
 //!   queue; waiting: its replica's waiting queue; running: its replica's running list);
+//!   the engine's count of done requests equals the finished and rejected ones (each
+//!   counted once), and no request has produced more tokens than it asked for;
 //! - [`BLOCK_ACCOUNTING`]: per replica, free + held units = total, no unit held twice (or
 //!   both held and free), no units held by a request that is not running. With prefix
 //!   caching a cached unit may be held by several requests (vLLM's shared blocks): then
@@ -106,6 +108,7 @@ fn all_hold_small(e: &Engine) -> bool {
     // One pass over the requests: by status, by replica, and the units each replica's
     // requests hold.
     let (mut st_run, mut st_wait, mut st_disp) = (0u64, 0u64, 0u64);
+    let mut done = 0u64;
     let mut on = [0u64; 8];
     let mut units = [0u64; 8];
     let mut held = [0u32; 8];
@@ -122,8 +125,10 @@ fn all_hold_small(e: &Engine) -> bool {
             Status::Running => st_run |= b,
             Status::Waiting => st_wait |= b,
             Status::Dispatching => st_disp |= b,
+            Status::Finished | Status::Rejected => done += 1,
             _ => {}
         }
+        bad |= r.generated > r.output;
         let has = !r.blocks.is_empty();
         if r.replica < 0 || r.replica as usize >= reps {
             bad |= has || r.replica >= 0;
@@ -169,6 +174,7 @@ fn all_hold_small(e: &Engine) -> bool {
     }
     let (disp, odd_d) = id_set(e.dispatch.iter().copied(), n);
     bad |= odd_d || run != st_run || wait != st_wait || disp != st_disp || plan & !st_run != 0;
+    bad |= done != e.done_requests;
     !bad
 }
 
@@ -233,6 +239,16 @@ fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
             let places = if places.is_empty() { "no queue".to_string() } else { places.join(", ") };
             return Err(broken(ONE_STATE, format!("request {} is {} but in {places}", r.id, status_name(r.status))));
         }
+    }
+    let done = e.reqs.iter().filter(|r| r.status.is_done()).count() as u64;
+    if done != e.done_requests {
+        return Err(broken(
+            ONE_STATE,
+            format!("{} request(s) counted as done but {done} are finished or rejected", e.done_requests),
+        ));
+    }
+    if let Some(r) = e.reqs.iter().find(|r| r.generated > r.output) {
+        return Err(broken(ONE_STATE, format!("request {} generated {} of {} tokens", r.id, r.generated, r.output)));
     }
     for (i, rep) in e.replicas.iter().enumerate() {
         let kv = &rep.sched.kv;

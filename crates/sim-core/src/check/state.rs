@@ -74,7 +74,11 @@ pub fn encode_into(e: &Engine, wait: &[u8], out: &mut Vec<u8>) {
     for rep in &e.replicas {
         let st = &rep.sched;
         let mut head = [0u8; 11];
-        head[0] = rep.busy as u8;
+        // Bit 0: a step is in flight; bit 1: its plan follows. With a topology an idle
+        // replica's last plan is kept too: a dropped step's completion coming due later
+        // would meet it (the explorer's `Stale` action), so it is part of the state.
+        let plan = rep.busy || (e.fabric.is_some() && !st.plan.is_empty());
+        head[0] = rep.busy as u8 | (plan as u8) << 1;
         head[1..5].copy_from_slice(&(rep.outstanding_tokens as u32).to_le_bytes());
         head[5..9].copy_from_slice(&(st.used_slots as u32).to_le_bytes());
         head[9] = st.kv.free_units() as u8;
@@ -83,7 +87,7 @@ pub fn encode_into(e: &Engine, wait: &[u8], out: &mut Vec<u8>) {
         out.extend(st.waiting.iter().map(|id| id as u8));
         out.push(st.running.len() as u8);
         out.extend(st.running.iter().map(|&id| id as u8));
-        if rep.busy {
+        if plan {
             out.push(st.plan.len() as u8);
             for &(id, n) in &st.plan {
                 let [a, b] = (n as u16).to_le_bytes();
@@ -117,7 +121,7 @@ impl Rd<'_> {
         self.at += n;
     }
     /// Skip the rest of a replica section after its waiting count `nw`: the waiting ids,
-    /// the running ones, and (when busy) the step's plan entries of 3 bytes.
+    /// the running ones, and (when kept) the step's plan entries of 3 bytes.
     fn skip_queues(&mut self, nw: usize, busy: bool) {
         self.skip(nw);
         let nr = self.u8() as usize;
@@ -203,7 +207,8 @@ pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: 
             rd.at = layout.reps[ri] as usize;
         }
         let on = mask & bit(ri) != 0;
-        let busy = rd.u8() != 0;
+        let flags = rd.u8();
+        let (busy, with_plan) = (flags & 1 != 0, flags & 2 != 0);
         let outstanding = rd.u32() as u64;
         let used_slots = rd.u32() as u64;
         let free = rd.u8() as u32;
@@ -211,7 +216,7 @@ pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: 
         max_rank = max_rank.max(nw as i64);
         if !on {
             // Skip the section (its length is in its counts).
-            rd.skip_queues(nw, busy);
+            rd.skip_queues(nw, with_plan);
             continue;
         }
         let next = layout.next[ri];
@@ -236,7 +241,7 @@ pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: 
         st.running.extend(bytes[rd.at..rd.at + nr].iter().map(|&id| id as u32));
         rd.skip(nr);
         st.plan.clear();
-        if busy {
+        if with_plan {
             let np = rd.u8() as usize;
             let plan = bytes[rd.at..rd.at + 3 * np].chunks_exact(3);
             st.plan.extend(plan.map(|c| (c[0] as u32, u16::from_le_bytes([c[1], c[2]]) as u32)));
@@ -284,11 +289,11 @@ pub fn marking(bytes: &[u8], requests: usize, replicas: usize) -> ([u8; 6], u32)
     let mut rd = Rd { b: bytes, at: requests * REQ_BYTES };
     let mut free = 0u32;
     for _ in 0..replicas {
-        let busy = rd.u8() != 0;
+        let with_plan = rd.u8() & 2 != 0;
         rd.skip(8);
         free += rd.u8() as u32;
         let nw = rd.u8() as usize;
-        rd.skip_queues(nw, busy);
+        rd.skip_queues(nw, with_plan);
     }
     (counts, free)
 }

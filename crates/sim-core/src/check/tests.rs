@@ -173,3 +173,74 @@ fn pnml_lists_the_policy_net() {
     assert_eq!(v.petri.bounds[0], 2, "pending holds at most the two requests");
     assert!(v.petri.bounds[6] <= 6 && v.petri.p_invariants.iter().all(|p| p.holds));
 }
+
+/// `reqs` on `replicas` × TP2 on hgx-h200 with a small pool, the links of `gpus` flapping.
+fn flapping(policy: &str, replicas: u32, gpus: &[u32], reqs: &[(u32, u32)]) -> String {
+    let requests: Vec<_> =
+        reqs.iter().map(|&(p, o)| json!({"arrival_ms": 0, "prompt_tokens": p, "output_tokens": o})).collect();
+    let mut events = Vec::new();
+    for g in gpus {
+        events.push(json!({"at_s": 0.001, "kind": "link_down", "src": format!("gpu{g}"), "dst": "nvswitch0"}));
+        events.push(json!({"at_s": 0.002, "kind": "link_up", "src": format!("gpu{g}"), "dst": "nvswitch0"}));
+    }
+    let mut v = json!({"model": "llama-3-8b", "gpu": "h200", "topology": "hgx-h200",
+        "deployment": {"tp": 2, "replicas": replicas},
+        "scheduler": {"policy": policy, "block_size": 4, "num_gpu_blocks": 6, "max_num_batched_tokens": 8,
+                      "chunk_size": 8, "max_num_seqs": 8, "max_tokens_per_request": 8},
+        "workload": {"requests": requests}, "events": events});
+    if policy == "disagg" {
+        v["deployment"]["prefill_replicas"] = json!(1);
+    }
+    v.to_string()
+}
+
+#[test]
+fn links_going_down_and_up_are_explored_and_lose_no_request() {
+    // Small enough for debug builds: `benchmarks/check.py` runs larger ones.
+    let reqs = [(6, 3), (5, 2)];
+    let still = run(&flapping("vllm", 2, &[], &reqs));
+    for policy in ["vllm", "sarathi", "orca", "o1pro"] {
+        let r = run(&flapping(policy, 2, &[1, 3], &reqs));
+        assert!(r.ok && r.complete, "{policy}: {:?}", r.violations.first().map(|v| (&v.property, &v.message)));
+        assert_eq!(r.config.links, ["gpu1–nvswitch0", "gpu3–nvswitch0"]);
+        if policy == "vllm" {
+            assert!(r.states > 4 * still.states, "{} states with links vs {} without", r.states, still.states);
+        }
+    }
+}
+
+#[test]
+fn the_checker_catches_a_completion_applied_to_another_step() {
+    // The guards of `Engine::complete_step` and `finish_step` switched off: a stopped
+    // replica's dropped step, completing later, finishes requests a second time.
+    let text = flapping("vllm", 2, &[1], &[(6, 3), (5, 2), (4, 2)]);
+    let mut c = Checker::from_text(&text, Format::Json, CheckOptions::default()).unwrap();
+    c.x.engine.unguarded = true;
+    let r = c.finish().unwrap();
+    let v = r.violations.first().expect("a violation");
+    assert_eq!(v.property, "one_state", "{}", v.message);
+    assert!(v.trace.iter().any(|s| s.action == "stale") && v.trace.iter().any(|s| s.action == "link_down"), "{:?}",
+        v.trace.iter().map(|s| &s.text).collect::<Vec<_>>());
+    assert!(v.replay_scenario.is_none() && v.replay_note.as_deref().is_some_and(|n| n.contains("link events")));
+}
+
+#[test]
+fn disagg_kv_arrivals_are_explored_instead_of_a_false_deadlock() {
+    // ../shared/repro/check_disagg_false_deadlock.toml: one request, prefill on replica 0.
+    let text = include_str!("../../../../tests/repro/check_disagg_false_deadlock.toml");
+    let r = check(text, Format::Toml, CheckOptions::default()).unwrap();
+    assert!(r.ok && r.complete, "{:?}", r.violations.first().map(|v| (&v.property, &v.message)));
+    let r = run(&flapping("disagg", 2, &[1, 2], &[(6, 3), (5, 2)]));
+    assert!(r.ok && r.complete, "{:?}", r.violations.first().map(|v| (&v.property, &v.message)));
+}
+
+#[test]
+fn only_link_events_are_explored() {
+    let mut v: serde_json::Value = serde_json::from_str(&flapping("vllm", 2, &[1], &[(6, 3)])).unwrap();
+    v["events"][1] = json!({"at_s": 0.0, "kind": "remove_gpu", "node": "gpu1"});
+    let e = check(&v.to_string(), Format::Json, CheckOptions::default()).unwrap_err();
+    assert_eq!(e.path(), Some("events[1].kind"), "{e}");
+    let v = flapping("vllm", 2, &[0, 1, 2, 3, 4], &[(6, 3)]);
+    let e = check(&v, Format::Json, CheckOptions::default()).unwrap_err();
+    assert_eq!(e.path(), Some("events[8]"), "{e}");
+}

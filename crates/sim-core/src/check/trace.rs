@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::api::{SimOptions, Simulation};
+use crate::api::Simulation;
 use crate::config::Scenario;
 use crate::engine::Engine;
 use crate::workload::{ExplicitRequest, WorkloadSpec};
@@ -85,9 +85,11 @@ fn snapshot(e: &Engine) -> Snapshot {
 pub struct TraceStep {
     /// 1-based.
     pub step: u32,
-    /// `arrive` or `complete`.
+    /// `arrive`, `complete`, `link_down`, `link_up`, `land` (a KV cache arrives, `disagg`)
+    /// or `stale` (a dropped step's completion).
     pub action: &'static str,
-    /// The arriving request (arrive) or the replica whose step completes (complete).
+    /// The arriving request (arrive, land), the replica whose step completes (complete,
+    /// stale), or the explored link's index (link_down, link_up).
     pub target: u32,
     pub text: String,
     pub changes: Vec<String>,
@@ -171,6 +173,10 @@ fn reexecute(x: &mut Explorer, path: &[Action]) -> (Vec<TraceStep>, Vec<StepRec>
         let (action, target, text) = match act {
             Action::Arrive(i) => ("arrive", i, format!("request {i} arrives")),
             Action::Complete(r) => ("complete", r, format!("the step on replica {r} completes")),
+            Action::LinkDown(k) => ("link_down", k, format!("link {} goes down", x.link_label(k))),
+            Action::LinkUp(k) => ("link_up", k, format!("link {} comes up", x.link_label(k))),
+            Action::Land(i) => ("land", i, format!("request {i}'s KV cache lands")),
+            Action::Stale(r) => ("stale", r, format!("the step replica {r} dropped when it stopped comes due")),
         };
         let _ = x.apply(act);
         timing::record_steps(&x.engine, &steps_before, k, act, &mut started);
@@ -265,6 +271,9 @@ type Timed = (Scenario, Simulation, Vec<u64>);
 /// Time `path` for a replay: equal 1 ms steps if they keep its order, else a solved linear
 /// cost model; `Err(why)` when neither does.
 fn time_path(x: &Explorer, base: &Scenario, path: &[Action], started: &[StepRec], property: &str) -> Result<std::result::Result<Timed, String>> {
+    if !timing::timed_kinds(path) {
+        return Ok(Err(timing::UNTIMED.to_string()));
+    }
     let mut why = String::new();
     for plan in [Ok(timing::equal_steps(path, started)), timing::solved(path, started)] {
         let plan = match plan {
@@ -272,7 +281,7 @@ fn time_path(x: &Explorer, base: &Scenario, path: &[Action], started: &[StepRec]
             Err(w) => return Ok(Err(w)),
         };
         let sc = replay_scenario(base, &x.engine, path, &plan, property)?;
-        let sim = Simulation::new(sc.clone(), SimOptions::default())?;
+        let sim = Simulation::for_replay(sc.clone())?;
         match timing::event_times(&plan, path, started, sim.engine().perf()) {
             Ok(times) => return Ok(Ok((sc, sim, times))),
             Err(w) => why = w,

@@ -666,6 +666,18 @@ impl WorkloadSpec {
             Some(o) => resolve_length(o, "output")?,
             None => return Err(SimError::config("output", "required for a generated workload")),
         };
+        // A request longer than max_model_len is rejected on arrival; when even the
+        // shortest prompt and output exceed it, every request would be: refuse the workload.
+        let (p_min, o_min) = (prompt.min_len(), output.min_len());
+        if u64::from(p_min) + u64::from(o_min) > u64::from(max_model_len) {
+            return Err(SimError::config(
+                "prompt",
+                format!(
+                    "every request exceeds max_model_len = {max_model_len} tokens (the shortest prompt is {p_min} \
+                     and the shortest output {o_min}); every one would be rejected"
+                ),
+            ));
+        }
         Ok(Resolved::Generated(Generated { arrival, stop, prompt, output, priority }))
     }
 

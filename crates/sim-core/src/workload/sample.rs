@@ -22,6 +22,16 @@ pub(super) struct LengthModel {
 }
 
 impl LengthModel {
+    /// The shortest length it can give, tokens.
+    pub(super) fn min_len(&self) -> u32 {
+        match &self.dist {
+            LengthDist::Fixed(v) => (*v).clamp(self.lo, self.hi),
+            LengthDist::Uniform { min, .. } => *min,
+            LengthDist::Zipf(z) => z.min,
+            LengthDist::Normal { .. } | LengthDist::LogNormal { .. } => self.lo,
+        }
+    }
+
     /// One length in tokens, within `lo..=hi`.
     pub(super) fn sample(&self, rng: &mut SimRng) -> u32 {
         let x = match &self.dist {

@@ -1,0 +1,295 @@
+//! Resource limits as part of validation: a scenario's `limits` section, the memory a run
+//! will need estimated from the scenario *before* anything large is allocated, and a wall
+//! clock. A scenario over its limits is refused with a `ResourceError` naming the field that
+//! drives the estimate, the estimate and the limit, instead of the process dying on an
+//! allocation failure (Rust aborts on those: no `catch_unwind` sees them).
+//!
+//! The estimates are per-item costs measured on this code (native, release, peak RSS over
+//! growing runs, 2026-12-01): a generated request costs about 215 B through a run plus
+//! about 130 B of result JSON; an explicit request about 40 B more while it is parsed into
+//! the scenario; a KV block 4 B per replica (its free-list entry); a replica up to 250 kB
+//! (its time series at 2,048 buckets, the result's columns of them); a model-checker state
+//! about 1.5× its packed bytes plus 60 B of index and graph and 8 B per transition. Where an
+//! estimate cannot be exact (a duration-bounded workload's random count, the recorded step
+//! log, the checker's growth), allocation is fallible (`try_reserve`) and a failure is the
+//! same `ResourceError`.
+//!
+//! Text inputs are capped at [`MAX_INPUT_BYTES`] before parsing (parsing takes about 13 B
+//! per JSON byte and 36 B per TOML byte at peak).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check, Result, SimError};
+
+/// Largest scenario text accepted (64 MiB): about 1 GiB at peak to parse as JSON, 2.3 GiB
+/// as TOML. Front ends never read more than this from a file.
+pub const MAX_INPUT_BYTES: usize = 64 << 20;
+
+/// Default of `limits.max_memory_gib`: fits a laptop with 8 GB alongside the front end.
+pub const DEFAULT_MAX_MEMORY_GIB: f64 = 4.0;
+/// Default of `limits.max_seconds`: ten minutes of wall time.
+pub const DEFAULT_MAX_SECONDS: f64 = 600.0;
+/// A WASM module addresses 4 GiB at most, shared with its input and output text: the
+/// memory limit there is at most this.
+pub const WASM_MAX_MEMORY_GIB: f64 = 3.0;
+
+/// Bytes a generated request costs through a run, result JSON included.
+pub const BYTES_PER_REQUEST: u64 = 384;
+/// More bytes per request of an explicit list (its parsed entry).
+pub const BYTES_PER_LISTED_REQUEST: u64 = 40;
+/// Bytes per KV block per replica (its free-list entry; a held block is an entry of its
+/// request's table instead).
+pub const BYTES_PER_BLOCK: u64 = 4;
+/// Bytes per replica at most: its time series (2,048 buckets) and their result columns.
+pub const BYTES_PER_REPLICA: u64 = 256 << 10;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The scenario's `limits` section: what one run may use.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Memory the run may use, GiB (estimated before it starts; default 4). In WASM at most
+    /// [`WASM_MAX_MEMORY_GIB`].
+    pub max_memory_gib: f64,
+    /// Wall time the run may take, seconds (default 600). Not enforced in WASM, which has
+    /// no clock without imports: the page runs simulations in a Worker it can stop.
+    pub max_seconds: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_memory_gib: DEFAULT_MAX_MEMORY_GIB, max_seconds: DEFAULT_MAX_SECONDS }
+    }
+}
+
+impl Limits {
+    /// Whether these are the defaults (then the section is left out when serialized).
+    pub fn is_default(&self) -> bool {
+        *self == Limits::default()
+    }
+
+    /// `max_memory_gib` in (0, 1024], `max_seconds` in (0, 10⁷].
+    pub fn validate(&self) -> Result<()> {
+        check::positive("limits.max_memory_gib", self.max_memory_gib)?;
+        check::in_range("limits.max_memory_gib", self.max_memory_gib, 0.0, 1024.0)?;
+        check::positive("limits.max_seconds", self.max_seconds)?;
+        check::in_range("limits.max_seconds", self.max_seconds, 0.0, 1e7)?;
+        Ok(())
+    }
+
+    /// The memory limit in bytes on this target.
+    pub fn memory_bytes(&self) -> u64 {
+        let gib = if cfg!(target_arch = "wasm32") { self.max_memory_gib.min(WASM_MAX_MEMORY_GIB) } else { self.max_memory_gib };
+        (gib * GIB) as u64
+    }
+}
+
+/// Human-readable bytes (`17.2 GiB`, `310 MiB`, `12 kiB`).
+pub fn bytes_text(b: u64) -> String {
+    let b = b as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.0} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.0} kiB", (b / 1024.0).max(1.0))
+    }
+}
+
+/// One part of a memory estimate: the field that drives it, its bytes, what it is.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub field: String,
+    pub bytes: u64,
+    pub what: String,
+}
+
+/// Refuse `parts` when together they exceed `limits`: a `ResourceError` naming the field of
+/// the largest part, the estimate (each part) and the limit.
+pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
+    let total = parts.iter().fold(0u64, |a, p| a.saturating_add(p.bytes));
+    let limit = limits.memory_bytes();
+    if total <= limit {
+        return Ok(());
+    }
+    let Some(top) = parts.iter().max_by_key(|p| p.bytes) else { return Ok(()) };
+    let mut shown: Vec<&Part> = parts.iter().filter(|p| p.bytes > total / 100).collect();
+    shown.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    let detail: Vec<String> = shown.iter().map(|p| format!("{} for {}", bytes_text(p.bytes), p.what)).collect();
+    Err(SimError::resource(
+        &top.field,
+        format!(
+            "needs about {} ({}), more than limits.max_memory_gib = {} GiB{}",
+            bytes_text(total),
+            detail.join(", "),
+            limit as f64 / GIB,
+            if cfg!(target_arch = "wasm32") && limits.max_memory_gib > WASM_MAX_MEMORY_GIB {
+                format!(" (at most {WASM_MAX_MEMORY_GIB} GiB in WASM)")
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}
+
+/// The memory of a run of `scenario` with `blocks` KV blocks per replica: KV pools,
+/// replicas, requests (see the module docs for the per-item costs); `trace`: the rows a
+/// front end loaded for `workload.trace`.
+pub fn run_parts(scenario: &crate::config::Scenario, blocks: u32, trace: Option<&crate::workload::LoadedTrace>) -> Vec<Part> {
+    use crate::catalog::{GpuInput, ModelInput};
+    let replicas = u64::from(scenario.deployment.replicas);
+    let kv_field = match (&scenario.scheduler.num_gpu_blocks, &scenario.gpu, &scenario.model) {
+        (Some(_), _, _) => "scheduler.num_gpu_blocks",
+        (None, GpuInput::Custom(g), _) if g.hbm_gib.is_some() => "gpu.hbm_gib",
+        (None, _, ModelInput::Custom(_)) => "model",
+        _ => "scheduler.num_gpu_blocks",
+    };
+    let mut parts = vec![
+        Part {
+            field: kv_field.into(),
+            bytes: replicas.saturating_mul(u64::from(blocks)).saturating_mul(BYTES_PER_BLOCK),
+            what: format!("{blocks} KV blocks × {replicas} replica(s)"),
+        },
+        Part {
+            field: "deployment.replicas".into(),
+            bytes: replicas.saturating_mul(BYTES_PER_REPLICA),
+            what: format!("{replicas} replicas' time series"),
+        },
+    ];
+    let w = &scenario.workload;
+    let traced = w.trace.as_ref().map(|t| match (trace, &t.text) {
+        (Some(loaded), _) => loaded.len() as f64,
+        // An inline trace: about a row per line (its text is capped at MAX_INPUT_BYTES).
+        (None, Some(text)) => text.bytes().filter(|&b| b == b'\n').count() as f64 + 1.0,
+        (None, None) => 0.0,
+    });
+    let (field, count, per) = match (&w.requests, w.num_requests, w.duration_s) {
+        _ if traced.is_some() => ("workload.trace", traced.unwrap_or(0.0), BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
+        (Some(list), _, _) => ("workload.requests", list.len() as f64, BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
+        (None, Some(n), _) => ("workload.num_requests", n as f64, BYTES_PER_REQUEST),
+        (None, None, Some(d)) => {
+            // A random count: its mean and six standard deviations (Poisson-like), or the
+            // count the gap cap forces, whichever is larger.
+            let a = w.arrival.as_ref();
+            let mean = a.and_then(|a| a.rate).unwrap_or(0.0) * d;
+            let forced = a.and_then(|a| a.max_gap_s).map_or(0.0, |g| d / g);
+            ("workload.duration_s", (mean + 6.0 * mean.sqrt() + 16.0).max(forced), BYTES_PER_REQUEST)
+        }
+        (None, None, None) => {
+            // Staged arrivals: Σ rate × duration; sessions: their count × their longest
+            // conversation (the turns' fixed value or `max`; 64 when unbounded).
+            let staged: f64 = w.arrival.as_ref().and_then(|a| a.stages.as_ref()).map_or(0.0, |st| {
+                st.iter().map(|s| s.rate.unwrap_or(0.0).max(0.0) * s.duration_s.unwrap_or(0.0).max(0.0)).sum()
+            });
+            let sessions = w.sessions.as_ref().map_or(0.0, |s| {
+                let turns = match &s.turns {
+                    Some(crate::workload::Len::Tokens(n)) => f64::from(*n),
+                    Some(crate::workload::Len::Dist(d)) => d.max.or(d.value).map_or(64.0, f64::from),
+                    None => 1.0,
+                };
+                s.count.unwrap_or(0) as f64 * turns
+            });
+            ("workload", staged + sessions, BYTES_PER_REQUEST)
+        }
+    };
+    if count.is_finite() && count > 0.0 {
+        parts.push(Part {
+            field: field.into(),
+            bytes: (count * per as f64).min(u64::MAX as f64) as u64,
+            what: format!("{count:.0} requests"),
+        });
+    }
+    parts
+}
+
+/// A text input over [`MAX_INPUT_BYTES`] is refused before it is parsed.
+pub fn check_input(len: usize, what: &str) -> Result<()> {
+    if len > MAX_INPUT_BYTES {
+        return Err(SimError::resource(
+            "",
+            format!(
+                "{what} is {} long, more than the {} o1sim reads (use a generated workload instead of a very long \
+                 explicit request list)",
+                bytes_text(len as u64),
+                bytes_text(MAX_INPUT_BYTES as u64)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `Vec::try_reserve` as a `ResourceError` naming `field`.
+pub fn try_reserve<T>(v: &mut Vec<T>, more: usize, field: &str, what: &str) -> Result<()> {
+    v.try_reserve(more).map_err(|_| {
+        SimError::resource(
+            field,
+            format!(
+                "could not allocate {} more for {what} (the machine is out of memory; lower the scenario's size or \
+                 limits.max_memory_gib)",
+                bytes_text((more.saturating_mul(std::mem::size_of::<T>())) as u64)
+            ),
+        )
+    })
+}
+
+/// Wall clock of a run or a check. `std::time::Instant` panics on wasm32-unknown-unknown (no
+/// clock without imports), so there the elapsed time reads 0: time limits never fire and
+/// the front end bounds the work itself (the page runs it in a Worker it can terminate).
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    started: std::time::Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock {
+            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+            started: std::time::Instant::now(),
+        }
+    }
+
+    pub fn elapsed_s(&self) -> f64 {
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        return self.started.elapsed().as_secs_f64();
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        return 0.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_estimate_over_the_limit_names_the_largest_part() {
+        let parts = [
+            Part { field: "workload.num_requests".into(), bytes: 3 << 30, what: "requests".into() },
+            Part { field: "scheduler.num_gpu_blocks".into(), bytes: 2 << 30, what: "KV blocks".into() },
+        ];
+        let e = enforce(&parts, &Limits::default()).unwrap_err();
+        assert_eq!(e.kind_name(), "ResourceError");
+        assert_eq!(e.path(), Some("workload.num_requests"));
+        let m = e.to_string();
+        assert!(m.contains("5.0 GiB") && m.contains("3.0 GiB for requests") && m.contains("max_memory_gib = 4 GiB"), "{m}");
+        assert!(enforce(&parts[1..], &Limits::default()).is_ok());
+    }
+
+    #[test]
+    fn limits_are_validated() {
+        let l = Limits { max_memory_gib: 0.0, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().path(), Some("limits.max_memory_gib"));
+        let l = Limits { max_seconds: f64::INFINITY, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().path(), Some("limits.max_seconds"));
+        assert!(Limits::default().validate().is_ok() && Limits::default().is_default());
+    }
+
+    #[test]
+    fn inputs_over_the_cap_are_refused() {
+        assert!(check_input(MAX_INPUT_BYTES, "the scenario").is_ok());
+        let e = check_input(MAX_INPUT_BYTES + 1, "the scenario").unwrap_err();
+        assert_eq!(e.kind_name(), "ResourceError");
+        assert!(e.to_string().contains("64 MiB"), "{e}");
+    }
+}

@@ -1,0 +1,89 @@
+"""Reading what a user hands in, safely: files read up to a cap (``/dev/zero`` included),
+text that must be UTF-8, TOML/JSON parsed with every failure as a ``ConfigError`` (Python's
+parsers raise ``RecursionError`` on deep nesting), and a depth limit for nested values.
+
+The caps mirror the core's (``crates/sim-core/src/limits.rs``): the core refuses a longer
+scenario text itself, so Python never hands it one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from collections.abc import Mapping
+from typing import Any, Union
+
+from .errors import config_error, resource_error
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Largest file or text o1sim reads (bytes); the core refuses longer scenario text.
+MAX_INPUT_BYTES = 64 << 20
+#: Deepest nesting of tables and lists accepted (a scenario needs about 6; serde_json's own
+#: limit is 128).
+MAX_DEPTH = 64
+
+
+def read_text(path: Union[str, os.PathLike[str]], field: str = "") -> str:
+    """The UTF-8 text of ``path``, reading at most :data:`MAX_INPUT_BYTES` + 1 bytes: a longer
+    file (or an endless one such as ``/dev/zero``) is a ``ResourceError``, an unreadable or
+    non-UTF-8 one a ``ConfigError``, both naming ``field``."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
+    except FileNotFoundError:
+        raise config_error(field, f"no such file: {p}") from None
+    except IsADirectoryError:
+        raise config_error(field, f"{p} is a directory, not a file") from None
+    except OSError as e:
+        raise config_error(field, f"cannot read {p}: {e.strerror or e}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise resource_error(field, f"{p} is longer than the {MAX_INPUT_BYTES >> 20} MiB o1sim reads")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise config_error(field, f"{p} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}, line {line})") from None
+
+
+def loads(text: str, fmt: str, source: str, field: str = "") -> Any:
+    """Parse TOML or JSON text; any failure (syntax, nesting too deep for Python's parser) is
+    a ``ConfigError`` naming ``field`` and ``source``."""
+    if len(text) > MAX_INPUT_BYTES:
+        raise resource_error(field, f"{source} is longer than the {MAX_INPUT_BYTES >> 20} MiB o1sim reads")
+    try:
+        if fmt == "toml":
+            return tomllib.loads(text)
+        return json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise config_error(field, f"{source}: invalid {fmt.upper()}: {e}") from None
+    except RecursionError:
+        raise config_error(field, f"{source}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except ValueError as e:  # e.g. JSON numbers too long to convert
+        raise config_error(field, f"{source}: invalid {fmt.upper()}: {e}") from None
+
+
+def too_deep(path: str) -> Exception:
+    """The error for a value nested deeper than :data:`MAX_DEPTH`."""
+    return config_error(path or "<scenario>", f"nested more than {MAX_DEPTH} levels deep")
+
+
+def check_depth(value: Any, path: str = "") -> None:
+    """Refuse a value nested deeper than :data:`MAX_DEPTH` (or holding itself), without
+    recursing: copying or encoding it would hit Python's recursion limit, at a depth that
+    depends on the caller's stack."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise too_deep(path)
+        if isinstance(v, Mapping):
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, depth + 1) for x in v)

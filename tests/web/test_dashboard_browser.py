@@ -1,0 +1,186 @@
+"""The dashboard in real Chromium: `streamlit run` of the app, driven by Playwright as a user
+drives it. AppTest cannot show the bug these tests guard against: a browser sends every
+widget's value back on each rerun, so widgets that kept the previous scenario's values
+(after a preset switch, an upload or a text edit) were applied on top of the new scenario
+at the next click. Each flow here changes the scenario, then only the policy, and checks
+what ran (the caption is read from the result itself: model, GPUs, policy)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pagekit import OUT
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "python" / "o1sim" / "dashboard" / "app.py"
+#: A first render runs the default scenario under four policies.
+SLOW_MS = 180_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> Iterator[str]:
+    pytest.importorskip("streamlit")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
+         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None:
+                    out = proc.stdout.read() if proc.stdout else ""
+                    raise RuntimeError(f"streamlit exited: {out}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture()
+def app(browser: Any, dashboard: str) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(SLOW_MS)
+    pg.goto(dashboard)
+    settle(pg)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+def settle(pg: Any) -> None:
+    """Wait until the script's run is over and the results (or an error) are drawn."""
+    pg.wait_for_timeout(300)  # let a rerun the last input triggered begin
+    pg.wait_for_function(
+        """() => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState === 'notRunning'
+               && ([...document.querySelectorAll('[data-testid=stCaptionContainer]')]
+                     .some(c => c.textContent.startsWith('Ran: '))
+                   && document.querySelectorAll('[data-testid=stMetricValue]').length >= 8
+                   || !!document.querySelector('[data-testid=stAlertContentError]'))""")
+    pg.wait_for_timeout(200)
+    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", state="attached")
+
+
+def ran(pg: Any) -> str:
+    """The caption of what ran last (not greyed-out previous results)."""
+    caps = pg.eval_on_selector_all(
+        "[data-testid=stCaptionContainer]",
+        "cs => cs.filter(c => !c.closest('.st-key-stale_results')).map(c => c.textContent)")
+    runs = [c for c in caps if c.startswith("Ran: ")]
+    assert runs, caps
+    return str(runs[0])
+
+
+def choose(pg: Any, key: str, option: str) -> None:
+    """Pick `option` in the selectbox of widget `key`, then wait for the rerun."""
+    pg.locator(f".st-key-{key} input[role=combobox]").click()
+    pg.get_by_role("option", name=option, exact=True).click()
+    settle(pg)
+
+
+def widget_value(pg: Any, key: str) -> str:
+    return str(pg.locator(f".st-key-{key} input").first.input_value())
+
+
+def test_preset_then_policy_runs_the_preset(app: Any) -> None:
+    assert re.match(r"Ran: llama-3-70b on 8 × h200 \(2 × TP 4\) · policy vllm", ran(app)), ran(app)
+    choose(app, "preset", "small · 8B on 1 H100, tight KV")
+    assert "Ran: llama-3-8b on 1 × h100" in ran(app)
+    # The sidebar follows the new scenario …
+    assert widget_value(app, "model") == "llama-3-8b" and widget_value(app, "gpu") == "h100"
+    # … and only changing the policy keeps it.
+    choose(app, "policy", "sarathi")
+    assert re.match(r"Ran: llama-3-8b on 1 × h100 \(1 × TP 1\) · policy sarathi", ran(app)), ran(app)
+    assert widget_value(app, "tp") == "1"
+
+
+def test_upload_then_policy_runs_the_file(app: Any, tmp_path: Path) -> None:
+    f = tmp_path / "mine.toml"
+    f.write_text('name = "uploaded"\nmodel = "llama-3-8b"\ngpu = "a100-80g"\n[deployment]\nreplicas = 3\n'
+                 '[workload]\nnum_requests = 40\narrival = { kind = "poisson", rate = 5.0 }\n'
+                 'prompt = { kind = "fixed", value = 200 }\noutput = { kind = "fixed", value = 20 }\n')
+    app.locator(".st-key-source label", has_text="Upload a file").click()
+    settle(app)
+    app.locator(".st-key-upload input[type=file]").set_input_files(str(f))
+    settle(app)
+    assert "Ran: llama-3-8b on 3 × a100-80g (3 × TP 1)" in ran(app), ran(app)
+    choose(app, "policy", "orca")
+    assert re.match(r"Ran: llama-3-8b on 3 × a100-80g \(3 × TP 1\) · policy orca · from mine\.toml", ran(app)), ran(app)
+
+
+def test_text_edit_then_policy_runs_the_text(app: Any) -> None:
+    app.get_by_text("Edit the scenario text").click()
+    box = app.locator(".st-key-scenario_text textarea")
+    box.fill('model = "llama-3-8b"\ngpu = "l40s"\n[deployment]\nreplicas = 2\n[workload]\nnum_requests = 30\n'
+             'arrival = { kind = "poisson", rate = 4.0 }\nprompt = { kind = "fixed", value = 100 }\n'
+             'output = { kind = "fixed", value = 10 }\n')
+    box.press("Control+Enter")
+    settle(app)
+    assert "Ran: llama-3-8b on 2 × l40s" in ran(app), ran(app)
+    choose(app, "policy", "o1pro")
+    assert re.match(r"Ran: llama-3-8b on 2 × l40s \(2 × TP 1\) · policy o1pro", ran(app)), ran(app)
+    assert widget_value(app, "gpu") == "l40s" and widget_value(app, "replicas") == "2"
+
+
+def test_an_error_keeps_the_previous_results_greyed(app: Any) -> None:
+    before = ran(app)
+    tp = app.locator(".st-key-tp input")
+    tp.fill("3")
+    tp.press("Enter")
+    settle(app)
+    assert app.locator("[data-testid=stAlertContentError]").count() >= 1
+    stale = app.locator(".st-key-stale_results")
+    assert stale.count() == 1
+    assert float(stale.evaluate("e => getComputedStyle(e).opacity")) < 0.6
+    caps = stale.locator("[data-testid=stCaptionContainer]").all_text_contents()
+    assert before in caps, caps
+
+
+@pytest.mark.parametrize("width", [800, 1024, 1440])
+def test_metric_values_are_not_truncated(browser: Any, dashboard: str, width: int) -> None:
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    pg = ctx.new_page()
+    pg.set_default_timeout(SLOW_MS)
+    try:
+        pg.goto(dashboard)
+        settle(pg)
+        cut = pg.eval_on_selector_all(
+            "[data-testid=stMetricValue]",
+            "ms => ms.map(m => [m.textContent, m.scrollWidth, m.clientWidth, "
+            "[...m.querySelectorAll('*')].some(c => c.scrollWidth > c.clientWidth + 1)])")
+        assert len(cut) >= 8, cut
+        for text, scroll, client, inner in cut:
+            assert scroll <= client + 1 and not inner, f"{text!r} truncated at {width} px: {cut}"
+        OUT.mkdir(exist_ok=True)
+        pg.screenshot(path=str(OUT / f"dashboard-{width}.png"))
+    finally:
+        ctx.close()
