@@ -18,8 +18,6 @@ from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 
-import numpy as np
-
 from . import _core
 from .errors import config_error
 from .topology import Topology, resolve_topology
@@ -140,7 +138,8 @@ def _jsonable(value: Any, path: str) -> Any:
         return out
     if isinstance(value, (list, tuple)):
         return [_jsonable(v, _join(path, i)) for i, v in enumerate(value)]
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # a numpy scalar can only exist once numpy is loaded
+    if np is not None and isinstance(value, np.generic):
         return _jsonable(value.item(), path)
     if isinstance(value, PurePath):
         return str(value)
@@ -295,6 +294,7 @@ class Result:
     def requests(self) -> pd.DataFrame:
         """One row per request; ``status``/``reason`` are categoricals, times in ms
         (``first_token_ms`` is NaN for requests that never produced a token)."""
+        import numpy as np
         import pandas as pd
 
         cols = self._raw.columns()

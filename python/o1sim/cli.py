@@ -14,18 +14,22 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
-from rich import box
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from . import _core
-from .api import CheckProgress, CheckResult, Result, Scenario, check, predict_step, presets, simulate
-from .api import Progress as SimProgress
 from .errors import ConfigError, SimError
+
+# Imported where used: rich, the API and what it pulls in load only for the command that
+# needs them, so `o1sim --help` and small runs start fast (benchmarks/cli.py).
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from .api import CheckProgress, CheckResult, Result, Scenario
+    from .api import Progress as SimProgress
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,11 +43,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _out() -> Console:
+    from rich.console import Console
+
     # Built per call so click's CliRunner (which swaps sys.stdout) sees the output.
     return Console()
 
 
 def _err() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True)
 
 
@@ -114,6 +122,8 @@ def _parse_value(text: str) -> Any:
 
 
 def _load(scenario: Optional[str], seed: Optional[int], sets: Sequence[str]) -> Scenario:
+    from .api import Scenario
+
     sc = Scenario.from_file(scenario) if scenario else Scenario.default()
     overrides: dict[str, Any] = {}
     for item in sets:
@@ -126,7 +136,48 @@ def _load(scenario: Optional[str], seed: Optional[int], sets: Sequence[str]) -> 
     return sc.with_overrides(overrides) if overrides else sc
 
 
-def _progress_bar() -> Progress:
+class _Bar:
+    """rich's progress bar, drawn only once a command has run for ``delay_s``: a quick
+    command never draws (or imports) it. Same calls as rich's ``Progress``: ``add_task``,
+    ``update``."""
+
+    def __init__(self, delay_s: float = 0.25) -> None:
+        self._delay_s = delay_s
+        self._started = time.perf_counter()
+        self._bar: Optional[Progress] = None
+        self._tasks: list[dict[str, Any]] = []
+        self._ids: list[Any] = []
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    def add_task(self, description: str, total: Optional[float] = None, **fields: Any) -> int:
+        self._tasks.append({"description": description, "total": total, "completed": 0, **fields})
+        if self._bar is not None:
+            self._ids.append(self._bar.add_task(**self._tasks[-1]))
+        return len(self._tasks) - 1
+
+    def update(self, task: int, **changes: Any) -> None:
+        self._tasks[task].update(changes)
+        if self._bar is None and time.perf_counter() - self._started >= self._delay_s:
+            self._bar = _rich_progress()
+            self._bar.__enter__()
+            self._ids = [self._bar.add_task(**t) for t in self._tasks]
+        if self._bar is not None:
+            self._bar.update(self._ids[task], **changes)
+
+
+def _progress_bar() -> _Bar:
+    return _Bar()
+
+
+def _rich_progress() -> Progress:
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -175,6 +226,8 @@ def main() -> None:
 @_handle_errors
 def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run one simulation and print its summary."""
+    from .api import simulate
+
     sc = _load(scenario, seed, sets)
     started = time.perf_counter()
     with _progress_bar() as bar:
@@ -195,6 +248,8 @@ def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str]
 
 
 def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
+    from rich.table import Table
+
     s = result.summary
     out = _out()
     head = Table(title=f"o1sim · {sc.source}", show_header=False, title_justify="left")
@@ -271,6 +326,8 @@ COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
 @_handle_errors
 def compare(scenario: Optional[str], policies: str, json_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run the scenario once per scheduler policy and compare the results."""
+    from .api import Result, simulate
+
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
         raise click.BadParameter("give at least one policy", param_hint="--policies")
@@ -318,6 +375,11 @@ def _compare_table(
     results: Mapping[str, Result | SimError],
     columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]],
 ) -> Table:
+    from rich import box
+    from rich.table import Table
+
+    from .api import Result
+
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
     table.add_column("policy", style="bold", no_wrap=True)
     for header, _ in columns:
@@ -336,6 +398,8 @@ def _compare_table(
 @_handle_errors
 def presets_cmd(section: Optional[str], as_json: bool) -> None:
     """List the built-in catalog (GPUs, models, policies, ...); SECTION shows one part."""
+    from .api import presets
+
     catalog = presets()
     if section is not None:
         if section not in catalog:
@@ -366,6 +430,8 @@ def _cell(value: Any) -> str:
 
 def _catalog_table(title: str, value: Any) -> Table:
     """A table of catalog entries (a name → entry mapping or a list of entries/names)."""
+    from rich.table import Table
+
     if isinstance(value, Mapping):
         entries = [(str(k), v) for k, v in value.items()]
     elif isinstance(value, list):
@@ -441,6 +507,8 @@ def check_cmd(
 
     Exit status 1 when a property is violated (the shortest counterexample is printed).
     """
+    from .api import check
+
     sc = _load(scenario, seed, sets)
     with _progress_bar() as bar:
         task = bar.add_task("checking", total=None, detail="")
@@ -467,6 +535,8 @@ def check_cmd(
 
 
 def _print_check(result: CheckResult, sc: Scenario) -> None:
+    from rich.table import Table
+
     out = _out()
     c = result.config
     head = Table(title=f"o1sim check · {sc.source}", show_header=False, title_justify="left")
@@ -545,6 +615,10 @@ def _preset_or_table(text: str) -> Any:
 def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, fusion: str,
             profile: Optional[str], as_json: bool) -> None:
     """Predict the execution time of one step, per operator with its source."""
+    from rich.table import Table
+
+    from .api import predict_step
+
     items = [entry for b in batch for entry in _batch_item(b)]
     p = predict_step(_preset_or_table(model), _preset_or_table(gpu), tp=tp, batch=items, cuda_graphs=not eager,
                      dtype=dtype, fusion=fusion, kv_dtype=kv_dtype, profile=profile)
@@ -686,6 +760,8 @@ def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json
     """RTMPv2 candidate routes from SRC to DST on TOPOLOGY (a preset name, a .toml/.json
     file, or an inline TOML table), with bandwidth, latency, score, the chosen route and
     the Pareto frontier."""
+    from rich.table import Table
+
     from .topology import routes
 
     pairs: list[tuple[str, str]] = []
@@ -710,6 +786,14 @@ def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json
         table.add_row("✓" if c["chosen"] else "", " → ".join(c["path"]), f"{c['bandwidth_gbps']:,.4g}", f"{c['latency_us']:,.4g}",
                       f"{c['score']:.4f}", "yes" if c["frontier"] else "")
     _out().print(table)
+
+
+# The many-run commands live in their own module (it imports the helpers above).
+from .cli_search import capacity_cmd, plan_cmd, sweep_cmd  # noqa: E402
+
+main.add_command(sweep_cmd)
+main.add_command(capacity_cmd)
+main.add_command(plan_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ pub mod perf;
 pub mod request;
 pub mod rng;
 pub mod sched;
+pub mod search;
 mod steady;
 pub mod topo;
 pub mod workload;
