@@ -194,9 +194,9 @@ def _write(path: str, text: str) -> None:
     _err().print(f"wrote {path}", style="dim", markup=False, highlight=False, soft_wrap=True)
 
 
-scenario_arg = click.argument("scenario", required=False, type=click.Path(exists=True, dir_okay=False))
-seed_opt = click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
-set_opt = click.option(
+scenario_arg: Callable[[F], F] = click.argument("scenario", required=False, type=click.Path(exists=True, dir_okay=False))
+seed_opt: Callable[[F], F] = click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+set_opt: Callable[[F], F] = click.option(
     "--set",
     "sets",
     multiple=True,

@@ -302,8 +302,9 @@ def plan(
             per_seed.append(metrics)
         mean = _means(per_seed, [latency, "total_tokens_per_s", "output_tokens_per_s", "throughput_rps",
                                  "goodput_rps", "slo_attainment", "gpu_hours", "duration_s"])
-        if mean.get("gpu_hours") is not None and mean.get("duration_s"):
-            gpus = mean["gpu_hours"] * 3600.0 / mean["duration_s"]  # autoscaled: GPUs held on average
+        gpu_hours, duration_s = mean.get("gpu_hours"), mean.get("duration_s")
+        if gpu_hours is not None and duration_s:
+            gpus = gpu_hours * 3600.0 / duration_s  # autoscaled: GPUs held on average
         configs_in.append({"gpu": _gpu_name(resolved.get("gpu")), "gpus": gpus, "meets": meets and bool(per_seed),
                            "latency_ms": mean.get(latency), "tokens_per_s": mean.get("total_tokens_per_s"),
                            "output_tokens_per_s": mean.get("output_tokens_per_s")})

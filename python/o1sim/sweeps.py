@@ -226,7 +226,8 @@ def outcome_metrics(outcome: Outcome) -> tuple[dict[str, Any], Optional[str], st
         summary = outcome[1]
         metrics: dict[str, Any] = json.loads(_core.flat_metrics_json(summary))
         return metrics, None, summary
-    return {}, f"{outcome[1]}: {outcome[2]}", ""
+    kind, message = outcome[1], outcome[2] if len(outcome) > 2 else ""
+    return {}, f"{kind}: {message}", ""
 
 
 def rows_frame(rows: list[dict[str, Any]], param_keys: Sequence[str]) -> pd.DataFrame:
@@ -348,8 +349,8 @@ def aggregate(df: pd.DataFrame, by: Optional[Sequence[str]] = None, confidence: 
     tag = f"_ci{round(confidence * 100)}"
     # Group on the parameters' text so that lists, dicts and NaN group too, in first-seen order.
     groups: dict[str, list[int]] = {}
-    for i, row in enumerate(df[keys].itertuples(index=False, name=None)):
-        groups.setdefault(json.dumps(list(row), default=str), []).append(i)
+    for i, values in enumerate(df[keys].itertuples(index=False, name=None)):
+        groups.setdefault(json.dumps(list(values), default=str), []).append(i)
     out = []
     for idx in groups.values():
         part = df.iloc[idx]
