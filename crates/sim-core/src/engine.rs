@@ -473,7 +473,10 @@ impl Engine {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        if !(replica.steady.left > 0 && st.waiting.is_empty() && replica.steady.advance(st, &mut self.reqs)) {
+        if !(replica.steady.left > 0
+            && (st.waiting.is_empty() || replica.steady.waiting_ok)
+            && replica.steady.advance(st, &mut self.reqs))
+        {
             replica.steady.settle(st, &mut self.reqs);
             replica.steady.left = 0;
             st.schedule(&self.params, &mut self.reqs, now);

@@ -206,6 +206,25 @@ pub struct SchedState {
     pub prefill_items: Vec<PrefillItem>,
     /// A preemption removed an entry from `plan`: `shape` must be rebuilt.
     pub shape_dirty: bool,
+    /// How this step's admission pass ended ([`Admission`]).
+    pub admission: Admission,
+}
+
+/// How a step's admission pass ended, for steady decode runs ([`crate::steady`]): whether the
+/// same pass, run again while the batch only decodes, would end the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Admission {
+    /// Anything else: requests admitted, a priority policy, a preemption this step.
+    #[default]
+    Other,
+    /// The waiting queue is empty.
+    Empty,
+    /// Requests wait but the seats or the token budget ran out first (FCFS policy): both
+    /// stay as they are while the batch only decodes.
+    Stopped,
+    /// The head of the waiting queue did not fit the free KV (FCFS policy; one refusal
+    /// counted). Free KV only shrinks while the batch only decodes, so it keeps not fitting.
+    Refused,
 }
 
 impl SchedState {
@@ -222,6 +241,7 @@ impl SchedState {
             shape: PlanShape::default(),
             prefill_items: Vec::new(),
             shape_dirty: false,
+            admission: Admission::Other,
         }
     }
 
@@ -271,6 +291,7 @@ impl SchedState {
         };
         let _ = cont;
         // vLLM: no admissions in a step that preempted.
+        self.admission = Admission::Other;
         if self.preempted.is_empty() {
             admit_waiting(self, p, reqs, now_ns);
         }
@@ -446,8 +467,17 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
 /// Admit waiting requests in queue order while seats, budget and KV allow.
 fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64) {
     let mut prefill_admitted = false;
+    let fcfs = !p.priority_order && !p.priority_preemption;
+    st.admission = match (st.waiting.is_empty(), fcfs) {
+        (true, _) => Admission::Empty,
+        (false, true) => Admission::Stopped, // unless the loop below says otherwise
+        (false, false) => Admission::Other,
+    };
     while st.budget_left > 0 && (st.running.len() as u32) < p.max_num_seqs {
         let Some(id) = st.waiting.peek() else { break };
+        if fcfs {
+            st.admission = Admission::Other;
+        }
         let r = &reqs[id as usize];
         let len = r.num_tokens();
         // Orca reserves prompt + max output; paged managers check the whole current length.
@@ -457,6 +487,9 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64)
                 continue;
             }
             st.kv.note_refusal();
+            if fcfs {
+                st.admission = Admission::Refused;
+            }
             break;
         }
         let mut n = len - r.computed;
