@@ -151,6 +151,18 @@ def test_capacity_agrees_with_a_brute_force_scan() -> None:
     assert c.points[~c.points["meets"]]["misses"].str.contains("ttft_p99_ms").all()
 
 
+def test_capacity_steps_match_the_page() -> None:
+    # tests/web/search.test.mjs runs the page's search on the same scenario and asserts these.
+    c = o1sim.capacity(LINEAR, {"ttft_p99_ms": 200}, seeds=1, workers=1)
+    assert list(c.points["rate"]) == [20, 40, 80, 160, 120, 100, 110, 105, 102.5, 101.25]
+    assert (c.rate, c.hi) == (101.25, 102.5)
+    p = o1sim.plan(LINEAR, {"gpu": ["h100", "h200"], "deployment.replicas": [1, 2]}, {"ttft_p99_ms": 200},
+                   load=150.0, seeds=1, workers=1)
+    assert list(p.configs["feasible"]) == [False, True, False, True]
+    assert p.cheapest is not None and (p.cheapest["gpu"], p.cheapest["deployment.replicas"]) == ("h100", 2)
+    assert list(p.configs["pareto"]) == [False, True, False, False]
+
+
 def test_capacity_results_do_not_depend_on_workers() -> None:
     slo = {"ttft_p99_ms": 1500, "tpot_p99_ms": 40}
     a = o1sim.capacity(SMALL, slo, seeds=2, workers=1)

@@ -225,7 +225,42 @@ export function topology(entry) {
   return JSON.parse(call("o1_topology", [JSON.stringify(entry)]));
 }
 
-/** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`). */
+/** Run a scenario to the end and return only its summary (parsed): what the capacity
+ *  search and the plan read of a run (Python's `_core.run_summary_json`). */
+export function runSummary(scenario, { format } = {}) {
+  return JSON.parse(call("o1_run_summary", [asText(scenario)], [formatCode(format)]));
+}
+
+/** An SLO `{metric: bound}` parsed by the core: `{objectives, per_request, needs_per_request}`. */
+export function sloSpec(slo) {
+  return JSON.parse(call("o1_slo_spec", [JSON.stringify(slo)]));
+}
+
+/** Judge a summary against an SLO: `{meets, misses: [{metric, value, bound, limit}], metrics}`. */
+export function sloEval(slo, summary) {
+  return JSON.parse(call("o1_slo_eval", [JSON.stringify({ slo, summary })]));
+}
+
+/** The capacity search's next step: `{status: "run", rates}` or its answer (`found`, `none`,
+ *  `above_max`); `request` is `{start_rate, tolerance?, parallel?, min_rate?, max_rate?,
+ *  points: [{rate, meets}]}` (see `search.js`). */
+export function capacityNext(request) {
+  return JSON.parse(call("o1_capacity_next", [JSON.stringify(request)]));
+}
+
+/** A plan's cost table: `{configs: [{gpu, gpus, meets, latency_ms, tokens_per_s,
+ *  output_tokens_per_s}], prices}` → `{rows: [{usd_per_hour, …, pareto}], cheapest}`. */
+export function planEval(request) {
+  return JSON.parse(call("o1_plan_eval", [JSON.stringify(request)]));
+}
+
+/** The default GPU prices, `{gpu: {usd_per_hour, source}}` (Python's `o1sim.default_prices()`). */
+export function defaultPrices() {
+  return JSON.parse(call("o1_default_prices", []));
+}
+
+/** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`,
+ *  `capacity`). */
 export function features() {
   ready();
   return {
@@ -233,6 +268,7 @@ export function features() {
     routes: !!wasm.o1_routes,
     topology: !!wasm.o1_topology,
     check: !!wasm.o1_check,
+    capacity: !!wasm.o1_capacity_next,
   };
 }
 

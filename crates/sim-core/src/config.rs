@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{GpuInput, ModelInput};
 use crate::error::{check, Result, SimError};
 use crate::perf::CostModelSpec;
+use crate::scaling::ScalingConfig;
 use crate::topo::events::EventSpec;
 use crate::topo::TopologyInput;
 use crate::workload::WorkloadSpec;
@@ -45,6 +46,10 @@ pub struct Scenario {
     /// Topology events during the run (needs `topology`), in any order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventSpec>,
+    /// Autoscaling: replicas join and leave during the run ([`crate::scaling`]);
+    /// `deployment.replicas` is the starting count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<ScalingConfig>,
 }
 
 /// How model replicas are laid out and how arrivals reach them.
@@ -256,6 +261,16 @@ impl Scenario {
             return Err(check::unknown_name("deployment.router", "router", &d.router, ROUTERS));
         }
         check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
+        if let Some(sc) = &self.scaling {
+            sc.validate(d.replicas)?;
+            if self.topology.is_some() || self.scheduler.policy == "disagg" {
+                return Err(SimError::config(
+                    "scaling",
+                    "autoscaling runs without a topology (replicas joining a fabric are not modelled): remove \
+                     `topology` or `scaling`",
+                ));
+            }
+        }
         if d.dispatch_timeout_ms > 1e12 {
             return Err(SimError::config(
                 "deployment.dispatch_timeout_ms",

@@ -95,6 +95,9 @@ pub struct Engine {
     /// Token identity and closed-loop dependencies of the requests ([`Content`]).
     #[allow(dead_code)] // read by prefix caching and sessions (issue 13)
     pub(crate) content: Content,
+    /// The autoscaler (only with a `scaling` section): replica slots join and leave
+    /// ([`crate::scaling`]).
+    pub(crate) scaler: Option<Box<crate::scaling::Autoscaler>>,
 }
 
 /// What the workload says beyond lengths and times, by request id: which tokens prompts
@@ -175,7 +178,9 @@ impl Engine {
         // `specs` come sorted by (arrival, id).
         let arrival_order = specs.iter().map(|s| s.id).collect();
         let content = Content::new(&specs, segments);
-        let replicas = (0..scenario.deployment.replicas)
+        // Under autoscaling every slot the controller may use exists from the start.
+        let slots = scenario.scaling.as_ref().map_or(scenario.deployment.replicas, |s| s.max_replicas);
+        let replicas = (0..slots)
             .map(|_| Replica {
                 sched: SchedState::new(KvPool::new(mode, bs, num_blocks)),
                 busy: false,
@@ -213,13 +218,14 @@ impl Engine {
             steps_log: Vec::new(),
             finished_buf: Vec::new(),
             kick: Vec::new(),
-            kick_flag: vec![false; scenario.deployment.replicas as usize],
+            kick_flag: vec![false; slots as usize],
             fabric: None,
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
             dropped_steps: Vec::new(),
             unpriced_steps: false,
             content,
+            scaler: None,
         }
     }
 
@@ -246,6 +252,13 @@ impl Engine {
                 (Some(a), Some(s)) => a.min(s),
             };
             let t = t_fab.map_or(t, |f| t.min(f));
+            // The autoscaler's timers only while requests remain (they alone never keep a
+            // finished or stalled run going).
+            let t_scale = match &self.scaler {
+                Some(sc) if !self.is_done() => Some(sc.next_time()),
+                _ => None,
+            };
+            let t = t_scale.map_or(t, |x| t.min(x));
             if t > MAX_TIME_NS {
                 return Err(SimError::Stalled {
                     message: format!(
@@ -273,9 +286,17 @@ impl Engine {
                 }
                 self.finish_step(rep as usize);
                 self.mark(rep as usize);
+                if self.scaler.is_some() {
+                    self.check_drained(rep as usize);
+                }
             }
             if self.fabric.is_some() {
                 self.fabric_instant();
+            }
+            if t_scale == Some(t) {
+                self.scaling_instant();
+                self.events += 1;
+                budget = budget.saturating_sub(1);
             }
             while let Some(&id) = self.arrival_order.get(self.next_arrival) {
                 if self.reqs[id as usize].arrival_ns != t {
@@ -349,6 +370,7 @@ impl Engine {
     fn has_room(&self, rep: usize) -> bool {
         self.max_waiting.is_none_or(|m| (self.replicas[rep].sched.waiting.len() as u32) < m)
             && self.fabric.as_ref().is_none_or(|f| f.alive[rep])
+            && self.scaler.as_ref().is_none_or(|s| s.routable(rep))
     }
 
     /// Replicas arrivals go to: all, or the prefill replicas under `disagg`.
@@ -577,6 +599,9 @@ impl Engine {
             outstanding -= 1;
             if r.generated == 1 {
                 r.first_token_ns = now;
+                if let Some(sc) = self.scaler.as_mut() {
+                    sc.on_first_token(now, (now - r.arrival_ns) as f64 / 1e6);
+                }
             }
             if r.generated >= r.output {
                 st.kv.release(&mut r.blocks);
@@ -584,6 +609,9 @@ impl Engine {
                 used_slots -= r.computed as u64;
                 r.status = Status::Finished;
                 r.finish_ns = now;
+                if let Some(sc) = self.scaler.as_mut() {
+                    sc.on_finish(now, (now - r.arrival_ns) as f64 / 1e6);
+                }
                 outstanding -= r.prompt as u64;
                 done += 1;
                 self.finished_buf.push(id);

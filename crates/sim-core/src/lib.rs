@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod perf;
 pub mod request;
 pub mod rng;
+pub mod scaling;
 pub mod sched;
 pub mod search;
 mod steady;

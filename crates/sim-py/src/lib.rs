@@ -216,6 +216,9 @@ impl RunResult {
         d.set_item("waiting", t.waiting.clone().into_pyarray(py))?;
         d.set_item("running", t.running.clone().into_pyarray(py))?;
         d.set_item("busy", t.busy.clone().into_pyarray(py))?;
+        if !t.replicas.is_empty() {
+            d.set_item("replicas", t.replicas.clone().into_pyarray(py))?;
+        }
         Ok(d)
     }
 
