@@ -254,8 +254,10 @@ impl Engine {
             let t = t_fab.map_or(t, |f| t.min(f));
             // The autoscaler's timers only while requests remain (they alone never keep a
             // finished or stalled run going).
+            let now = self.now_ns;
             let t_scale = match &self.scaler {
-                Some(sc) if !self.is_done() => Some(sc.next_time()),
+                // A decision due while the clock jumped over an idle gap happens now.
+                Some(sc) if !self.is_done() => sc.next_time().map(|x| x.max(now)),
                 _ => None,
             };
             let t = t_scale.map_or(t, |x| t.min(x));
@@ -270,6 +272,7 @@ impl Engine {
                 });
             }
             self.now_ns = t;
+            let events_before = self.events;
             while let Some(Reverse((ts, seq, rep))) = self.heap.peek().copied() {
                 if ts != t {
                     break;
@@ -295,8 +298,6 @@ impl Engine {
             }
             if t_scale == Some(t) {
                 self.scaling_instant();
-                self.events += 1;
-                budget = budget.saturating_sub(1);
             }
             while let Some(&id) = self.arrival_order.get(self.next_arrival) {
                 if self.reqs[id as usize].arrival_ns != t {
@@ -306,6 +307,15 @@ impl Engine {
                 self.arrive(id);
                 self.events += 1;
                 budget = budget.saturating_sub(1);
+            }
+            if let Some(sc) = self.scaler.as_mut() {
+                if self.events != events_before {
+                    sc.note_activity(t);
+                } else if t_scale == Some(t) {
+                    // Only the controller acted: it counts as an event for the caller's budget.
+                    self.events += 1;
+                    budget = budget.saturating_sub(1);
+                }
             }
             self.drain_dispatch();
             let kicked = self.kick_idle();

@@ -95,6 +95,10 @@ fn d_stabilization() -> f64 {
     300.0
 }
 
+/// Shortest decision interval and metric window, s: the controller acts on a time grid, and a
+/// finer one would only multiply events.
+pub const MIN_PERIOD_S: f64 = 0.01;
+
 /// The most replicas an autoscaled deployment may reach (each holds a KV pool).
 pub const MAX_SCALED_REPLICAS: u32 = 4096;
 
@@ -121,9 +125,9 @@ impl ScalingConfig {
             return Err(SimError::config("scaling.target", format!("kv_usage is a fraction: must be in (0, 1] (got {})", self.target)));
         }
         let secs = |path: &str, v: f64| -> Result<()> {
-            check::positive(path, v)?;
-            if v > 1e9 {
-                return Err(SimError::config(path, format!("must be at most 1e9 s (got {v})")));
+            check::finite(path, v)?;
+            if !(MIN_PERIOD_S..=1e9).contains(&v) {
+                return Err(SimError::config(path, format!("must be in {MIN_PERIOD_S}..=1e9 s (got {v})")));
             }
             Ok(())
         };
@@ -172,6 +176,11 @@ impl Metric {
             _ => Metric::E2eP90,
         }
     }
+}
+
+/// The first multiple of `period` after `now` (timers stay on their grid after an idle gap).
+fn grid_after(now: u64, period: u64) -> u64 {
+    (now / period).saturating_add(1).saturating_mul(period)
 }
 
 /// Where a replica slot is in its life.
@@ -242,6 +251,11 @@ pub struct Autoscaler {
     /// (time, recommendation) for the scale-down stabilization.
     recommendations: VecDeque<(u64, u32)>,
     last_action_ns: Option<u64>,
+    /// The last instant something happened in the engine (an arrival, a step completed).
+    last_activity_ns: u64,
+    /// How long after the last activity the controller's timers keep running: long enough to
+    /// scale down to `min_replicas` (window + cool-down + stabilization + two intervals).
+    idle_span_ns: u64,
     pub events: Vec<ScaleEvent>,
     /// (time, ready replicas) at every change, for the time series.
     pub ready_steps: Vec<(u64, u32)>,
@@ -273,6 +287,8 @@ impl Autoscaler {
             samples: VecDeque::new(),
             recommendations: VecDeque::new(),
             last_action_ns: None,
+            last_activity_ns: 0,
+            idle_span_ns: ns(cfg.window_s + cfg.scale_down_cooldown_s + cfg.stabilization_window_s + 2.0 * cfg.interval_s),
             events: Vec::new(),
             ready_steps: vec![(0, start)],
             peak_provisioned: start,
@@ -306,14 +322,25 @@ impl Autoscaler {
     }
 
     /// The next instant the controller acts: a decision, a sample, a replica becoming ready.
+    /// Something happened in the engine at `now` (an arrival, a step completed).
     #[inline]
-    pub fn next_time(&self) -> u64 {
-        let t = self.next_decision_ns.min(self.next_ready_ns);
-        if self.follows_load() {
-            t.min(self.next_sample_ns)
-        } else {
-            t
+    pub fn note_activity(&mut self, now: u64) {
+        self.last_activity_ns = now;
+    }
+
+    /// The next instant the controller acts, if any: a replica becoming ready, and a decision
+    /// or a sample unless nothing has happened in the engine for longer than the idle span
+    /// (enough to scale down after the traffic stopped). An idle engine's clock may then jump
+    /// to the next event, a step that lasts for ages makes no timer fire each interval, and
+    /// the decision grid resumes at the next activity.
+    #[inline]
+    pub fn next_time(&self) -> Option<u64> {
+        let ready = (self.next_ready_ns != u64::MAX).then_some(self.next_ready_ns);
+        if self.next_decision_ns.min(self.next_sample_ns).saturating_sub(self.last_activity_ns) > self.idle_span_ns {
+            return ready;
         }
+        let t = self.next_decision_ns.min(self.next_ready_ns);
+        Some(if self.follows_load() { t.min(self.next_sample_ns) } else { t })
     }
 
     #[inline]
@@ -349,7 +376,7 @@ impl Autoscaler {
     pub fn ready_now(&mut self, now: u64) -> Vec<usize> {
         let mut out = Vec::new();
         for (i, s) in self.slots.iter_mut().enumerate() {
-            if *s == Slot::Starting(now) {
+            if matches!(*s, Slot::Starting(at) if at <= now) {
                 *s = Slot::Active;
                 out.push(i);
             }
@@ -378,7 +405,7 @@ impl Autoscaler {
         let ready = self.ready().max(1) as f64;
         let v = if self.metric == Metric::QueueLength { load.waiting as f64 / ready } else { load.kv_sum / ready };
         self.samples.push_back((now, v));
-        self.next_sample_ns = now.saturating_add(self.sample_ns);
+        self.next_sample_ns = grid_after(now, self.sample_ns);
     }
 
     pub fn decision_due(&self, now: u64) -> bool {
@@ -411,7 +438,7 @@ impl Autoscaler {
     /// calls [`Autoscaler::drained`] when each is empty); starts and un-drains are applied
     /// here. `outstanding(i)` is replica i's outstanding tokens (the least loaded drains).
     pub fn decide(&mut self, now: u64, outstanding: impl Fn(usize) -> u64) -> Vec<usize> {
-        self.next_decision_ns = now.saturating_add(self.interval_ns);
+        self.next_decision_ns = grid_after(now, self.interval_ns);
         let Some(value) = self.reading(now) else { return Vec::new() };
         let ready = self.ready();
         let provisioned = self.provisioned();
