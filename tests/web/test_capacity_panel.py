@@ -69,11 +69,11 @@ def test_a_bad_slo_shows_its_error_in_the_panel(page: Any, server: str) -> None:
     wait_ready(page)
     page.fill("#cap-ttft", "0")
     page.fill("#cap-tpot", "0")
-    page.fill("#cap-goodput", "0.9")
+    page.fill("#cap-goodput", "1.5")  # a fraction of requests: the core refuses it
     page.click("#cap-run")
     _wait(page, "error")
     err = page.inner_text("#cap-error")
-    assert err.startswith("ConfigError: slo.goodput"), err
+    assert err.startswith("ConfigError: slo.goodput") and "(0, 1]" in err, err
     # The experiment itself still runs (its own worker).
     runs = int(page.evaluate("Number(document.body.dataset.runs || 0)"))
     page.click("#run")
