@@ -68,7 +68,8 @@ def capacity_chart(points: pd.DataFrame, metric: str, bound: float) -> alt.Layer
         tooltip=["rate", "value", "meets"],
     )
     rule = alt.Chart(pd.DataFrame({"bound": [bound]})).mark_rule(strokeDash=[4, 4]).encode(y="bound:Q")
-    return (dots + rule).properties(height=260, title=f"{metric} at each rate tried")
+    chart: alt.LayerChart = (dots + rule).properties(height=260, title=f"{metric} at each rate tried")
+    return chart
 
 
 def pareto_chart(configs: pd.DataFrame, latency: str, params: list[str]) -> alt.LayerChart:
@@ -83,7 +84,8 @@ def pareto_chart(configs: pd.DataFrame, latency: str, params: list[str]) -> alt.
         tooltip=["config", "usd_per_hour", latency, "usd_per_million_tokens"],
     )
     line = alt.Chart(f[f["pareto"]].sort_values("usd_per_hour")).mark_line().encode(x="usd_per_hour:Q", y=f"{latency}:Q")
-    return (line + dots).properties(height=300, title=f"cost against {latency} (feasible configurations)")
+    chart: alt.LayerChart = (line + dots).properties(height=300, title=f"cost against {latency} (feasible configurations)")
+    return chart
 
 
 def _show_error(err: BaseException) -> None:
