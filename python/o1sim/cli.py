@@ -13,7 +13,6 @@ import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
@@ -24,17 +23,14 @@ from .errors import ConfigError, SimError
 # Imported where used: rich, the API and what it pulls in load only for the command that
 # needs them, so `o1sim --help` and small runs start fast (benchmarks/cli.py).
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
     from .api import CheckProgress, CheckResult, Result, Scenario
     from .api import Progress as SimProgress
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_POLICIES = "orca,vllm,sarathi,o1pro"
 DASH = "—"
@@ -115,6 +111,11 @@ def _rejections(summary: Mapping[str, Any]) -> Any:
 
 def _parse_value(text: str) -> Any:
     """A ``--set`` value: TOML syntax (``16``, ``0.9``, ``true``, ``nan``, ``[1, 2]``, ``"x"``), else the raw string."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -190,6 +191,8 @@ def _rich_progress() -> Progress:
 
 
 def _write(path: str, text: str) -> None:
+    from pathlib import Path
+
     Path(path).write_text(text, encoding="utf-8")
     _err().print(f"wrote {path}", style="dim", markup=False, highlight=False, soft_wrap=True)
 
@@ -525,6 +528,8 @@ def check_cmd(
     if pnml_out:
         _write(pnml_out, result.pnml)
     if replay_dir:
+        from pathlib import Path
+
         Path(replay_dir).mkdir(parents=True, exist_ok=True)
         for v in result.violations:
             raw = v.data.get("replay_scenario")
@@ -698,6 +703,7 @@ def report(scenario: Optional[str], output: str, policies: str, seed: Optional[i
 def _web_dir() -> Path:
     """The page's folder: ``web/`` of the source tree (editable install) or $O1SIM_WEB_DIR."""
     import os
+    from pathlib import Path
 
     env = os.environ.get("O1SIM_WEB_DIR")
     return Path(env) if env else Path(__file__).resolve().parents[2] / "web"
@@ -706,13 +712,14 @@ def _web_dir() -> Path:
 @main.command(name="web")
 @click.option("--port", default=8000, show_default=True, help="Port to listen on (0 picks a free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="Folder to serve (default: web/ of the source tree).")
-def web_cmd(port: int, host: str, directory: Optional[Path]) -> None:
+@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Folder to serve (default: web/ of the source tree).")
+def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
     """Serve the in-browser page (a plain static server of web/; build it with `make web`)."""
     import http.server
     import mimetypes
+    from pathlib import Path
 
-    root = (directory or _web_dir()).resolve()
+    root = (Path(directory) if directory else _web_dir()).resolve()
     if not (root / "index.html").is_file():
         _fail(click.ClickException(f"no page at {root} (run from a source checkout, or pass --dir)"))
         sys.exit(2)
