@@ -4,6 +4,8 @@ hang or a silent default."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,3 +89,147 @@ def test_a_request_that_can_never_fit_is_rejected_not_deadlocked() -> None:
     df = o1sim.simulate(sc).requests
     assert list(df["status"]) == ["rejected", "finished"]
     assert df["reason"][0] == "kv cache too small"
+
+
+# --------------------------------------------------------------------------- workloads (issue 13)
+
+def _req(**extra: Any) -> dict[str, Any]:
+    return {"arrival_ms": 0, "prompt_tokens": 100, "output_tokens": 10, **extra}
+
+
+def _trace(text: str, fmt: str = "auto", **options: Any) -> dict[str, Any]:
+    return with_("workload", {"trace": {"format": fmt, "text": text, **options}})
+
+
+WORKLOAD_CASES = [
+    # prefix_length longer than the prompt
+    (with_("workload", {"requests": [_req(prefix_group="sys", prefix_length=101)]}),
+     "workload.requests[0].prefix_length", "1..=prompt_tokens (100)"),
+    # hash_ids not a list of ints / not matching the prompt's blocks
+    (with_("workload", {"requests": [_req(hash_ids=[1, "x"])]}), "workload.requests[0].hash_ids[1]", "invalid type"),
+    (with_("workload", {"requests": [_req(prompt_tokens=600, hash_ids=[1])]}),
+     "workload.requests[0].hash_ids", "1 ids for a prompt of 600 tokens"),
+    (_trace('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}\n', "mooncake"),
+     "workload.trace", "line 1: hash_ids: 1 ids for a prompt of 600 tokens"),
+    (_trace('{"timestamp": 0, "input_length": 6, "output_length": 1, "hash_ids": "1 2"}\n', "mooncake"),
+     "workload.trace", "line 1: hash_ids: invalid type"),
+    # unknown trace format, with the closest names
+    (_trace("x", "mooncak"), "workload.trace.format", "did you mean mooncake"),
+    # missing columns
+    (_trace("TIMESTAMP,ContextTokens\n2023-11-16 18:17:03.98,4808\n", "azure"),
+     "workload.trace", "missing column `GeneratedTokens`"),
+    # negative and non-monotone timestamps, naming the row
+    (_trace('{"timestamp": 5, "input_length": 6, "output_length": 1}\n{"timestamp": -1, "input_length": 6, "output_length": 1}\n', "mooncake"),
+     "workload.trace", "line 2: timestamp: must be >= 0"),
+    (_trace("arrival_ms,prompt_tokens,output_tokens\n10,5,1\n20,5,1\n15,5,1\n", "csv"),
+     "workload.trace", "line 4: arrival_ms: goes back in time"),
+    # an empty trace
+    (_trace("", "auto"), "workload.trace", "empty"),
+    (_trace("arrived_at,num_prefill_tokens,num_decode_tokens\n", "vidur"), "workload.trace", "no requests"),
+    # stages with a non-positive rate or duration
+    (with_("workload.arrival", {"kind": "poisson", "stages": [{"rate": 0, "duration_s": 5}]}),
+     "workload.arrival.stages[0].rate", "> 0"),
+    (with_("workload.arrival", {"kind": "constant", "stages": [{"rate": 2, "duration_s": 5}, {"rate": 2, "duration_s": -1}]}),
+     "workload.arrival.stages[1].duration_s", "> 0"),
+    # a session without turns
+    (with_("workload", {"arrival": {"kind": "poisson", "rate": 1},
+                        "sessions": {"count": 3, "turns": 0, "question": 10, "output": 5}}),
+     "workload.sessions.turns", ">= 1 token"),
+    (with_("workload", {"requests": [_req(turn=1)]}), "workload.requests[0].turn", "set session_id"),
+    # a later turn shorter than the conversation it repeats
+    (with_("workload", {"requests": [_req(session_id="s"), _req(session_id="s", arrival_ms=1, prompt_tokens=105)]}),
+     "workload.requests[1].prompt_tokens", "shorter than session 's' so far"),
+]
+
+
+@pytest.mark.parametrize("scenario,field,words", WORKLOAD_CASES, ids=[f"{c[1]}:{c[2][:24]}" for c in WORKLOAD_CASES])
+def test_bad_workload_is_named(scenario: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(scenario)
+    assert info.value.field == field, str(info.value)
+    assert words in str(info.value), str(info.value)
+
+
+def test_bad_trace_file_names_the_line(tmp_path: Any) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,4808,10\n2023-11-16 18:17:04.5,x,3\n")
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.workload.from_trace(path)
+    assert info.value.field == "trace"
+    assert "line 3: ContextTokens: expected a whole number >= 0 (got 'x')" in str(info.value)
+    # Through a scenario the same error names workload.trace.
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("workload", {"trace": {"path": str(path)}}))
+    assert info.value.field == "workload.trace" and "line 3" in str(info.value)
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.workload.from_trace(path, format="azur")
+    assert info.value.field == "trace.format" and "did you mean azure" in str(info.value)
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("workload", {"trace": {"path": str(tmp_path / "missing.csv")}}))
+    assert info.value.field == "workload.trace.path" and "cannot read" in str(info.value)
+
+
+# --------------------------------------------------------------------------- config.json
+
+HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+
+
+def _config(name: str = "llama-3.1-8b.json", **changes: Any) -> dict[str, Any]:
+    """A sample config.json with keys changed (``None`` removes one)."""
+    cfg: dict[str, Any] = json.loads((HF_CONFIGS / name).read_text())
+    for key, value in changes.items():
+        if value is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    return cfg
+
+
+HF_CASES = [
+    # (config.json, field, words in the message)
+    (_config(num_attention_heads=None), "model.hf_config.num_attention_heads", "is required"),
+    (_config(hidden_size=None), "model.hf_config.hidden_size", "is required"),
+    (_config(max_position_embeddings=None), "model.hf_config.max_position_embeddings", "is required"),
+    (_config(model_type=None), "model.hf_config.model_type", "is required"),
+    (_config(model_type="deepseek_v3"), "model.hf_config.model_type", "unknown model_type 'deepseek_v3'"),
+    (_config(model_type="mistrall"), "model.hf_config.model_type", "did you mean mistral"),
+    (_config(num_attention_heads=0), "model.hf_config.num_attention_heads", "integer in 1.."),
+    (_config(hidden_size=-4096), "model.hf_config.hidden_size", "integer in 1.."),
+    (_config(hidden_size=4096.5), "model.hf_config.hidden_size", "integer"),
+    (_config(num_hidden_layers="32"), "model.hf_config.num_hidden_layers", "integer"),
+    (_config(vocab_size=10**12), "model.hf_config.vocab_size", "integer in 1..=4294967295"),
+    (_config(hidden_size=2**30), "model.hf_config.hidden_size", "<= 16777216"),
+    (_config(num_key_value_heads=5), "model.hf_config.num_key_value_heads", "must divide num_attention_heads"),
+    (_config(torch_dtype="int3"), "model.hf_config.torch_dtype", "float16, bfloat16 or float32"),
+    (_config("mixtral-8x7b-v0.1.json", num_experts_per_tok=9), "model.hf_config.num_experts_per_tok", "<= experts"),
+    (_config("mixtral-8x7b-v0.1.json", num_local_experts=None), "model.hf_config.num_local_experts", "is required"),
+    (_config("mistral-7b-v0.1.json", sliding_window=0), "model.hf_config.sliding_window", "integer in 1.."),
+    ([1, 2, 3], "model.hf_config", "config.json object"),
+]
+
+
+@pytest.mark.parametrize("config,field,words", HF_CASES, ids=[f"{c[1]}-{i}" for i, c in enumerate(HF_CASES)])
+def test_bad_config_json_names_the_key(config: Any, field: str, words: str) -> None:
+    for run in (lambda: o1sim.simulate(with_("model", {"hf_config": config})),
+                lambda: o1sim.predict_step({"hf_config": config}, "h100", batch=[{"new_tokens": 8}])):
+        with pytest.raises(o1sim.ConfigError) as info:
+            run()
+        assert info.value.field == field, str(info.value)
+        assert words in str(info.value), str(info.value)
+
+
+def test_a_config_json_path_that_cannot_be_read_is_named(tmp_path: Path) -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("model", {"hf_config": str(tmp_path / "missing.json")}))
+    assert info.value.field == "model.hf_config" and "no such file" in str(info.value)
+    broken = tmp_path / "config.json"
+    broken.write_text("{not json")
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("model", {"hf_config": str(broken)}))
+    assert info.value.field == "model.hf_config" and "as JSON" in str(info.value)
+
+
+def test_preset_and_config_together_are_refused() -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("model", {"preset": "llama-3-8b", "hf_config": _config()}))
+    assert info.value.field == "model.hf_config" and "not both" in str(info.value)

@@ -101,12 +101,34 @@ function setDeep(obj, dotted, value) {
 
 const fields = () => $$("[name]", form).filter((el) => !el.name.startsWith("ui."));
 
-/** The form as flat `{dotted name: value}` plus the chosen policies. */
+/** The form as flat `{dotted name: value}` plus the chosen policies and the pasted
+ *  config.json's text (which replaces the model preset when given). */
 function readForm() {
   const flat = {};
   for (const el of fields()) flat[el.name] = el.value;
   const policies = $$("#policies input:checked").map((el) => el.value);
-  return { preset: $("#preset").value, flat, policies };
+  return { preset: $("#preset").value, flat, policies, hfConfig: $("#hf-config").value.trim() };
+}
+
+/** The pasted config.json parsed, `null` when none; throws a ConfigError naming
+ *  `model.hf_config` when it is not JSON. */
+function hfConfig(state) {
+  if (!state.hfConfig) return null;
+  try {
+    return JSON.parse(state.hfConfig);
+  } catch (e) {
+    throw Object.assign(new Error(`model.hf_config: not valid JSON: ${e.message}`), { name: "ConfigError", field: "model.hf_config" });
+  }
+}
+
+/** Say which model the experiment uses: the pasted config or the preset picked. */
+function updateHfNote() {
+  const given = $("#hf-config").value.trim() !== "";
+  $("[name=model]").disabled = given;
+  $("#hf-config-note").textContent = given
+    ? "The experiment uses this config.json (the model's layers, heads, experts, windows); clear it to use the preset."
+    : "Any Llama, Mistral, Mixtral, Qwen2/2.5/3, Yi, Gemma or Llama 4 config.json from the Hugging Face Hub.";
+  if (given) $("#hf-config-box").open = true;
 }
 
 function writeForm(flat, policies, preset) {
@@ -140,6 +162,50 @@ async function applyPreset(name) {
   updateDisagg();
 }
 
+// ---------------------------------------------------------------------------------------
+// An uploaded trace: its text goes to the core inline (`workload.trace.text`), read by the
+// same trace reader as the Python API's files; it is not kept in the URL.
+const MAX_TRACE_BYTES = 64 << 20;
+let trace = null; // {name, text, info: {format, requests}} once read
+
+function traceSpec() {
+  const spec = { format: $("#trace-format").value || "auto", text: trace.text };
+  const scale = Number($("#trace-rate-scale").value);
+  if ($("#trace-rate-scale").value !== "" && scale !== 1) spec.rate_scale = scale;
+  return spec;
+}
+
+async function loadTrace(file) {
+  clearErrors();
+  if (file.size > MAX_TRACE_BYTES) {
+    throw Object.assign(new Error(`${file.name} is ${(file.size / 2 ** 20).toFixed(0)} MiB: the page reads traces up to ` +
+      `${MAX_TRACE_BYTES >> 20} MiB (the Python API and the CLI stream any size)`), { name: "ConfigError", field: "workload.trace" });
+  }
+  trace = { name: file.name, text: await file.text(), info: null };
+  await describeTrace();
+}
+
+async function describeTrace() {
+  form.classList.add("trace-mode");
+  $("#trace-info").textContent = "reading…";
+  try {
+    trace.info = (await ask("traceInfo", traceSpec())).result;
+    $("#trace-info").textContent = `${trace.name}: ${trace.info.format} · ${trace.info.requests.toLocaleString("en")} requests`;
+  } catch (e) {
+    trace.info = null;
+    $("#trace-info").textContent = `${trace.name}: not readable`;
+    showError({ name: e.name, message: e.message, field: e.field ? `workload.${e.field}` : "workload.trace" });
+    throw e;
+  }
+}
+
+function clearTrace() {
+  trace = null;
+  $("#trace-file").value = "";
+  $("#trace-info").textContent = "";
+  form.classList.remove("trace-mode");
+}
+
 /** One scenario object per chosen policy (the form's numbers as numbers, blanks left out). */
 function scenarios(state) {
   const base = {};
@@ -152,7 +218,10 @@ function scenarios(state) {
   }
   base.workload.prompt = { kind: "lognormal", ...base.workload.prompt };
   base.workload.output = { kind: "lognormal", ...base.workload.output };
+  if (trace) base.workload = { trace: traceSpec() };
   base.name = `web: ${state.preset}`;
+  const hf = hfConfig(state);
+  if (hf !== null) base.model = { hf_config: hf };
   const t = topology.value();
   if (t !== undefined) base.topology = t;
   const events = topology.events();
@@ -175,6 +244,11 @@ function toHash(state) {
   p.set("preset", state.preset);
   p.set("policies", state.policies.join(","));
   for (const [k, v] of Object.entries(state.flat)) if (String(v) !== String(defaults[k] ?? "")) p.set(k, v);
+  if (state.hfConfig) {
+    let text = state.hfConfig;
+    try { text = JSON.stringify(JSON.parse(text)); } catch { /* kept as typed: the error shows */ }
+    p.set("hf_config", text);
+  }
   const t = topology.toHash();
   if (t) {
     p.set("topology", t.topology);
@@ -183,7 +257,7 @@ function toHash(state) {
   return "#" + p.toString();
 }
 
-const HASH_KEYS = new Set(["preset", "policies", "topology", "links_down"]);
+const HASH_KEYS = new Set(["preset", "policies", "topology", "links_down", "hf_config"]);
 
 async function fromHash(hash) {
   const p = new URLSearchParams(hash.replace(/^#/, ""));
@@ -192,6 +266,8 @@ async function fromHash(hash) {
   for (const [k, v] of p) if (!HASH_KEYS.has(k)) flat[k] = v;
   const policies = p.has("policies") ? p.get("policies").split(",").filter(Boolean) : DEFAULT_POLICIES;
   writeForm(flat, policies, preset);
+  $("#hf-config").value = p.get("hf_config") ?? "";
+  updateHfNote();
   await topology.load(p.get("topology"), p.get("links_down"));
   updateDisagg();
 }
@@ -216,6 +292,7 @@ function showError(err) {
   if (!slot.textContent.includes(line)) slot.textContent += (slot.textContent ? "\n" : "") + line;
   const input = $$("[name]", form).find((el) => el.name === field) || (slot !== $("#general-error") && form.contains(slot) && $(`[name="${slot.dataset.for}"]`));
   if (input) input.classList.add("invalid");
+  if (/^model\.hf_config\b/.test(field)) $("#hf-config").classList.add("invalid");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -235,8 +312,20 @@ async function run() {
   const state = readForm();
   history.replaceState(null, "", toHash(state));
   clearErrors();
-  const list = state.policies.length ? scenarios(state) : [];
-  $("#scenario-json").textContent = list.length ? JSON.stringify(list[0].scenario, null, 2) : "";
+  let list;
+  try {
+    list = state.policies.length ? scenarios(state) : [];
+  } catch (e) {
+    showError(e);
+    $("#results").classList.add("stale");
+    statusEl.textContent = "failed";
+    running = false;
+    if (queued) { queued = false; run(); }
+    return;
+  }
+  // A trace's text is shown by its size, not in full.
+  const shown = (k, v) => (k === "text" && typeof v === "string" && v.length > 2000 ? `…(${v.length.toLocaleString("en")} characters)` : v);
+  $("#scenario-json").textContent = list.length ? JSON.stringify(list[0].scenario, shown, 2) : "";
   if (!list.length) {
     showError({ name: "ConfigError", message: "choose at least one policy", field: "scheduler.policy" });
     running = false;
@@ -261,7 +350,9 @@ async function run() {
       topology.showResult(results.find((r) => r.ok)?.links);
     }
     statusEl.textContent = `${n}/${results.length} policies simulated in ${coreMs.toFixed(1)} ms (core, WASM) · ${wall.toFixed(1)} ms end to end`;
-    $("#run-info").textContent = `seed ${state.flat.seed}, ${state.flat["workload.num_requests"]} requests`;
+    $("#run-info").textContent = trace?.info
+      ? `seed ${state.flat.seed}, ${trace.info.requests} requests from ${trace.name} (${trace.info.format})`
+      : `seed ${state.flat.seed}, ${state.flat["workload.num_requests"]} requests`;
     document.body.dataset.runs = String(seq);
   } catch (e) {
     showError(e);
@@ -282,7 +373,7 @@ function renderSummary(results) {
     const tr = document.createElement("tr");
     tr.dataset.policy = r.label;
     if (!r.ok) {
-      tr.innerHTML = `<td>${r.label}</td><td class="error" colspan="11"></td>`;
+      tr.innerHTML = `<td>${r.label}</td><td class="error" colspan="12"></td>`;
       tr.lastChild.textContent = `${r.error.name}: ${r.error.message}`;
       body.append(tr);
       continue;
@@ -293,7 +384,8 @@ function renderSummary(results) {
       ["tpot_p50", s.tpot_ms?.p50, (v) => fmt(v, 2)], ["tpot_p99", s.tpot_ms?.p99, (v) => fmt(v, 2)],
       ["e2e_p99", s.e2e_ms?.p99, fmt], ["throughput_rps", s.throughput_rps, (v) => fmt(v, 2)],
       ["goodput_rps", s.goodput_rps, (v) => fmt(v, 2)], ["slo_attainment", s.slo_attainment, pct],
-      ["kv_utilization_mean", s.kv_utilization_mean, pct], ["preemptions", s.preemptions, (v) => fmt(v, 0)],
+      ["kv_utilization_mean", s.kv_utilization_mean, pct], ["prefix_cache_hit_rate", s.prefix_cache_hit_rate, pct],
+      ["preemptions", s.preemptions, (v) => fmt(v, 0)],
       ["rejected", s.rejected, (v) => fmt(v, 0)],
     ];
     const name = document.createElement("td");
@@ -347,7 +439,14 @@ async function main() {
   defaults[PREFILL_REPLICAS] = 1; // disagg's split when the form leaves it: one prefill replica
 
   const opts = (sel, names) => { sel.innerHTML = names.map((n) => `<option>${n}</option>`).join(""); };
-  opts($("[name=model]"), catalog.models.map((m) => m.name));
+  // Models: the preset's name, its size, and its Hugging Face ids on hover.
+  const size = (p) => (p >= 1e9 ? `${(p / 1e9).toFixed(p >= 1e11 ? 0 : 1)}B` : `${(p / 1e6).toFixed(0)}M`);
+  $("[name=model]").innerHTML = catalog.models
+    .map((m) => {
+      const active = m.active_params < m.params ? `, ${size(m.active_params)} active` : "";
+      return `<option value="${m.name}" title="${(m.hf_ids || []).join(", ")}">${m.name} (${size(m.params)}${active})</option>`;
+    })
+    .join("");
   opts($("[name=gpu]"), catalog.gpus.map((g) => g.name));
   opts($("[name='deployment.router']"), catalog.routers);
   opts($("#preset"), Object.keys(PRESETS));
@@ -374,11 +473,41 @@ async function main() {
   $("#preset").addEventListener("change", async (e) => { await applyPreset(e.target.value); schedule(); });
   form.addEventListener("input", (e) => {
     if (e.target.id === "preset" || e.target.id === "live" || e.target.id === "topology-preset") return;
+    if (e.target.id.startsWith("trace-")) return; // the trace's own handlers re-read it first
     form.classList.toggle("gamma", $("[name='workload.arrival.kind']").value === "gamma");
     updateDisagg();
     schedule();
   });
   form.addEventListener("submit", (e) => { e.preventDefault(); run(); });
+  const formats = catalog.trace_formats || ["auto"];
+  $("#trace-format").innerHTML = formats.map((f) => `<option>${f}</option>`).join("");
+  $("#trace-file").addEventListener("change", async (e) => {
+    const file = e.target.files[0];
+    if (!file) return;
+    try {
+      await loadTrace(file);
+      schedule();
+    } catch (err) {
+      if (!trace) showError(err);
+    }
+  });
+  for (const id of ["#trace-format", "#trace-rate-scale"]) {
+    $(id).addEventListener("change", async () => {
+      if (!trace) return;
+      try { await describeTrace(); schedule(); } catch { /* shown next to the field */ }
+    });
+  }
+  $("#trace-clear").addEventListener("click", () => { clearTrace(); schedule(); });
+  $("#hf-config").addEventListener("input", updateHfNote);
+  $("#hf-config-file").addEventListener("change", async (e) => {
+    const file = e.target.files?.[0];
+    if (!file) return;
+    $("#hf-config").value = await file.text();
+    e.target.value = "";
+    updateHfNote();
+    schedule();
+  });
+  updateHfNote();
   $("#share").addEventListener("click", () => navigator.clipboard?.writeText(location.href));
   window.addEventListener("hashchange", async () => { await fromHash(location.hash); run(); });
   $("#run").disabled = false;

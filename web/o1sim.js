@@ -259,8 +259,18 @@ export function defaultPrices() {
   return JSON.parse(call("o1_default_prices", []));
 }
 
+/**
+ * Read a trace given inline, as a run would: `spec` is a `workload.trace` table
+ * (`{format: "auto", text}`; also `rate_scale`, `start_s`, `window_s`, `max_requests`, …).
+ * Returns `{format, requests}` (the detected format and the requests kept); a bad trace
+ * throws the ConfigError a run would, naming the line.
+ */
+export function traceInfo(spec) {
+  return JSON.parse(call("o1_trace_info", [JSON.stringify(spec)]));
+}
+
 /** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`,
- *  `capacity`). */
+ *  `traceInfo`, `capacity`). */
 export function features() {
   ready();
   return {
@@ -268,6 +278,7 @@ export function features() {
     routes: !!wasm.o1_routes,
     topology: !!wasm.o1_topology,
     check: !!wasm.o1_check,
+    traceInfo: !!wasm.o1_trace_info,
     capacity: !!wasm.o1_capacity_next,
   };
 }

@@ -1,6 +1,7 @@
 // The page's simulation worker: owns the WASM instance so runs never block the UI thread.
 // Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
-//               | modelCheck | predictStep | routes | topology | capacity | plan | defaultPrices
+//               | modelCheck | predictStep | routes | topology | traceInfo | capacity | plan
+//               | defaultPrices
 // Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}};
 //               capacity and plan also send {id, progress} while they run.
 // The module's download starts with the worker, alongside o1sim.js's (not after it).
@@ -74,6 +75,7 @@ const ops = {
     });
   },
   validate: (scenario, opts) => o1sim.validate(scenario, opts),
+  traceInfo: (spec) => o1sim.traceInfo(spec),
   check: (scenario, opts) => o1sim.check(scenario, opts),
   // The page's Model check panel: a TOML configuration, with the chosen policy and injected
   // bug set on it (as the dashboard's with_overrides), model-checked.

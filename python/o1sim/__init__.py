@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from .planning import Capacity, Plan, capacity, default_prices, plan
     from .sweeps import aggregate, sweep
     from .topology import Topology, routes, topology_presets
+    from . import workload
+
+#: Submodules offered as attributes (``o1sim.workload.from_trace(...)``), imported on first use.
+_SUBMODULES = ("workload",)
 
 #: Public name → the module that defines it.
 _LAZY = {
@@ -77,6 +81,7 @@ __all__ = [
     "Scenario",
     "Simulation",
     "Topology",
+    "workload",
     "routes",
     "topology_presets",
     "Result",
@@ -102,6 +107,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'o1sim' has no attribute {name!r}")

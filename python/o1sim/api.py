@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 from . import _core
 from .errors import config_error
 from .topology import Topology, resolve_topology
+from .workload import trace_for
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -239,9 +240,19 @@ class Scenario:
     def validate(self) -> dict[str, Any]:
         """Validate with the core. Returns ``{"scenario": …, "deployment": …}``: the scenario
         with every default filled in, and the resolved deployment (model and GPU specs,
-        memory plan per GPU, KV blocks per replica)."""
-        resolved: dict[str, Any] = json.loads(_core.validate(*self.payload()))
+        memory plan per GPU, KV blocks per replica). A trace given by path is read whole."""
+        resolved: dict[str, Any] = json.loads(_core.validate(*self.payload(), trace=self.trace()))
         return resolved
+
+    def trace(self) -> Optional[_core.LoadedTrace]:
+        """The trace file of ``workload.trace.path`` read through the core's reader (a fresh
+        one per call: a simulation takes it), or None when the scenario has no trace file
+        (an inline ``trace.text`` travels with the scenario)."""
+        if self._text is not None and "trace" not in self._text:
+            return None
+        data = self.to_dict()
+        _resolve_files(data, Path.cwd())
+        return trace_for(data)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Scenario) and self.to_dict() == other.to_dict()
@@ -394,7 +405,7 @@ def simulate(
     """
     sc = _as_scenario(scenario)
     text, fmt = sc.payload()
-    sim = _core.Simulation(text, fmt, record_steps, check_invariants)
+    sim = _core.Simulation(text, fmt, record_steps, check_invariants, sc.trace())
     if progress is not None:
         progress(Progress(*sim.progress()))
         while not sim.run_events(SLICE_EVENTS):
@@ -416,7 +427,7 @@ class Simulation:
         self.scenario = _as_scenario(scenario)
         text, fmt = self.scenario.payload()
         self._record_steps = record_steps
-        self._sim = _core.Simulation(text, fmt, record_steps, False)
+        self._sim = _core.Simulation(text, fmt, record_steps, False, self.scenario.trace())
 
     def run_events(self, max_events: int) -> bool:
         """Process at most ``max_events`` events; True when the run is complete."""
@@ -628,14 +639,36 @@ class StepPrediction(NamedTuple):
 
 
 def _resolve_files(data: dict[str, Any], base: Path) -> bool:
-    """Inline the file paths a scenario may hold (``topology``, ``cost_model.profile``),
-    relative to ``base``. Returns whether anything changed."""
+    """Inline the file paths a scenario may hold (``topology``, ``cost_model.profile``,
+    ``model.hf_config``), relative to ``base``, and make a trace file's path
+    (``workload.trace.path``, read when the scenario runs) absolute. Returns whether
+    anything changed."""
     changed = resolve_topology(data, base)
+    workload = data.get("workload")
+    trace = workload.get("trace") if isinstance(workload, Mapping) else None
+    if (isinstance(workload, Mapping) and isinstance(trace, Mapping)
+            and isinstance(trace.get("path"), (str, os.PathLike)) and trace.get("text") is None):
+        path = Path(trace["path"])
+        if not path.is_absolute():
+            data["workload"] = {**workload, "trace": {**trace, "path": str(base / path)}}
+            changed = True
     cm = data.get("cost_model")
     if isinstance(cm, Mapping) and isinstance(cm.get("profile"), (str, os.PathLike)):
         data["cost_model"] = {**cm, "profile": load_profile(cm["profile"], base, "cost_model.profile")}
         changed = True
+    model = data.get("model")
+    if isinstance(model, Mapping) and isinstance(model.get("hf_config"), (str, os.PathLike)):
+        data["model"] = _resolve_model(model, base)
+        changed = True
     return changed
+
+
+def _resolve_model(model: Any, base: Optional[Path] = None) -> Any:
+    """A ``model`` entry with a ``hf_config`` path replaced by the parsed ``config.json``
+    (relative to ``base`` when given); anything else unchanged."""
+    if isinstance(model, Mapping) and isinstance(model.get("hf_config"), (str, os.PathLike)):
+        return {**model, "hf_config": load_profile(model["hf_config"], base, "model.hf_config")}
+    return model
 
 
 def load_profile(
@@ -676,7 +709,9 @@ def predict_step(
     (a prefill of 2,048 fresh tokens is ``{"new_tokens": 2048, "context_tokens": 0}``, a
     decode at KV length L is ``{"new_tokens": 1, "context_tokens": L - 1}``; add
     ``"sampled": False`` for a prefill chunk that does not finish its prompt). ``model`` and
-    ``gpu`` take preset names or dicts (a preset plus overrides). ``dtype``: bf16 | fp8 |
+    ``gpu`` take preset names or dicts (a preset plus overrides); ``model`` also takes a
+    Hugging Face id (``"meta-llama/Llama-3.1-8B"``) or ``{"hf_config": path or dict}`` (a
+    ``config.json``). ``dtype``: bf16 | fp8 |
     int8 | int4 (weight-only); ``kv_dtype``: bf16 | fp8; ``fusion``: none (the reference
     engine: every elementwise op its own kernels) | fine | coarse | hybrid. ``profile``: a
     calibration profile (a path to its JSON file, or the parsed dict) replacing the GPU's
@@ -685,7 +720,7 @@ def predict_step(
     same model. Bad input raises :class:`ConfigError` naming the field.
     """
     request = {
-        "model": model,
+        "model": _resolve_model(model),
         "gpu": gpu,
         "tp": tp,
         "pp": pp,

@@ -122,11 +122,24 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def _load(scenario: Optional[str], seed: Optional[int], sets: Sequence[str]) -> Scenario:
+def _load(
+    scenario: Optional[str],
+    seed: Optional[int],
+    sets: Sequence[str],
+    trace: Optional[str] = None,
+    trace_format: Optional[str] = None,
+) -> Scenario:
+    from pathlib import Path
+
     from .api import Scenario
 
     sc = Scenario.from_file(scenario) if scenario else Scenario.default()
     overrides: dict[str, Any] = {}
+    if trace is not None:
+        # The trace replaces the scenario's workload; --set workload.trace.* refines it.
+        overrides["workload"] = {"trace": {"path": str(Path(trace).resolve()), "format": trace_format or "auto"}}
+    elif trace_format is not None:
+        raise click.BadParameter("needs --trace FILE", param_hint="--trace-format")
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -207,6 +220,15 @@ set_opt: Callable[[F], F] = click.option(
     help="Override a field by dotted path, e.g. --set scheduler.block_size=32 (repeatable).",
 )
 
+_TRACE_HELP = "Replay this trace file as the workload (Azure, Mooncake, Vidur, BLIS, inference-perf, vLLM, CSV/JSONL)."
+
+
+def trace_opts(f: F) -> F:
+    """``--trace FILE`` and ``--trace-format FORMAT``: replay a trace instead of the scenario's workload."""
+    f = click.option("--trace-format", type=click.Choice(_core.trace_formats()), default=None,
+                     help="The trace's format (default: detected from its first line).")(f)
+    return click.option("--trace", type=click.Path(exists=True, dir_okay=False), default=None, help=_TRACE_HELP)(f)
+
 
 # --------------------------------------------------------------------------- commands
 
@@ -224,14 +246,16 @@ def main() -> None:
 @scenario_arg
 @click.option("--json", "json_out", metavar="OUT", help="Write the full result (core JSON) to OUT.")
 @click.option("--csv", "csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV.")
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], trace: Optional[str],
+        trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run one simulation and print its summary."""
     from .api import simulate
 
-    sc = _load(scenario, seed, sets)
+    sc = _load(scenario, seed, sets, trace, trace_format)
     started = time.perf_counter()
     with _progress_bar() as bar:
         task = bar.add_task("simulating", total=None, detail="")
@@ -269,6 +293,8 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
     head.add_row("fragmentation (mean)", _pct(_get(s, "fragmentation_mean")))
     head.add_row("allocation failures", _num(_get(s, "allocation_failures")))
     head.add_row("preemptions", _num(_get(s, "preemptions")))
+    if _get(s, "prefix_cache_hit_rate") is not None:
+        head.add_row("prefix-cache hit rate", _pct(_get(s, "prefix_cache_hit_rate")))
     head.add_row("wall time (s)", f"{wall_s:.3f}")
     out.print(head)
 
@@ -324,17 +350,19 @@ COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
 @scenario_arg
 @click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
 @click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT.")
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def compare(scenario: Optional[str], policies: str, json_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+def compare(scenario: Optional[str], policies: str, json_out: Optional[str], trace: Optional[str],
+            trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run the scenario once per scheduler policy and compare the results."""
     from .api import Result, simulate
 
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
         raise click.BadParameter("give at least one policy", param_hint="--policies")
-    base = _load(scenario, seed, sets)
+    base = _load(scenario, seed, sets, trace, trace_format)
     results: dict[str, Result | SimError] = {}
     with _progress_bar() as bar:
         task = bar.add_task("comparing", total=len(names), detail="")
@@ -416,7 +444,72 @@ def presets_cmd(section: Optional[str], as_json: bool) -> None:
         out.print("the catalog is empty")
         return
     for name, value in catalog.items():
-        out.print(_catalog_table(name, value))
+        if name == "models" and isinstance(value, list):
+            out.print(_models_table(value))
+        elif name == "gpus" and isinstance(value, list):
+            out.print(_gpus_table(value))
+        else:
+            out.print(_catalog_table(name, value))
+
+
+def _billions(value: Any) -> str:
+    return f"{value / 1e9:,.1f}B" if isinstance(value, (int, float)) else DASH
+
+
+def _models_table(models: list[Any]) -> Table:
+    """One row per model preset: its size, shape, architecture and Hugging Face ids (each
+    accepted in place of the name, case-insensitively)."""
+    from rich.table import Table
+
+    table = Table(title="models", title_justify="left")
+    for col, justify in [("name", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
+                         ("hidden", "right"), ("heads/kv", "right"), ("experts", "right"), ("context", "right"),
+                         ("architecture", "left"), ("Hugging Face ids", "left")]:
+        table.add_column(col, justify=justify, style="bold" if col == "name" else None)  # type: ignore[arg-type]
+    for m in models:
+        features = []
+        if m.get("qkv_bias"):
+            features.append("qkv bias")
+        if m.get("qk_norm_layers"):
+            features.append("q/k norm")
+        if m.get("shared_expert_intermediate"):
+            features.append("shared expert")
+        local = m.get("local_attention")
+        if isinstance(local, Mapping):
+            features.append(f"{local.get('kind')} {local.get('tokens')} on {local.get('layers')} layers")
+        if m.get("tied_embeddings"):
+            features.append("tied embeddings")
+        experts = m.get("experts", 1)
+        table.add_row(
+            str(m.get("name")),
+            _billions(m.get("params")),
+            _billions(m.get("active_params")) if experts > 1 else DASH,
+            str(m.get("layers")),
+            str(m.get("hidden")),
+            f"{m.get('heads')}/{m.get('kv_heads')}",
+            f"{m.get('experts_per_token')} of {experts}" if experts > 1 else DASH,
+            f"{m.get('max_context'):,}" if isinstance(m.get("max_context"), int) else DASH,
+            ", ".join(features) or DASH,
+            ", ".join(m.get("hf_ids") or []) or DASH,
+        )
+    return table
+
+
+def _gpus_table(gpus: list[Any]) -> Table:
+    """One row per GPU preset: datasheet figures and what prices it (a shipped calibration
+    profile, or the roofline)."""
+    from rich.table import Table
+
+    cols = [("name", "name"), ("bf16_tflops", "BF16 TFLOP/s"), ("fp8_tflops", "FP8 TFLOP/s"), ("hbm_gib", "HBM GiB"),
+            ("hbm_tbps", "HBM TB/s"), ("sms", "SMs"), ("sm_clock_mhz", "clock MHz"), ("nvlink_gbps", "NVLink GB/s"),
+            ("nvlink_gpus", "NVLink GPUs"), ("pcie_gbps", "PCIe GB/s"), ("priced_by", "priced by")]
+    table = Table(title="gpus", title_justify="left")
+    for key, title in cols:
+        table.add_column(title, justify="left" if key in ("name", "priced_by") else "right",
+                         style="bold" if key == "name" else None)
+    for g in gpus:
+        table.add_row(*(_cell(g.get(key)) if key in g else DASH for key, _ in cols))
+    return table
 
 
 def _cell(value: Any) -> str:
@@ -472,12 +565,14 @@ def _catalog_table(title: str, value: Any) -> Table:
 
 @main.command()
 @scenario_arg
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def validate(scenario: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+def validate(scenario: Optional[str], trace: Optional[str], trace_format: Optional[str], seed: Optional[int],
+             sets: tuple[str, ...]) -> None:
     """Check a scenario and print it resolved (presets expanded) as JSON."""
-    sc = _load(scenario, seed, sets)
+    sc = _load(scenario, seed, sets, trace, trace_format)
     resolved = sc.validate()
     click.echo(json.dumps(resolved, indent=2))
     _err().print(f"{sc.source}: valid", style="bold green", markup=False, highlight=False, soft_wrap=True)
@@ -606,7 +701,7 @@ def _preset_or_table(text: str) -> Any:
 
 
 @main.command()
-@click.option("--model", default="llama-3-8b", show_default=True, help="Model preset, or a TOML table such as '{preset=\"llama-3-70b\", layers=8}'.")
+@click.option("--model", default="llama-3-8b", show_default=True, help="Model preset or Hugging Face id, or a TOML table such as '{preset=\"llama-3-70b\", layers=8}' or '{hf_config=\"config.json\"}'.")
 @click.option("--gpu", default="h200", show_default=True, help="GPU preset, or a TOML table.")
 @click.option("--tp", default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--batch", "batch", multiple=True, required=True, metavar="NEW[:CTX][xN]", help="Requests in the step: NEW tokens over CTX cached ones, N times (repeatable). 2048:0 is a prefill, 1:1023x64 64 decodes at KV length 1024.")
@@ -667,10 +762,12 @@ def dashboard(port: int, host: str, no_browser: bool) -> None:
 @click.option("-o", "--output", "output", default="report.html", show_default=True, metavar="OUT",
               help="Where to write the HTML report.")
 @click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def report(scenario: Optional[str], output: str, policies: str, seed: Optional[int], sets: tuple[str, ...]) -> None:
+def report(scenario: Optional[str], output: str, policies: str, trace: Optional[str], trace_format: Optional[str],
+           seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Write one self-contained HTML file comparing the policies (tables and charts; opens offline)."""
     import importlib.util
 
@@ -682,7 +779,7 @@ def report(scenario: Optional[str], output: str, policies: str, seed: Optional[i
         sys.exit(2)
     from .report import write_report
 
-    base = _load(scenario, seed, sets)
+    base = _load(scenario, seed, sets, trace, trace_format)
     with _progress_bar() as bar:
         task = bar.add_task("report", total=len(names), detail="")
 
