@@ -7,9 +7,11 @@ use crate::error::{check, Result, SimError};
 
 /// Default GPU prices, US dollars per GPU-hour: on-demand list prices of specialty GPU
 /// clouds (not hyperscalers, which list the same GPUs at 1.5–3×), each with its source.
-/// Give your own with `prices`; these only set a scale for comparing configurations.
+/// Give your own with `prices`; these only set a scale for comparing configurations. GPU
+/// presets without a sourced figure here (the PCIe and NVL variants) need a price.
 pub const DEFAULT_PRICES: &[(&str, f64, &str)] = &[
     ("a100-80g", 1.30, "midpoint of the specialty-cloud range $1.10–1.50 (Mercatus AI, Cloud GPU pricing, May 2026)"),
+    ("a100-40g", 1.29, "on-demand list price (Jarvislabs, H100 vs A100, updated Apr 2026)"),
     ("h100", 3.00, "midpoint of the specialty-cloud range $2.50–3.50 (Mercatus AI, Cloud GPU pricing, May 2026)"),
     ("h200", 4.00, "midpoint of the specialty-cloud range $3.50–4.50 (Mercatus AI, Cloud GPU pricing, May 2026)"),
     ("l40s", 1.77, "median on-demand price of six providers (Modal, NVIDIA L40S price, Aug 2025)"),

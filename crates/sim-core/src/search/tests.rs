@@ -163,8 +163,13 @@ fn plan_prices_picks_the_cheapest_and_the_front() {
 }
 
 #[test]
-fn every_gpu_preset_has_a_default_price() {
-    for name in crate::catalog::gpu_preset_names() {
+fn default_prices_name_gpu_presets_and_cover_the_main_ones() {
+    let presets = crate::catalog::gpu_preset_names();
+    for (name, price, source) in DEFAULT_PRICES {
+        assert!(presets.contains(name), "{name} is not a GPU preset");
+        assert!(*price > 0.0 && source.contains("20"), "{name}: a price with a dated source");
+    }
+    for name in ["a100-80g", "h100", "h200", "l40s", "b200", "mi300x"] {
         assert!(DEFAULT_PRICES.iter().any(|(n, _, _)| *n == name), "{name}");
     }
 }
