@@ -1,7 +1,9 @@
-"""Topology benchmarks: re-routing after a link change on a 512-GPU fabric, and 10,000
+"""Topology benchmarks: re-routing after a link change on a 512-GPU fabric and, with TP
+groups spanning nodes so that IB events really re-route, on 2,048 GPUs; and 10,000
 scheduler iterations that include a topology change.
 
-Targets (DESIGN "Performance targets"): topology swap ≤ 1 ms at 512 GPUs; 10k scheduler
+Targets (DESIGN "Performance targets"): topology swap ≤ 1 ms at 512 GPUs; a re-routing
+event ≤ 1 ms at 2,048 GPUs (issue 16); 10k scheduler
 cycles ≤ 2 ms native, including one topology swap (the seed's claim: 5 ms in WASM).
 Times are the best of several runs (the machines are noisy), medians alongside.
 
@@ -69,6 +71,37 @@ def reroute() -> None:
           f"{r['topology']['events_applied']} events applied, {r['topology']['route_changes']} route changes")
 
 
+def reroute_wide() -> None:
+    """2,048 GPUs whose TP groups span two nodes, so IB link events re-route TP pairs."""
+    sc = {"seed": 1, "model": "llama-3-8b", "gpu": "h200", "topology": "256x-hgx-h200-ib",
+          "deployment": {"tp": 16, "replicas": 128},
+          "workload": {"num_requests": 1280, "arrival": {"kind": "poisson", "rate": 1280.0},
+                       "prompt": {"kind": "fixed", "value": 512}, "output": {"kind": "fixed", "value": 64}}}
+    text = json.dumps(sc)
+    print("\n## Re-routing events at 2,048 GPUs: 256 × HGX H200 on 8 IB rails, 128 replicas at TP 16,")
+    print("   each TP group across two nodes (its AllReduces cross the rails)")
+    t0 = time.perf_counter()
+    sim = _core.Simulation(text, "json")
+    print(f"build (route every TP pair, price 128 replicas): {(time.perf_counter() - t0) * 1e3:.0f} ms")
+    sim.run_events(3000)
+    # Node n5's rails go down one by one (each takes the rail its replica's routes moved to),
+    # then come back: every event re-routes pairs of the replica on n4 + n5.
+    events = [("link_down", r) for r in range(7)] + [("link_up", r) for r in range(7)]
+    times: dict[str, list[float]] = {"link_down": [], "link_up": []}
+    for _ in range(5):
+        for kind, rail in events:
+            payload = json.dumps([{"at_s": 0, "kind": kind, "src": f"n5.nic{rail}", "dst": f"ib{rail}"}])
+            times[kind].append(timed(lambda: sim.inject_topology(payload)))
+    r = json.loads(sim.finish().summary_json())["topology"]
+    print(f"{'event':<48} {'best ms':>8} {'median ms':>10} {'target':>7}")
+    for kind, label in (("link_down", "IB rail of n5 down (its pairs re-route)"),
+                        ("link_up", "IB rail of n5 back up (pairs that lost it re-route)")):
+        ts = times[kind]
+        print(f"{label:<48} {min(ts) * 1e3:>8.3f} {statistics.median(ts) * 1e3:>10.3f} {'≤ 1 ms':>7}")
+    print(f"{r['events_applied']} events applied, {r['route_changes']} chosen routes changed, "
+          f"{r['stopped_replicas']} replicas stopped")
+
+
 def iterations() -> None:
     with open(HERE / "scenarios" / "iterations_10k.toml", "rb") as f:
         base = tomllib.load(f)
@@ -113,4 +146,5 @@ def iterations() -> None:
 if __name__ == "__main__":
     print(f"o1sim {_core.__version__} topology benchmarks (python {sys.version.split()[0]})\n")
     reroute()
+    reroute_wide()
     iterations()

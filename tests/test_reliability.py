@@ -56,7 +56,10 @@ def test_every_reproducer_gives_a_typed_error_or_a_correct_run(path: Path) -> No
         res = o1sim.simulate(sc)
     except o1sim.SimError as e:
         assert not isinstance(e, o1sim.InternalError), e
-        assert type(e) in (o1sim.ConfigError, o1sim.ResourceError, o1sim.InfeasibleError), e
+        # A stall only as the time horizon's answer to an absurd cost (a run that cannot end).
+        assert type(e) in (o1sim.ConfigError, o1sim.ResourceError, o1sim.InfeasibleError) or (
+            isinstance(e, o1sim.StallError) and "10^9 s" in str(e)
+        ), e
         return
     s = res.summary
     assert s["finished"] + s["rejected"] == s["num_requests"] == len(res.requests)

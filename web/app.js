@@ -3,6 +3,7 @@
 import { Charts } from "./charts.js";
 import { TopologyPanel } from "./topology.js";
 import { CheckPanel } from "./check.js";
+import { CapacityPanel } from "./capacity.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
@@ -458,6 +459,13 @@ async function main() {
   if (result.features.check) window.o1simCheck = new CheckPanel({ root: $("#check"), policies: catalog.policies, wasmUrl,
                                                                 defaultToml: result.defaultCheckScenario });
   else $("#check").hidden = true;
+  // The Capacity & plan panel searches the experiment's scenario (its first policy's).
+  if (result.features.capacity) {
+    window.o1simCapacity = new CapacityPanel({ root: $("#capacity"), wasmUrl, current: () => {
+      const state = readForm();
+      return state.policies.length ? scenarios(state)[0].scenario : null;
+    } });
+  } else $("#capacity").hidden = true;
 
   if (location.hash.length > 1) await fromHash(location.hash);
   else await applyPreset(DEFAULT_PRESET);

@@ -287,6 +287,40 @@ export function topology(entry) {
   return JSON.parse(call("o1_topology", [jsonText(entry, "topology")]));
 }
 
+/** Run a scenario to the end and return only its summary (parsed): what the capacity
+ *  search and the plan read of a run (Python's `_core.run_summary_json`). */
+export function runSummary(scenario, { format } = {}) {
+  return JSON.parse(call("o1_run_summary", [asText(scenario)], [formatCode(format)]));
+}
+
+/** An SLO `{metric: bound}` parsed by the core: `{objectives, per_request, needs_per_request}`. */
+export function sloSpec(slo) {
+  return JSON.parse(call("o1_slo_spec", [JSON.stringify(slo)]));
+}
+
+/** Judge a summary against an SLO: `{meets, misses: [{metric, value, bound, limit}], metrics}`. */
+export function sloEval(slo, summary) {
+  return JSON.parse(call("o1_slo_eval", [JSON.stringify({ slo, summary })]));
+}
+
+/** The capacity search's next step: `{status: "run", rates}` or its answer (`found`, `none`,
+ *  `above_max`); `request` is `{start_rate, tolerance?, parallel?, min_rate?, max_rate?,
+ *  points: [{rate, meets}]}` (see `search.js`). */
+export function capacityNext(request) {
+  return JSON.parse(call("o1_capacity_next", [JSON.stringify(request)]));
+}
+
+/** A plan's cost table: `{configs: [{gpu, gpus, meets, latency_ms, tokens_per_s,
+ *  output_tokens_per_s}], prices}` → `{rows: [{usd_per_hour, …, pareto}], cheapest}`. */
+export function planEval(request) {
+  return JSON.parse(call("o1_plan_eval", [JSON.stringify(request)]));
+}
+
+/** The default GPU prices, `{gpu: {usd_per_hour, source}}` (Python's `o1sim.default_prices()`). */
+export function defaultPrices() {
+  return JSON.parse(call("o1_default_prices", []));
+}
+
 /**
  * Read a trace given inline, as a run would: `spec` is a `workload.trace` table
  * (`{format: "auto", text}`; also `rate_scale`, `start_s`, `window_s`, `max_requests`, …).
@@ -297,7 +331,8 @@ export function traceInfo(spec) {
   return JSON.parse(call("o1_trace_info", [JSON.stringify(spec)]));
 }
 
-/** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`, `traceInfo`). */
+/** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`,
+ *  `traceInfo`, `capacity`). */
 export function features() {
   ready();
   return {
@@ -306,6 +341,7 @@ export function features() {
     topology: !!wasm.o1_topology,
     check: !!wasm.o1_check,
     traceInfo: !!wasm.o1_trace_info,
+    capacity: !!wasm.o1_capacity_next,
   };
 }
 

@@ -1,13 +1,16 @@
 // The page's simulation worker: owns the WASM instance so runs never block the UI thread.
 // Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
-//               | modelCheck | predictStep | routes | topology | traceInfo
-// Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}}
+//               | modelCheck | predictStep | routes | topology | traceInfo | capacity | plan
+//               | defaultPrices
+// Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}};
+//               capacity and plan also send {id, progress} while they run.
 // The module's download starts with the worker, alongside o1sim.js's (not after it).
 const WASM_URL = new URL("./pkg/o1sim.wasm", import.meta.url).href;
 const early = { response: fetch(WASM_URL) };
 early.response.catch(() => {}); // a failed early fetch is reported by init's own fetch
 let o1sim = null;
 const lib = import("./o1sim.js").then((m) => (o1sim = m));
+const search = import("./search.js");
 
 let ready = null;
 
@@ -87,7 +90,17 @@ const ops = {
   predictStep: (request) => o1sim.predictStep(request),
   routes: (topology, src, dst, options) => o1sim.routes(topology, src, dst, options),
   topology: (entry) => o1sim.topology(entry),
+  // The Capacity & plan panel: the searches of search.js, progress posted as they go.
+  async capacity(scenario, slo, opts, progress) {
+    return (await search).capacity(o1sim, scenario, slo, { ...opts, progress });
+  },
+  async plan(scenario, choices, slo, opts, progress) {
+    return (await search).plan(o1sim, scenario, choices, slo, { ...opts, progress });
+  },
+  defaultPrices: () => o1sim.defaultPrices(),
 };
+// Ops that report progress: `{id, progress}` messages before their answer.
+const PROGRESS = { capacity: 3, plan: 4 };
 
 self.onmessage = async (ev) => {
   const { id, op, args = [] } = ev.data;
@@ -96,6 +109,7 @@ self.onmessage = async (ev) => {
     if (op === "init") ready = ops.init(...args);
     else if (!ready) throw new Error("worker: init first");
     await ready;
+    if (op in PROGRESS) args[PROGRESS[op]] = (progress) => self.postMessage({ id, progress });
     const result = op === "init" ? await ready : await ops[op](...args);
     self.postMessage({ id, ok: true, result, ms: performance.now() - t0 });
   } catch (e) {

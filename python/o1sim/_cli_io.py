@@ -9,22 +9,28 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
-from rich.console import Console
 
 from .errors import SimError
+
+if TYPE_CHECKING:  # rich loads only when something is printed (`o1sim --help` stays fast)
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _out() -> Console:
+    from rich.console import Console
+
     # Built per call so click's CliRunner (which swaps sys.stdout) sees the output.
     return Console()
 
 
 def _err() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True)
 
 

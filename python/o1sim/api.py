@@ -18,8 +18,6 @@ from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 
-import numpy as np
-
 from . import _core
 from ._input import MAX_DEPTH, check_depth, loads, read_text, too_deep
 from .errors import config_error
@@ -148,7 +146,8 @@ def _jsonable(value: Any, path: str, depth: int = 0) -> Any:
         return out
     if isinstance(value, (list, tuple)):
         return [_jsonable(v, _join(path, i), depth + 1) for i, v in enumerate(value)]
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # a numpy scalar can only exist once numpy is loaded
+    if np is not None and isinstance(value, np.generic):
         return _jsonable(value.item(), path, depth)
     if isinstance(value, PurePath):
         return str(value)
@@ -322,6 +321,7 @@ class Result:
         ``client_first_token_ms``/``client_finish_ms`` when the client received them (NaN
         for requests that never produced a token); ``cached_tokens``: prompt tokens found in
         the prefix cache at its first admission."""
+        import numpy as np
         import pandas as pd
 
         cols = self._raw.columns()

@@ -13,30 +13,29 @@ of an unexpected error instead of its one line.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
-from rich import box
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from . import _core
-from .api import CheckProgress, CheckResult, Result, Scenario, check, predict_step, presets, simulate
-from .api import Progress as SimProgress
 from ._cli_io import _check_out, _Cli, _err, _fail, _handle_errors, _one_line, _out, _tables, _write
 from .errors import ConfigError, SimError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+# Imported where used: rich, the API and what it pulls in load only for the command that
+# needs them, so `o1sim --help` and small runs start fast (benchmarks/cli.py).
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from .api import CheckProgress, CheckResult, Result, Scenario
+    from .api import Progress as SimProgress
 
 DEFAULT_POLICIES = "orca,vllm,sarathi,o1pro"
 
@@ -85,6 +84,11 @@ def _rejections(summary: Mapping[str, Any]) -> Any:
 
 def _parse_value(text: str) -> Any:
     """A ``--set`` value: TOML syntax (``16``, ``0.9``, ``true``, ``nan``, ``[1, 2]``, ``"x"``), else the raw string."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -98,6 +102,10 @@ def _load(
     trace: Optional[str] = None,
     trace_format: Optional[str] = None,
 ) -> Scenario:
+    from pathlib import Path
+
+    from .api import Scenario
+
     sc = Scenario.from_file(scenario) if scenario else Scenario.default()
     overrides: dict[str, Any] = {}
     if trace is not None:
@@ -115,9 +123,50 @@ def _load(
     return sc.with_overrides(overrides) if overrides else sc
 
 
-def _progress_bar() -> Progress:
-    """A progress bar on stderr, only when stderr is a terminal (else it would leave a blank
-    line where it stood, before an error's one line)."""
+class _Bar:
+    """rich's progress bar, drawn only once a command has run for ``delay_s``: a quick
+    command never draws (or imports) it. Same calls as rich's ``Progress``: ``add_task``,
+    ``update``."""
+
+    def __init__(self, delay_s: float = 0.25) -> None:
+        self._delay_s = delay_s
+        self._started = time.perf_counter()
+        self._bar: Optional[Progress] = None
+        self._tasks: list[dict[str, Any]] = []
+        self._ids: list[Any] = []
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    def add_task(self, description: str, total: Optional[float] = None, **fields: Any) -> int:
+        self._tasks.append({"description": description, "total": total, "completed": 0, **fields})
+        if self._bar is not None:
+            self._ids.append(self._bar.add_task(**self._tasks[-1]))
+        return len(self._tasks) - 1
+
+    def update(self, task: int, **changes: Any) -> None:
+        self._tasks[task].update(changes)
+        if self._bar is None and time.perf_counter() - self._started >= self._delay_s:
+            self._bar = _rich_progress()
+            self._bar.__enter__()
+            self._ids = [self._bar.add_task(**t) for t in self._tasks]
+        if self._bar is not None:
+            self._bar.update(self._ids[task], **changes)
+
+
+def _progress_bar() -> _Bar:
+    return _Bar()
+
+
+def _rich_progress() -> Progress:
+    """The bar itself, on stderr, only when stderr is a terminal (else it would leave a
+    blank line where it stood, before an error's one line)."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
     console = _err()
     return Progress(
         TextColumn("[bold]{task.description}"),
@@ -131,9 +180,9 @@ def _progress_bar() -> Progress:
     )
 
 
-scenario_arg = click.argument("scenario", required=False, type=click.Path(exists=True, dir_okay=False))
-seed_opt = click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
-set_opt = click.option(
+scenario_arg: Callable[[F], F] = click.argument("scenario", required=False, type=click.Path(exists=True, dir_okay=False))
+seed_opt: Callable[[F], F] = click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+set_opt: Callable[[F], F] = click.option(
     "--set",
     "sets",
     multiple=True,
@@ -178,6 +227,8 @@ def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str]
         raise click.BadParameter("only one of --json and --csv can go to stdout ('-')", param_hint="--csv")
     _check_out(json_out, "--json")
     _check_out(csv_out, "--csv")
+    from .api import simulate
+
     sc = _load(scenario, seed, sets, trace, trace_format)
     started = time.perf_counter()
     with _progress_bar() as bar:
@@ -197,6 +248,8 @@ def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str]
 
 
 def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Console] = None) -> None:
+    from rich.table import Table
+
     s = result.summary
     out = out or _out()
     head = Table(title=f"o1sim · {sc.source}", show_header=False, title_justify="left")
@@ -278,6 +331,8 @@ COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
 def compare(scenario: Optional[str], policies: str, json_out: Optional[str], trace: Optional[str],
             trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run the scenario once per scheduler policy and compare the results."""
+    from .api import Result, simulate
+
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
         raise click.BadParameter("give at least one policy", param_hint="--policies")
@@ -327,6 +382,11 @@ def _compare_table(
     results: Mapping[str, Result | SimError],
     columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]],
 ) -> Table:
+    from rich import box
+    from rich.table import Table
+
+    from .api import Result
+
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
     table.add_column("policy", style="bold", no_wrap=True)
     for header, _ in columns:
@@ -345,6 +405,8 @@ def _compare_table(
 @_handle_errors
 def presets_cmd(section: Optional[str], as_json: bool) -> None:
     """List the built-in catalog (GPUs, models, policies, ...); SECTION shows one part."""
+    from .api import presets
+
     catalog = presets()
     if section is not None:
         if section not in catalog:
@@ -373,6 +435,8 @@ def _billions(value: Any) -> str:
 def _models_table(models: list[Any]) -> Table:
     """One row per model preset: its size, shape, architecture and Hugging Face ids (each
     accepted in place of the name, case-insensitively)."""
+    from rich.table import Table
+
     table = Table(title="models", title_justify="left")
     for col, justify in [("name", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
                          ("hidden", "right"), ("heads/kv", "right"), ("experts", "right"), ("context", "right"),
@@ -410,6 +474,8 @@ def _models_table(models: list[Any]) -> Table:
 def _gpus_table(gpus: list[Any]) -> Table:
     """One row per GPU preset: datasheet figures and what prices it (a shipped calibration
     profile, or the roofline)."""
+    from rich.table import Table
+
     cols = [("name", "name"), ("bf16_tflops", "BF16 TFLOP/s"), ("fp8_tflops", "FP8 TFLOP/s"), ("hbm_gib", "HBM GiB"),
             ("hbm_tbps", "HBM TB/s"), ("sms", "SMs"), ("sm_clock_mhz", "clock MHz"), ("nvlink_gbps", "NVLink GB/s"),
             ("nvlink_gpus", "NVLink GPUs"), ("pcie_gbps", "PCIe GB/s"), ("priced_by", "priced by")]
@@ -436,6 +502,8 @@ def _cell(value: Any) -> str:
 
 def _catalog_table(title: str, value: Any) -> Table:
     """A table of catalog entries (a name → entry mapping or a list of entries/names)."""
+    from rich.table import Table
+
     if isinstance(value, Mapping):
         entries = [(str(k), v) for k, v in value.items()]
     elif isinstance(value, list):
@@ -521,6 +589,8 @@ def check_cmd(
     _check_out(json_out, "--json")
     _check_out(pnml_out, "--pnml")
     _check_out(replay_dir, "--replay", directory=True)
+    from .api import check
+
     sc = _load(scenario, seed, sets)
     with _progress_bar() as bar:
         task = bar.add_task("checking", total=None, detail="")
@@ -537,6 +607,8 @@ def check_cmd(
     if pnml_out:
         _write(pnml_out, result.pnml)
     if replay_dir:
+        from pathlib import Path
+
         Path(replay_dir).mkdir(parents=True, exist_ok=True)
         for v in result.violations:
             raw = v.data.get("replay_scenario")
@@ -549,6 +621,8 @@ def check_cmd(
 
 
 def _print_check(result: CheckResult, sc: Scenario, out: Optional[Console] = None) -> None:
+    from rich.table import Table
+
     out = out or _out()
     c = result.config
     head = Table(title=f"o1sim check · {sc.source}", show_header=False, title_justify="left")
@@ -632,6 +706,10 @@ def _preset_or_table(text: str) -> Any:
 def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, engine: str,
             fusion: str, profile: Optional[str], as_json: bool) -> None:
     """Predict the execution time of one step, per operator with its source."""
+    from rich.table import Table
+
+    from .api import predict_step
+
     items = [entry for b in batch for entry in _batch_item(b)]
     p = predict_step(_preset_or_table(model), _preset_or_table(gpu), tp=tp, batch=items, cuda_graphs=not eager,
                      dtype=dtype, fusion=fusion, kv_dtype=kv_dtype, profile=profile, engine=engine)
@@ -665,6 +743,8 @@ def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Opt
     """Fit the GPU's kernel speed and the serving front end to measured runs (inference-perf
     result directories, vLLM benchmark_serving JSON) and write a profile scenarios name in
     cost_model.profile. Prints each run's error at defaults, fitted, and held out."""
+    from rich.table import Table
+
     from . import calibrate as cal
 
     measured = cal.read_runs(runs, gpu=gpu, server=cal.parse_server(server))
@@ -767,6 +847,7 @@ def report(scenario: Optional[str], output: str, policies: str, trace: Optional[
 def _web_dir() -> Path:
     """The page's folder: ``web/`` of the source tree (editable install) or $O1SIM_WEB_DIR."""
     import os
+    from pathlib import Path
 
     env = os.environ.get("O1SIM_WEB_DIR")
     return Path(env) if env else Path(__file__).resolve().parents[2] / "web"
@@ -775,13 +856,14 @@ def _web_dir() -> Path:
 @main.command(name="web")
 @click.option("--port", default=8000, show_default=True, help="Port to listen on (0 picks a free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="Folder to serve (default: web/ of the source tree).")
-def web_cmd(port: int, host: str, directory: Optional[Path]) -> None:
+@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Folder to serve (default: web/ of the source tree).")
+def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
     """Serve the in-browser page (a plain static server of web/; build it with `make web`)."""
     import http.server
     import mimetypes
+    from pathlib import Path
 
-    root = (directory or _web_dir()).resolve()
+    root = (Path(directory) if directory else _web_dir()).resolve()
     if not (root / "index.html").is_file():
         _fail(click.ClickException(f"no page at {root} (run from a source checkout, or pass --dir)"))
         sys.exit(2)
@@ -829,6 +911,8 @@ def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json
     """RTMPv2 candidate routes from SRC to DST on TOPOLOGY (a preset name, a .toml/.json
     file, or an inline TOML table), with bandwidth, latency, score, the chosen route and
     the Pareto frontier."""
+    from rich.table import Table
+
     from .topology import routes
 
     pairs: list[tuple[str, str]] = []
@@ -853,6 +937,14 @@ def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json
         table.add_row("✓" if c["chosen"] else "", " → ".join(c["path"]), f"{c['bandwidth_gbps']:,.4g}", f"{c['latency_us']:,.4g}",
                       f"{c['score']:.4f}", "yes" if c["frontier"] else "")
     _out().print(table)
+
+
+# The many-run commands live in their own module (it imports the helpers above).
+from .cli_search import capacity_cmd, plan_cmd, sweep_cmd  # noqa: E402
+
+main.add_command(sweep_cmd)
+main.add_command(capacity_cmd)
+main.add_command(plan_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -89,6 +89,10 @@ pub struct TimeSeries {
     pub prefix_hits: Vec<f64>,
     /// `prefix_hits / prefix_queries` (0–1); NaN (null) when nothing was looked up.
     pub prefix_hit_rate: Vec<f64>,
+    /// Under autoscaling only: the time-weighted mean number of ready replicas in the
+    /// row's bucket (the same for every replica's row of a bucket).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<f64>,
 }
 
 /// One scheduler step (only with `record_steps`).
@@ -295,6 +299,10 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     });
     let mut deployment = deployment;
     let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, workload, options);
+    if let Some(cfg) = &scenario.scaling {
+        let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
+        engine.attach_scaler(crate::scaling::Autoscaler::new(cfg, d.replicas, d.tp * d.pp, weights_bytes_per_gpu));
+    }
     if let Some(f) = fabric {
         let ids = |stages: &Vec<Vec<u32>>| -> Vec<String> {
             stages.iter().flatten().map(|&g| f.topo.nodes[g as usize].id.clone()).collect()
@@ -538,6 +546,9 @@ fn collect(built: Built) -> SimResult {
     }
     let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
     let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client);
+    if let Some(sc) = engine.scaler.as_ref() {
+        scaling_results(sc, end_ns, &stats, &mut summary, &mut ts);
+    }
     let links = fabric.map(|mut f| {
         summary["topology"] = topology_summary(&f);
         f.link_table(end_ns)
@@ -552,6 +563,35 @@ fn collect(built: Built) -> SimResult {
         links,
         steps: engine.steps_log,
     }
+}
+
+/// Under autoscaling: `gpu_hours` and the `scaling` table in the summary, KV use and busy
+/// fractions over the replica-time actually held (not every slot for the whole run), and the
+/// time series' `replicas` column.
+fn scaling_results(
+    sc: &crate::scaling::Autoscaler,
+    end_ns: u64,
+    stats: &[crate::metrics::ReplicaStats],
+    summary: &mut serde_json::Value,
+    ts: &mut TimeSeries,
+) {
+    let (gpu_hours, table) = sc.summary(end_ns);
+    summary["gpu_hours"] = serde_json::json!(gpu_hours);
+    summary["scaling"] = table;
+    let held = sc.replica_ns(end_ns);
+    if held > 0.0 {
+        summary["kv_utilization_mean"] = serde_json::json!(stats.iter().map(|s| s.kv_usage_ns).sum::<f64>() / held);
+        summary["gpu_busy_fraction"] = serde_json::json!(stats.iter().map(|s| s.busy_ns).sum::<u64>() as f64 / held);
+    }
+    let width = (ts.interval_ms * 1e6).round() as u64;
+    ts.replicas = ts
+        .time_ms
+        .iter()
+        .map(|&t| {
+            let lo = (t * 1e6).round() as u64;
+            sc.mean_ready(lo, lo + width)
+        })
+        .collect();
 }
 
 fn topology_summary(f: &crate::fabric::Fabric) -> serde_json::Value {

@@ -9,6 +9,7 @@ use crate::error::{check, Result, SimError};
 use crate::frontend::{Frontend, FrontendSpec, NO_FRONTEND, VLLM_FRONTEND};
 use crate::limits::Limits;
 use crate::perf::{CostModelSpec, Engine};
+use crate::scaling::ScalingConfig;
 use crate::topo::events::EventSpec;
 use crate::topo::TopologyInput;
 use crate::workload::WorkloadSpec;
@@ -56,6 +57,10 @@ pub struct Scenario {
     /// ([`crate::limits`]).
     #[serde(default, skip_serializing_if = "Limits::is_default")]
     pub limits: Limits,
+    /// Autoscaling: replicas join and leave during the run ([`crate::scaling`]);
+    /// `deployment.replicas` is the starting count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<ScalingConfig>,
 }
 
 /// How model replicas are laid out and how arrivals reach them.
@@ -410,6 +415,16 @@ impl Scenario {
             return Err(check::unknown_name("deployment.router", "router", &d.router, ROUTERS));
         }
         check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
+        if let Some(sc) = &self.scaling {
+            sc.validate(d.replicas)?;
+            if self.topology.is_some() || self.scheduler.policy == "disagg" {
+                return Err(SimError::config(
+                    "scaling",
+                    "autoscaling runs without a topology (replicas joining a fabric are not modelled): remove \
+                     `topology` or `scaling`",
+                ));
+            }
+        }
         if d.dispatch_timeout_ms > 1e12 {
             return Err(SimError::config(
                 "deployment.dispatch_timeout_ms",

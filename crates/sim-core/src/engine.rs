@@ -137,6 +137,9 @@ pub struct Engine {
     /// show that the model checker catches what they prevent.
     #[cfg(test)]
     pub(crate) unguarded: bool,
+    /// The autoscaler (only with a `scaling` section): replica slots join and leave
+    /// ([`crate::scaling`]).
+    pub(crate) scaler: Option<Box<crate::scaling::Autoscaler>>,
 }
 
 impl Engine {
@@ -209,7 +212,9 @@ impl Engine {
             req_block(s.prompt_tokens, s.output_tokens)
         });
         let pool = || if apc.on { KvPool::with_prefix_caching(mode, bs, num_blocks) } else { KvPool::new(mode, bs, num_blocks) };
-        let replicas = (0..scenario.deployment.replicas)
+        // Under autoscaling every slot the controller may use exists from the start.
+        let slots = scenario.scaling.as_ref().map_or(scenario.deployment.replicas, |s| s.max_replicas);
+        let replicas = (0..slots)
             .map(|i| Replica {
                 sched: SchedState::new(pool().for_replica(i)),
                 busy: false,
@@ -250,7 +255,7 @@ impl Engine {
             finished_buf: Vec::new(),
             first_buf: Vec::new(),
             kick: Vec::new(),
-            kick_flag: vec![false; scenario.deployment.replicas as usize],
+            kick_flag: vec![false; slots as usize],
             fabric: None,
             rr_decode: 0,
             steady_ok: !options.record_steps && !options.check_invariants,
@@ -269,6 +274,7 @@ impl Engine {
             log_error: None,
             #[cfg(test)]
             unguarded: false,
+            scaler: None,
         }
     }
 
@@ -298,6 +304,16 @@ impl Engine {
             let t_fab = if done { None } else { self.fabric.as_ref().and_then(|f| f.next_time()) };
             let t_due = self.next_deadline_ns();
             let Some(t) = [t_arr, t_step, t_fab, t_due].into_iter().flatten().min() else { break };
+            // The autoscaler's timers only while requests remain and something else will
+            // happen within the horizon (they alone never keep a finished or stalled run
+            // going, nor tick for 10⁹ s towards a step that ends beyond it).
+            let now = self.now_ns;
+            let t_scale = match &self.scaler {
+                // A decision due while the clock jumped over an idle gap happens now.
+                Some(sc) if !done && t <= MAX_TIME_NS => sc.next_time().map(|x| x.max(now)),
+                _ => None,
+            };
+            let t = t_scale.map_or(t, |x| t.min(x));
             if t > MAX_TIME_NS {
                 return Err(SimError::Stalled {
                     message: format!(
@@ -309,6 +325,7 @@ impl Engine {
                 });
             }
             self.now_ns = t;
+            let events_before = self.events;
             while let Some(Reverse((ts, seq, rep))) = self.heap.peek().copied() {
                 if ts != t {
                     break;
@@ -316,7 +333,9 @@ impl Engine {
                 self.heap.pop();
                 self.events += 1;
                 budget = budget.saturating_sub(1);
-                self.complete_step(rep as usize, seq);
+                if self.complete_step(rep as usize, seq) && self.scaler.is_some() {
+                    self.check_drained(rep as usize);
+                }
             }
             if self.fabric.is_some() && !done {
                 self.fabric_instant();
@@ -324,7 +343,19 @@ impl Engine {
             if t_due == Some(t) {
                 budget = budget.saturating_sub(self.expire_due(t));
             }
+            if t_scale == Some(t) {
+                self.scaling_instant();
+            }
             budget = budget.saturating_sub(self.arrivals_at(t));
+            if let Some(sc) = self.scaler.as_mut() {
+                if self.events != events_before {
+                    sc.note_activity(t);
+                } else if t_scale == Some(t) {
+                    // Only the controller acted: it counts as an event for the caller's budget.
+                    self.events += 1;
+                    budget = budget.saturating_sub(1);
+                }
+            }
             self.drain_dispatch();
             let kicked = self.kick_idle();
             // A broken invariant explains a stall that follows from it: report it first (as
@@ -447,6 +478,7 @@ impl Engine {
         let r = &self.replicas[rep];
         self.max_waiting.is_none_or(|m| ((r.sched.waiting.len() + r.inbox.len()) as u32) < m)
             && self.fabric.as_ref().is_none_or(|f| f.alive[rep])
+            && self.scaler.as_ref().is_none_or(|s| s.routable(rep))
     }
 
     /// Replicas arrivals go to: all, or the prefill replicas under `disagg`.
@@ -601,7 +633,9 @@ impl Engine {
         let now = self.now_ns;
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
-        let lazy = replica.steady.left > 0 && st.waiting.is_empty() && replica.steady.advance(st, &mut self.reqs);
+        let lazy = replica.steady.left > 0
+            && (st.waiting.is_empty() || replica.steady.waiting_ok)
+            && replica.steady.advance(st, &mut self.reqs);
         if !lazy {
             replica.steady.settle(st, &mut self.reqs, &mut self.apc);
             replica.steady.left = 0;
@@ -721,6 +755,9 @@ impl Engine {
             if r.generated == 1 {
                 r.first_token_ns = now;
                 self.first_buf.push(id);
+                if let Some(sc) = self.scaler.as_mut() {
+                    sc.on_first_token(now, (now - r.arrival_ns) as f64 / 1e6);
+                }
             }
             if r.generated >= r.output {
                 st.kv.release(&mut r.blocks);
@@ -728,6 +765,9 @@ impl Engine {
                 used_slots = used_slots.saturating_sub(r.computed as u64);
                 r.status = Status::Finished;
                 r.finish_ns = now;
+                if let Some(sc) = self.scaler.as_mut() {
+                    sc.on_finish(now, (now - r.arrival_ns) as f64 / 1e6);
+                }
                 outstanding = outstanding.saturating_sub(r.prompt as u64);
                 done += 1;
                 self.finished_buf.push(id);

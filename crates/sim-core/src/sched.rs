@@ -257,6 +257,25 @@ pub struct SchedState {
     pub step_hits: u64,
     /// (request, tokens hit) of this step's admissions that hit the prefix cache.
     pub admitted_hits: Vec<(u32, u32)>,
+    /// How this step's admission pass ended ([`Admission`]).
+    pub admission: Admission,
+}
+
+/// How a step's admission pass ended, for steady decode runs ([`crate::steady`]): whether the
+/// same pass, run again while the batch only decodes, would end the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Admission {
+    /// Anything else: requests admitted, a priority policy, a preemption this step.
+    #[default]
+    Other,
+    /// The waiting queue is empty.
+    Empty,
+    /// Requests wait but the seats or the token budget ran out first (FCFS policy): both
+    /// stay as they are while the batch only decodes.
+    Stopped,
+    /// The head of the waiting queue did not fit the free KV (FCFS policy; one refusal
+    /// counted). Free KV only shrinks while the batch only decodes, so it keeps not fitting.
+    Refused,
 }
 
 impl SchedState {
@@ -276,6 +295,7 @@ impl SchedState {
             step_queries: 0,
             step_hits: 0,
             admitted_hits: Vec::new(),
+            admission: Admission::Other,
         }
     }
 
@@ -334,6 +354,7 @@ impl SchedState {
         };
         let _ = cont;
         // vLLM: no admissions in a step that preempted.
+        self.admission = Admission::Other;
         if self.preempted.is_empty() {
             admit_waiting(self, p, reqs, apc, now_ns);
         }
@@ -541,8 +562,17 @@ fn lookup(st: &SchedState, p: &Params, apc: &mut Apc, r: &Req) -> Hit {
 /// Admit waiting requests in queue order while seats, budget and KV allow.
 fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
     let mut prefill_admitted = false;
+    let fcfs = !p.priority_order && !p.priority_preemption;
+    st.admission = match (st.waiting.is_empty(), fcfs) {
+        (true, _) => Admission::Empty,
+        (false, true) => Admission::Stopped, // unless the loop below says otherwise
+        (false, false) => Admission::Other,
+    };
     while st.budget_left > 0 && (st.running.len() as u32) < p.max_num_seqs {
         let Some(id) = st.waiting.peek() else { break };
+        if fcfs {
+            st.admission = Admission::Other;
+        }
         let r = &reqs[id as usize];
         let len = r.num_tokens();
         // Orca reserves prompt + max output; paged managers check the whole current length.
@@ -554,6 +584,9 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
                 continue;
             }
             st.kv.note_refusal();
+            if fcfs {
+                st.admission = Admission::Refused;
+            }
             break;
         }
         let mut n = len - r.computed - hit.tokens;

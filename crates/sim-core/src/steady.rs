@@ -26,18 +26,25 @@
 //! check it, and a property test compares lazy and non-lazy runs). A run opens when a step is
 //! scheduled normally and lasts until a request is about to produce its last token
 //! ([`Steady::open`]); a step starts lazily only while it lasts and the replica's waiting
-//! queue is empty (an arrival, a KV landing or a moved request ends it at once).
+//! queue is empty (an arrival, a KV landing or a moved request ends it at once) — or, under
+//! a FCFS policy, while the requests that waited when the run opened are held back by what
+//! a decoding batch cannot change: the seats or token budget the decodes leave (constant),
+//! or a head of the queue that did not fit the free KV (which only shrinks while requests
+//! grow and none finishes or is preempted). Arrivals then queue behind that head and change
+//! no step; each step counts the head's refusal as the admission pass would. This keeps a
+//! KV-bound batch (preempted requests waiting to come back) on the lazy path.
 //!
 //! Prefix caching: the KV blocks a steady step fills are cached when the owed steps are
 //! applied ([`Steady::settle`]) rather than at each step. Nothing can look them up in
 //! between — lookups happen only when the replica schedules normally, which it does only
 //! after settling — and no other block is cached on the replica meanwhile, so the cache
-//! ends up exactly as if every step had cached its own.
+//! ends up exactly as if every step had cached its own. With prefix caching on, a
+//! head refused for want of KV ends the run as before: its hits depend on cache contents.
 
 use crate::kv::KvMode;
 use crate::prefix::Apc;
 use crate::request::Req;
-use crate::sched::SchedState;
+use crate::sched::{Admission, SchedState};
 
 /// A replica's steady-decode state.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +59,11 @@ pub struct Steady {
     pub steps: u64,
     /// Lazy steps started in the current run.
     started: u32,
+    /// Requests waited when the run opened, blocked at the head or by seats or budget
+    /// ([`Admission`]): arrivals queue behind them and change no step.
+    pub waiting_ok: bool,
+    /// The head did not fit the free KV when the run opened: each step counts that refusal.
+    refuse: bool,
     /// Paged pool: `crossings[k]` = plan positions of the requests that pass a block
     /// boundary at the run's steps j ≡ k (mod `block_size`), in plan order. Empty otherwise.
     crossings: Vec<Vec<u32>>,
@@ -67,13 +79,24 @@ impl Steady {
     /// before this step: `≤ slots held`).
     pub fn open(&mut self, st: &SchedState, reqs: &[Req]) -> u32 {
         self.left = 0;
+        // Requests may wait when the admission pass stopped at seats, budget or a head that
+        // does not fit: each steady step would stop the same way (module docs).
+        let waiting_ok = match st.admission {
+            Admission::Stopped => true,
+            // With prefix caching the head's fit depends on what the cache holds, which a
+            // steady run only updates when it settles.
+            Admission::Refused => st.kv.cache.is_none(),
+            _ => false,
+        };
         if st.shape.prefill_tokens != 0
             || st.plan.len() != st.running.len()
             || !st.preempted.is_empty()
-            || !st.waiting.is_empty()
+            || !(st.waiting.is_empty() || waiting_ok)
         {
             return 0;
         }
+        self.waiting_ok = waiting_ok;
+        self.refuse = st.admission == Admission::Refused;
         let bs = st.kv.block_size;
         let paged = st.kv.mode == KvMode::Paged;
         if paged {
@@ -122,6 +145,9 @@ impl Steady {
                 let len = r.computed + self.owed + 1;
                 st.kv.grow(&mut r.blocks, len, r.req_block);
             }
+        }
+        if self.refuse {
+            st.kv.note_refusal(); // the admission pass's refusal of the head, as in `open`
         }
         self.started = j;
         self.left -= 1;
@@ -216,5 +242,46 @@ mod tests {
             sim.engine().check_invariants().unwrap();
         }
         assert_eq!(sim.finish().unwrap().to_json(), run(SimOptions::default()).0);
+    }
+
+    /// A KV-bound batch: 12 requests of 64 + 400 tokens in 160 blocks of 16 (2,560 slots for
+    /// 5,568 tokens), so requests are preempted and wait for room while the others decode,
+    /// and arrivals queue behind them.
+    fn kv_bound(policy: &str, apc: bool) -> String {
+        let mut reqs: Vec<String> = (0..12).map(|_| r#"{"arrival_ms": 0, "prompt_tokens": 64, "output_tokens": 400}"#.to_string()).collect();
+        reqs.extend((0..4).map(|k| format!(r#"{{"arrival_ms": {}, "prompt_tokens": 32, "output_tokens": 50}}"#, 300 + 200 * k)));
+        format!(
+            r#"{{"seed": 1, "model": "llama-3-8b", "gpu": "h100",
+            "scheduler": {{"policy": "{policy}", "enable_prefix_caching": {apc}, "num_gpu_blocks": 160, "max_num_batched_tokens": 256, "chunk_size": 256}},
+            "cost_model": {{"kind": "linear", "base_ms": 1.0, "per_prefill_token_ms": 0.01, "per_decode_seq_ms": 0.1}},
+            "workload": {{"requests": [{}]}}}}"#,
+            reqs.join(",")
+        )
+    }
+
+    #[test]
+    fn a_kv_bound_batch_stays_lazy_while_requests_wait_and_changes_no_byte() {
+        for (policy, apc) in [("vllm", false), ("sarathi", false), ("vllm", true)] {
+            let text = kv_bound(policy, apc);
+            let run = |options: SimOptions| {
+                let mut sim = Simulation::from_text(&text, Format::Json, options).unwrap();
+                sim.run().unwrap();
+                let e = sim.engine();
+                let lazy = e.replicas[0].steady.steps;
+                (sim.finish().unwrap(), lazy)
+            };
+            let (fast, lazy) = run(SimOptions::default());
+            let (slow, none) = run(SimOptions { check_invariants: true, ..SimOptions::default() });
+            assert_eq!(none, 0);
+            assert!(fast.summary["preemptions"].as_u64().unwrap() > 5, "{policy}: KV-bound");
+            assert!(fast.summary["allocation_failures"].as_u64().unwrap() > 100, "{policy}: refusals counted");
+            let steps = fast.summary["steps"].as_u64().unwrap();
+            // With prefix caching a refused head ends a lazy run (its fit depends on the
+            // cache), so only the seats-or-budget waits stay lazy; the bytes never change.
+            if !apc {
+                assert!(lazy * 10 > steps * 8, "{policy}: {lazy} of {steps} steps lazy");
+            }
+            assert_eq!(fast.to_json(), slow.to_json(), "{policy}, prefix caching {apc}");
+        }
     }
 }

@@ -244,6 +244,9 @@ impl RunResult {
         d.set_item("prefix_queries", t.prefix_queries.clone().into_pyarray(py))?;
         d.set_item("prefix_hits", t.prefix_hits.clone().into_pyarray(py))?;
         d.set_item("prefix_hit_rate", t.prefix_hit_rate.clone().into_pyarray(py))?;
+        if !t.replicas.is_empty() {
+            d.set_item("replicas", t.replicas.clone().into_pyarray(py))?;
+        }
         Ok(d)
     }
 
@@ -476,6 +479,51 @@ fn topology_presets() -> Vec<&'static str> {
     core::topology_presets()
 }
 
+/// Run a scenario to the end and return only its summary (JSON): what a sweep keeps of a
+/// run, without building the per-request tables in Python.
+#[pyfunction]
+#[pyo3(signature = (text, format = "json"))]
+fn run_summary_json(py: Python<'_>, text: String, format: &str) -> PyResult<String> {
+    let format = core::Format::parse(format).map_err(PySimError)?;
+    Ok(guarded(py, move || core::simulate(&text, format, core::SimOptions::default()).map(|r| r.summary_json()))?)
+}
+
+/// A summary (JSON) as flat named metrics (`ttft_p99_ms`, …), JSON.
+#[pyfunction]
+fn flat_metrics_json(py: Python<'_>, summary: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::search::flat_metrics_json(&summary))?)
+}
+
+/// An SLO (JSON `{metric: bound}`) parsed: `{objectives, per_request, needs_per_request}`.
+#[pyfunction]
+fn slo_spec_json(py: Python<'_>, slo: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::search::slo_spec_json(&slo))?)
+}
+
+/// `{"slo", "summary"}` → `{"meets", "misses", "metrics"}` (JSON).
+#[pyfunction]
+fn slo_eval_json(py: Python<'_>, request: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::search::slo_eval_json(&request))?)
+}
+
+/// The capacity search's next step (JSON request → JSON step).
+#[pyfunction]
+fn capacity_next_json(py: Python<'_>, request: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::search::capacity_next_json(&request))?)
+}
+
+/// A plan's cost table (JSON request → `{"rows", "cheapest"}`).
+#[pyfunction]
+fn plan_eval_json(py: Python<'_>, request: String) -> PyResult<String> {
+    Ok(guarded(py, move || core::search::plan_eval_json(&request))?)
+}
+
+/// The default GPU prices with their sources (JSON).
+#[pyfunction]
+fn default_prices_json() -> String {
+    core::search::default_prices_json()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -509,5 +557,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(routes_json, m)?)?;
     m.add_function(wrap_pyfunction!(topology_json, m)?)?;
     m.add_function(wrap_pyfunction!(topology_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(run_summary_json, m)?)?;
+    m.add_function(wrap_pyfunction!(flat_metrics_json, m)?)?;
+    m.add_function(wrap_pyfunction!(slo_spec_json, m)?)?;
+    m.add_function(wrap_pyfunction!(slo_eval_json, m)?)?;
+    m.add_function(wrap_pyfunction!(capacity_next_json, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_eval_json, m)?)?;
+    m.add_function(wrap_pyfunction!(default_prices_json, m)?)?;
     Ok(())
 }

@@ -178,6 +178,40 @@ pub fn check(input: &[u8], format: u32, options: &[u8]) -> Outcome {
     })
 }
 
+/// Run a scenario to the end and return only its summary (JSON): what the capacity search
+/// and the plan read of a run, without the per-request columns.
+pub fn run_summary(input: &[u8], format: u32) -> Outcome {
+    guarded(|| {
+        let text = text_of(input)?;
+        Ok(core::simulate(text, format_of(format)?, SimOptions::default())?.summary_json())
+    })
+}
+
+/// An SLO (JSON `{metric: bound}`) parsed: `{objectives, per_request, needs_per_request}`.
+pub fn slo_spec(input: &[u8]) -> Outcome {
+    guarded(|| core::search::slo_spec_json(text_of(input)?))
+}
+
+/// `{"slo", "summary"}` → `{"meets", "misses", "metrics"}`.
+pub fn slo_eval(input: &[u8]) -> Outcome {
+    guarded(|| core::search::slo_eval_json(text_of(input)?))
+}
+
+/// The capacity search's next step (Python's `o1sim.capacity` takes the same steps).
+pub fn capacity_next(input: &[u8]) -> Outcome {
+    guarded(|| core::search::capacity_next_json(text_of(input)?))
+}
+
+/// A plan's cost table: `{"rows", "cheapest"}`.
+pub fn plan_eval(input: &[u8]) -> Outcome {
+    guarded(|| core::search::plan_eval_json(text_of(input)?))
+}
+
+/// The default GPU prices with their sources.
+pub fn default_prices() -> Outcome {
+    guarded(|| Ok(core::search::default_prices_json()))
+}
+
 // ---------------------------------------------------------------------------------------
 // The raw ABI (wasm32 only does this matter, but it compiles everywhere for tests).
 
@@ -359,6 +393,63 @@ pub unsafe extern "C" fn o1_routes(
 pub unsafe extern "C" fn o1_topology(ptr: *const u8, len: usize) -> u32 {
     install_hook();
     publish(topology(input(ptr, len)))
+}
+
+/// See [`run_summary`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_run_summary(ptr: *const u8, len: usize, format: u32) -> u32 {
+    install_hook();
+    publish(run_summary(input(ptr, len), format))
+}
+
+/// See [`slo_spec`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_slo_spec(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(slo_spec(input(ptr, len)))
+}
+
+/// See [`slo_eval`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_slo_eval(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(slo_eval(input(ptr, len)))
+}
+
+/// See [`capacity_next`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_capacity_next(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(capacity_next(input(ptr, len)))
+}
+
+/// See [`plan_eval`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_plan_eval(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(plan_eval(input(ptr, len)))
+}
+
+/// See [`default_prices`].
+#[no_mangle]
+pub extern "C" fn o1_default_prices() -> u32 {
+    install_hook();
+    publish(default_prices())
 }
 
 /// See [`trace_info`].

@@ -27,6 +27,7 @@ import streamlit as st
 
 import o1sim
 from o1sim.dashboard import charts
+from o1sim.dashboard.capacity_tab import capacity_tab
 from o1sim.dashboard.check_tab import check_tab
 from o1sim.dashboard.scenarios import FIELDS, PRESETS, Field, base_value, preset_scenario, trace_workload
 
@@ -644,7 +645,7 @@ def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: s
     metrics_row(results[primary].summary)
 
     tabs = st.tabs(["Compare", "Over time", "GPU heatmap", "Load sweep", "Deployment", "Requests", "Export",
-                    "Model check"])
+                    "Model check", "Capacity & plan"])
     with tabs[0]:
         frame = charts.summary_frame({n: r.summary for n, r in results.items()})
         st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
@@ -673,6 +674,8 @@ def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: s
         export_tab(scenario, results, primary)
     with tabs[7]:
         check_tab()
+    with tabs[8]:
+        capacity_tab(scenario, _offered_rate(scenario.to_dict()))
 
 
 main()

@@ -177,6 +177,9 @@ impl Checker {
             check::positive("max_seconds", s)?;
         }
         scenario.validate_local()?;
+        if scenario.scaling.is_some() {
+            return Err(SimError::config("scaling", "the model checker explores a fixed deployment: remove `scaling`"));
+        }
         check::in_range("deployment.replicas", scenario.deployment.replicas, 1, MAX_REPLICAS)
             .map_err(|e| limit(e, "the model checker explores small deployments"))?;
         let units = scenario.scheduler.num_gpu_blocks.ok_or_else(|| {

@@ -93,6 +93,33 @@ struct Scratch {
     closed: Vec<bool>,
     touched: Vec<u32>,
     heap: Buckets,
+    /// Yen's root nodes (all false between spur searches).
+    banned_nodes: Vec<bool>,
+}
+
+/// Most destinations whose buffers [`Scratches`] keeps (each is a few arrays the size of
+/// the fabric).
+const MAX_SCRATCHES: usize = 32;
+
+/// [`Scratch`]es by destination, for the pairs re-routed after one change: they see the
+/// same topology, so pairs toward the same GPU share one reverse Dijkstra.
+#[derive(Debug, Default)]
+pub(crate) struct Scratches(Vec<Scratch>);
+
+impl Scratches {
+    fn for_dst(&mut self, t: &Topology, d: u32) -> &mut Scratch {
+        match self.0.iter().position(|sc| sc.d == d) {
+            Some(i) => &mut self.0[i],
+            None => {
+                // Bounded (a whole re-route touches every destination): oldest out first.
+                if self.0.len() >= MAX_SCRATCHES {
+                    self.0.remove(0);
+                }
+                self.0.push(Scratch::new(t, d));
+                self.0.last_mut().unwrap_or_else(|| unreachable!())
+            }
+        }
+    }
 }
 
 impl Scratch {
@@ -120,7 +147,7 @@ impl Scratch {
                 }
             }
         }
-        Scratch { cost, d, h, g: vec![u64::MAX; n], closed: vec![false; n], touched: Vec::new(), heap }
+        Scratch { cost, d, h, g: vec![u64::MAX; n], closed: vec![false; n], touched: Vec::new(), heap, banned_nodes: vec![false; n] }
     }
 }
 
@@ -223,10 +250,19 @@ fn path_cost(t: &Topology, p: &Path) -> u64 {
 /// as many paths at cost ≤ c as picks remain, a spur search is bounded by c (less the
 /// root's cost) — a costlier path would never be taken, so the result is Yen's exactly.
 pub fn k_shortest(t: &Topology, s: u32, d: u32, k: usize) -> Vec<Path> {
-    let n = t.nodes.len();
-    let mut banned_nodes = vec![false; n];
-    let mut sc = Scratch::new(t, d);
-    let Some(first) = shortest(t, s, &[], &banned_nodes, u64::MAX, &mut sc) else { return Vec::new() };
+    k_shortest_in(t, s, k, &mut Scratch::new(t, d))
+}
+
+/// [`k_shortest`] toward the destination of `sc` (whose buffers it reuses).
+fn k_shortest_in(t: &Topology, s: u32, k: usize, sc: &mut Scratch) -> Vec<Path> {
+    let mut banned_nodes = std::mem::take(&mut sc.banned_nodes);
+    let paths = yen(t, s, k, sc, &mut banned_nodes);
+    sc.banned_nodes = banned_nodes;
+    paths
+}
+
+fn yen(t: &Topology, s: u32, k: usize, sc: &mut Scratch, banned_nodes: &mut [bool]) -> Vec<Path> {
+    let Some(first) = shortest(t, s, &[], banned_nodes, u64::MAX, sc) else { return Vec::new() };
     let mut a = vec![first];
     let mut b: Vec<(u64, Path)> = Vec::new();
     let mut banned_links = Vec::new();
@@ -259,7 +295,7 @@ pub fn k_shortest(t: &Topology, s: u32, d: u32, k: usize) -> Vec<Path> {
             for &x in &root[..i] {
                 banned_nodes[x as usize] = true;
             }
-            if let Some(sp) = shortest(t, spur, &banned_links, &banned_nodes, limit, &mut sc) {
+            if let Some(sp) = shortest(t, spur, &banned_links, banned_nodes, limit, sc) {
                 let mut nodes = root[..i].to_vec();
                 nodes.extend_from_slice(&sp.nodes);
                 let mut links = prev.links[..i].to_vec();
@@ -328,7 +364,7 @@ impl PairRoute {
     /// Candidates, scores and the best route of a fresh pair.
     pub fn new(t: &Topology, src: u32, dst: u32) -> PairRoute {
         let mut r = PairRoute { src, dst, cands: Vec::new(), chosen: None, d_max: 0.0 };
-        r.recompute(t, true);
+        r.recompute(t, true, None);
         r
     }
 
@@ -363,10 +399,16 @@ impl PairRoute {
     /// went down or up, a latency changed), else new (B, D) of the same paths. The current
     /// route stays unless broken or beaten by more than the hysteresis. Returns whether the
     /// chosen path changed.
-    pub fn recompute(&mut self, t: &Topology, structural: bool) -> bool {
+    /// `scratches`: reverse-Dijkstra buffers shared by the pairs re-routed on the same
+    /// topology (None: fresh ones).
+    pub(crate) fn recompute(&mut self, t: &Topology, structural: bool, scratches: Option<&mut Scratches>) -> bool {
         let old = self.route().map(|c| c.path.clone());
         if structural || self.cands.is_empty() {
-            let paths = k_shortest(t, self.src, self.dst, t.routing.k_paths as usize);
+            let k = t.routing.k_paths as usize;
+            let paths = match scratches {
+                Some(s) => k_shortest_in(t, self.src, k, s.for_dst(t, self.dst)),
+                None => k_shortest(t, self.src, self.dst, k),
+            };
             self.set_paths(t, paths);
         } else {
             self.rescore(t);
@@ -418,6 +460,7 @@ impl RouteTable {
         let k = t.routing.k_paths as usize;
         let mut changed = 0;
         let mut disturbed = self.disturbed.remove(&link).unwrap_or_default();
+        let mut scratches = Scratches::default();
         for (key, r) in self.pairs.iter_mut() {
             let uses = r.cands.iter().any(|c| c.path.links.contains(&link));
             let regain = may_add_paths && (r.cands.len() < k || disturbed.binary_search(key).is_ok());
@@ -425,7 +468,7 @@ impl RouteTable {
                 if uses && structural && !t.links[link as usize].up {
                     disturbed.push(*key);
                 }
-                if r.recompute(t, structural) {
+                if r.recompute(t, structural, Some(&mut scratches)) {
                     changed += 1;
                     self.changed.push(*key);
                 }
@@ -441,7 +484,8 @@ impl RouteTable {
 
     /// Recompute every pair (after a node was removed).
     pub fn recompute_all(&mut self, t: &Topology) -> u32 {
-        self.pairs.values_mut().map(|r| r.recompute(t, true) as u32).sum()
+        let mut scratches = Scratches::default();
+        self.pairs.values_mut().map(|r| r.recompute(t, true, Some(&mut scratches)) as u32).sum()
     }
 
     /// Apply one topology action to `t` and re-route as the simulator does: an action that

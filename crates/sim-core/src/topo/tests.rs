@@ -106,11 +106,11 @@ fn rtmpv2_hysteresis_two_percent_keeps_four_percent_replaces() {
         }
     };
     set(&mut t, 103.0);
-    assert!(!r.recompute(&t, false));
+    assert!(!r.recompute(&t, false, None));
     assert!(close(r.cands[other].score, 1.0195));
     assert_eq!(r.chosen, Some(first));
     set(&mut t, 106.2);
-    assert!(r.recompute(&t, false));
+    assert!(r.recompute(&t, false, None));
     assert!(close(r.cands[other].score, 1.0403));
     assert_eq!(r.chosen, Some(other));
     // A fresh evaluation picks the best outright.

@@ -1,0 +1,309 @@
+"""``o1sim sweep``, ``o1sim capacity`` and ``o1sim plan``: the many-run commands.
+
+Axis and bound options take ``KEY=V1,V2,…`` with TOML values (``--grid
+scheduler.policy=vllm,sarathi --grid workload.arrival.rate=8,12,16``); commas inside
+brackets or quotes do not split. Tables print to the terminal; ``--csv`` and ``--json``
+write every row. Errors print one red line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+
+import click
+
+from ._cli_io import _err, _fail, _out, _write
+from .cli import _load, _parse_value, _progress_bar, scenario_arg, seed_opt, set_opt
+from .errors import SimError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Columns a sweep's table shows unless told otherwise (CSV and JSON hold all).
+SWEEP_COLUMNS = ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "throughput_rps", "goodput_rps"]
+
+
+def _handle(f: F) -> F:
+    """Core errors, a missing Ray and a lost Ray task → one red line, exit status 2."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .backends import BackendError
+
+        try:
+            return f(*args, **kwargs)
+        except (SimError, BackendError, ImportError) as e:
+            _fail(e)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def split_values(text: str) -> list[str]:
+    """``a,[1,2],"x,y"`` → ``["a", "[1,2]", '"x,y"']``: commas split outside brackets and quotes."""
+    parts, depth, quote, cur = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+def _axes(items: Sequence[str], option: str) -> dict[str, list[Any]]:
+    axes: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=V1,V2,…, got {item!r}", param_hint=option)
+        vals = [_parse_value(v) for v in split_values(values) if v]
+        axes[key.strip()] = vals
+    return axes
+
+
+def _bounds(items: Sequence[str], option: str = "--slo") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected METRIC=VALUE, got {item!r}", param_hint=option)
+        out[key.strip()] = _parse_value(value.strip())
+    return out
+
+
+def _seeds(text: Optional[str], default: Any) -> Any:
+    if text is None:
+        return default
+    parts = [p for p in split_values(text) if p]
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise click.BadParameter(f"expected a count (3) or a list of seeds (0,1,2), got {text!r}", param_hint="--seeds") from None
+    return values[0] if len(values) == 1 and "," not in text else values
+
+
+def _cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    return str(v)
+
+
+def _frame_table(title: str, df: pd.DataFrame, columns: Sequence[str], style: Optional[Callable[[Any], str]] = None) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
+    for c in columns:
+        table.add_column(c, justify="left" if df[c].dtype == object else "right", overflow="fold")
+    for _, row in df.iterrows():
+        table.add_row(*(_cell(row[c]) for c in columns), style=style(row) if style else None)
+    return table
+
+
+def _outputs(df: pd.DataFrame, csv_out: Optional[str], json_out: Optional[str], extra: Optional[dict[str, Any]] = None) -> None:
+    if csv_out:
+        df.to_csv(csv_out, index=False)
+        _err().print(f"wrote {csv_out}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        rows = json.loads(df.to_json(orient="records"))
+        _write(json_out, json.dumps({**(extra or {}), "rows": rows}, indent=1))
+
+
+backend_opts = [
+    click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                 help="Run on this machine's cores, or on a Ray cluster (pip install 'o1sim[ray]')."),
+    click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (ray.init(address=…)); default: a new local one."),
+    click.option("--workers", type=click.IntRange(min=1), default=None, help="Threads for --backend local (default: every CPU)."),
+    click.option("--csv", "csv_out", metavar="OUT", help="Write every row as CSV."),
+    click.option("--json", "json_out", metavar="OUT", help="Write every row (and the answer) as JSON."),
+]
+
+
+def _with(opts: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
+    def deco(f: F) -> F:
+        for o in reversed(opts):
+            f = o(f)
+        return f
+
+    return deco
+
+
+@click.command(name="sweep")
+@scenario_arg
+@click.option("--grid", "grid", multiple=True, metavar="KEY=V1,V2", help="An axis: a dotted field and its values (repeatable; the product of all axes runs).")
+@click.option("--zip", "zipped", multiple=True, metavar="KEY=V1,V2", help="A paired axis: all --zip axes advance together (equal lengths).")
+@click.option("--seeds", default=None, metavar="N|S1,S2", help="A count of seeds (from the scenario's) or a list.")
+@click.option("--aggregate", "agg", is_flag=True, help="One row per point: means over the seeds and 95% Student-t intervals (<metric>_ci95).")
+@click.option("--columns", default=",".join(SWEEP_COLUMNS), show_default=True, help="Metrics the table shows.")
+@_with(backend_opts)
+@seed_opt
+@set_opt
+@_handle
+def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str, ...], seeds: Optional[str], agg: bool,
+              columns: str, backend: str, address: Optional[str], workers: Optional[int], csv_out: Optional[str],
+              json_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+    """Run SCENARIO over a grid of field values and seeds; one row per point and seed."""
+    from .sweeps import aggregate, sweep
+
+    if not grid and not zipped:
+        raise click.BadParameter("give at least one axis", param_hint="--grid")
+    base = _load(scenario, seed, sets)
+    with _progress_bar() as bar:
+        task = bar.add_task("sweeping", total=None, detail="")
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, detail=f"{done:,}/{total:,} runs")
+
+        df = sweep(base, _axes(grid, "--grid"), zip=_axes(zipped, "--zip") or None, seeds=_seeds(seeds, None),
+                   backend=backend, workers=workers, address=address, progress=tick)
+    if agg:
+        df = aggregate(df)
+    params = list(df.attrs.get("o1sim_params", []))
+    wanted = [c for c in split_values(columns) if c]
+    unknown = [c for c in wanted if c not in df.columns]
+    if unknown:
+        raise click.BadParameter(f"no such column(s): {', '.join(unknown)}", param_hint="--columns")
+    shown = params + (["n_seeds"] if agg else ["seed"])
+    shown += [x for c in wanted for x in ([c, c + "_ci95"] if agg else [c])]
+    if not agg and df["error"].notna().any():
+        shown.append("error")
+    _out().print(_frame_table(f"o1sim sweep · {base.source} · {len(df):,} rows", df, shown))
+    _outputs(df, csv_out, json_out)
+
+
+@click.command(name="capacity")
+@scenario_arg
+@click.option("--slo", "slo", multiple=True, required=True, metavar="METRIC=VALUE",
+              help="An objective: ttft_p99_ms=2000, tpot_p99_ms=50, goodput=0.99, or METRIC={max=…}/{min=…} (repeatable).")
+@click.option("--tolerance", type=float, default=0.02, show_default=True, help="Relative width of the final bracket.")
+@click.option("--seeds", default="3", show_default=True, metavar="N|S1,S2", help="Seeds per rate; a rate counts only if every seed meets the SLO.")
+@click.option("--start-rate", type=float, default=None, help="First rate to try, req/s (default: the scenario's).")
+@click.option("--min-rate", type=float, default=None, help="Lowest rate to try (default: start / 1024).")
+@click.option("--max-rate", type=float, default=None, help="Highest rate to try (default: start × 1024).")
+@_with(backend_opts)
+@seed_opt
+@set_opt
+@_handle
+def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float, seeds: str, start_rate: Optional[float],
+                 min_rate: Optional[float], max_rate: Optional[float], backend: str, address: Optional[str],
+                 workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], seed: Optional[int],
+                 sets: tuple[str, ...]) -> None:
+    """The highest arrival rate (req/s) at which SCENARIO meets the SLO on every seed."""
+    from .planning import capacity
+
+    base = _load(scenario, seed, sets)
+    with _progress_bar() as bar:
+        task = bar.add_task("searching", total=None, detail="")
+        rounds = [0]
+
+        def on_round(line: str) -> None:
+            rounds[0] += 1
+            bar.update(task, detail=f"round {rounds[0]}: {line}")
+
+        c = capacity(base, _bounds(slo), seeds=_seeds(seeds, 3), tolerance=tolerance, start_rate=start_rate,
+                     min_rate=min_rate, max_rate=max_rate, backend=backend, workers=workers, address=address,
+                     progress=on_round)
+    out = _out()
+    rates = c.rates
+    out.print(_frame_table(f"o1sim capacity · {base.source} · {len(c.points):,} runs ({len(c.seeds)} seeds per rate)",
+                           rates, list(rates.columns), style=lambda r: "green" if r["meets"] else ""))
+    if c.rate is None:
+        out.print(f"capacity: none — {c.message}", style="bold yellow", markup=False, highlight=False)
+    elif c.status == "found":
+        out.print(f"capacity: {c.message}", style="bold green", markup=False, highlight=False)
+    else:
+        out.print(f"capacity: at least {c.rate:.4g} req/s — {c.message}", style="bold green", markup=False, highlight=False)
+    _outputs(c.points, csv_out, json_out, extra={"status": c.status, "rate": c.rate, "lo": c.lo, "hi": c.hi,
+                                                 "tolerance": c.tolerance, "seeds": c.seeds, "slo": c.slo,
+                                                 "message": c.message})
+
+
+@click.command(name="plan")
+@scenario_arg
+@click.option("--choice", "choices", multiple=True, required=True, metavar="KEY=V1,V2",
+              help="A choice: gpu=h100,h200, deployment.tp=2,4,8, deployment.replicas=1,2,4, scheduler.policy=vllm,sarathi (repeatable).")
+@click.option("--slo", "slo", multiple=True, required=True, metavar="METRIC=VALUE", help="An objective (as for capacity; repeatable).")
+@click.option("--load", type=float, default=None, help="Arrival rate to serve, req/s (default: the scenario's).")
+@click.option("--price", "prices", multiple=True, metavar="GPU=USD", help="Price per GPU-hour, over the defaults (repeatable).")
+@click.option("--latency", default="e2e_p99_ms", show_default=True, help="The latency of the cost/latency Pareto front.")
+@click.option("--seeds", default="3", show_default=True, metavar="N|S1,S2", help="Seeds per configuration (all must meet the SLO).")
+@click.option("--all", "show_all", is_flag=True, help="Show infeasible configurations too, with why.")
+@_with(backend_opts)
+@seed_opt
+@set_opt
+@_handle
+def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, ...], load: Optional[float],
+             prices: tuple[str, ...], latency: str, seeds: str, show_all: bool, backend: str, address: Optional[str],
+             workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], seed: Optional[int],
+             sets: tuple[str, ...]) -> None:
+    """Every configuration of the choices at a load: feasible ones with their cost, the
+    cheapest, and the Pareto front of cost against tail latency."""
+    from .planning import default_prices, plan
+
+    price_map: dict[str, float] = {}
+    for k, v in _bounds(prices, "--price").items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise click.BadParameter(f"{k}: expected a number of dollars per GPU-hour, got {v!r}", param_hint="--price")
+        price_map[k] = float(v)
+    base = _load(scenario, seed, sets)
+    with _progress_bar() as bar:
+        task = bar.add_task("planning", total=None, detail="")
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, detail=f"{done:,}/{total:,} runs")
+
+        p = plan(base, _axes(choices, "--choice"), _bounds(slo), load=load, prices=price_map, latency=latency,
+                 seeds=_seeds(seeds, 3), backend=backend, workers=workers, address=address, progress=tick)
+    df = p.configs if show_all else p.feasible
+    cols = p.params + ["gpus", "usd_per_hour", "usd_per_million_tokens", latency, "goodput_rps", "pareto"]
+    if show_all:
+        cols = p.params + ["feasible"] + cols[len(p.params):] + ["why"]
+    cheapest = p.cheapest
+    key = None if cheapest is None else tuple(json.dumps(cheapest[k], default=str) for k in p.params)
+
+    def style(row: Any) -> str:
+        return "bold green" if key is not None and tuple(json.dumps(row[k], default=str) for k in p.params) == key else ""
+
+    out = _out()
+    n_ok = int(p.configs["feasible"].sum())
+    out.print(_frame_table(f"o1sim plan · {base.source} · {n_ok} of {len(p.configs)} configurations meet the SLO",
+                           df, cols, style=style))
+    if cheapest is None:
+        out.print("cheapest: none — no configuration meets the SLO at this load (see --all for why)",
+                  style="bold yellow", markup=False, highlight=False)
+    else:
+        what = ", ".join(f"{k}={_cell(cheapest[k])}" for k in p.params)
+        out.print(f"cheapest: {what} — ${cheapest['usd_per_hour']:,.2f}/hour, "
+                  f"${_cell(cheapest['usd_per_million_tokens'])} per million tokens", style="bold green",
+                  markup=False, highlight=False)
+    used = {g: info["usd_per_hour"] for g, info in default_prices().items()}
+    used.update(price_map)
+    gpus = sorted({str(g) for g in p.configs[p.params[0]]}) if p.params and p.params[0] == "gpu" else []
+    if gpus:
+        out.print("prices ($/GPU-hour): " + ", ".join(f"{g} {used[g]:.2f}" for g in gpus if g in used)
+                  + ("" if price_map else " (defaults: o1sim.default_prices() for sources)"), style="dim",
+                  markup=False, highlight=False)
+    _outputs(p.configs, csv_out, json_out, extra={"cheapest": cheapest, "latency": latency, "prices": used})

@@ -1,0 +1,94 @@
+"""`o1sim sweep`, `o1sim capacity` and `o1sim plan` as a user types them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from o1sim.cli import main
+from o1sim.cli_search import split_values
+
+SMALL = ["--set", "model=\"llama-3-8b\"", "--set", "gpu=\"h100\"", "--set", "deployment.tp=1", "--set",
+         "deployment.replicas=1", "--set", "workload.num_requests=80", "--set", "workload.arrival.rate=6.0"]
+
+
+def test_split_values_keeps_brackets_and_quotes() -> None:
+    assert split_values('vllm,sarathi') == ["vllm", "sarathi"]
+    assert split_values('[1,2],{a=1,b=2},"x,y"') == ["[1,2]", "{a=1,b=2}", '"x,y"']
+
+
+def test_sweep_prints_a_table_and_writes_every_row(runner: CliRunner, tmp_path: Path) -> None:
+    csv_out, json_out = tmp_path / "s.csv", tmp_path / "s.json"
+    res = runner.invoke(main, ["sweep", *SMALL, "--grid", "scheduler.policy=vllm,sarathi", "--grid",
+                               "workload.arrival.rate=4,8", "--seeds", "2", "--workers", "2",
+                               "--csv", str(csv_out), "--json", str(json_out)])
+    assert res.exit_code == 0, res.output
+    assert "8 rows" in res.stdout and "sarathi" in res.stdout
+    df = pd.read_csv(csv_out)
+    assert len(df) == 8 and {"scheduler.policy", "seed", "ttft_p99_ms", "error"} <= set(df.columns)
+    assert len(json.loads(json_out.read_text())["rows"]) == 8
+    res = runner.invoke(main, ["sweep", *SMALL, "--grid", "workload.arrival.rate=4,8", "--seeds", "0,1,2",
+                               "--aggregate", "--columns", "ttft_p99_ms"])
+    assert res.exit_code == 0, res.output
+    assert "ttft_p99_ms_ci95" in res.stdout
+
+
+def test_sweep_bad_input_is_one_red_line(runner: CliRunner) -> None:
+    res = runner.invoke(main, ["sweep", *SMALL, "--grid", "scheduler.polcy=vllm"])
+    assert res.exit_code == 2
+    assert "ConfigError: grid.scheduler.polcy: unknown scenario field" in res.stderr
+    assert "did you mean 'scheduler.policy'" in res.stderr and "Traceback" not in res.output
+    res = runner.invoke(main, ["sweep", *SMALL, "--grid", "scheduler.policy="])
+    assert res.exit_code == 2 and "empty axis" in res.stderr
+    res = runner.invoke(main, ["sweep", *SMALL])
+    assert res.exit_code == 2 and "give at least one axis" in res.output
+
+
+def test_sweep_without_ray_names_the_extra(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    res = runner.invoke(main, ["sweep", *SMALL, "--grid", "deployment.tp=1", "--backend", "ray"])
+    assert res.exit_code == 2
+    assert "pip install 'o1sim[ray]'" in res.stderr
+
+
+def test_capacity_answers_with_a_rate(runner: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "c.json"
+    res = runner.invoke(main, ["capacity", *SMALL, "--slo", "ttft_p99_ms=400", "--seeds", "1", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["status"] == "found" and data["rate"] > 0
+    assert f"capacity: {data['rate']:.4g} req/s meets the SLO" in res.stdout
+    res = runner.invoke(main, ["capacity", *SMALL, "--slo", "ttft_p99_ms=0.001", "--seeds", "1"])
+    assert res.exit_code == 0, res.output
+    assert "capacity: none" in res.stdout
+    res = runner.invoke(main, ["capacity", *SMALL, "--slo", "ttft_p99=400"])
+    assert res.exit_code == 2 and "did you mean ttft_p99_ms" in res.stderr
+
+
+def test_plan_prints_the_cheapest(runner: CliRunner, tmp_path: Path) -> None:
+    csv_out = tmp_path / "p.csv"
+    res = runner.invoke(main, ["plan", *SMALL, "--choice", "gpu=h100,h200", "--choice", "deployment.replicas=1,2",
+                               "--slo", "ttft_p99_ms=1000", "--load", "8", "--seeds", "1", "--price", "h200=3.1",
+                               "--csv", str(csv_out), "--all"])
+    assert res.exit_code == 0, res.output
+    assert "cheapest: gpu=h100, deployment.replicas=1" in res.stdout
+    assert "h200 3.10" in res.stdout
+    df = pd.read_csv(csv_out)
+    assert len(df) == 4 and {"usd_per_hour", "pareto", "feasible"} <= set(df.columns)
+    res = runner.invoke(main, ["plan", *SMALL, "--choice", "gpu=h100", "--slo", "ttft_p99_ms=1000", "--price", "h100=abc"])
+    assert res.exit_code == 2
+
+
+def test_help_does_not_load_numpy_or_rich() -> None:
+    # What the CLI's start-up speed rests on (benchmarks/cli.py times it).
+    code = ("import sys; from o1sim.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'pandas', 'rich', 'ray') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
