@@ -167,8 +167,14 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     } else {
         StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
     }
-    .map_err(|e| e.under("cost_model"))?
-    .with_block_size(s.block_size);
+    .map_err(|e| e.under("cost_model"))?;
+    // The remap cost follows the KV manager: Orca's contiguous reservation has no block
+    // table; o1pro's blocks are sized per request; the others' are `block_size`.
+    let perf = match crate::sched::Params::for_policy(s).1 {
+        crate::kv::KvMode::Contiguous => perf,
+        crate::kv::KvMode::PagedPerRequest => perf.with_per_request_blocks(),
+        crate::kv::KvMode::Paged => perf.with_block_size(s.block_size),
+    };
     let fabric = match &scenario.topology {
         None => None,
         Some(input) => Some(build_fabric(&scenario, input, &model, plan.kv_bytes_per_token)?),
@@ -189,6 +195,10 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     });
     let mut deployment = deployment;
     let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, workload, options);
+    if s.policy == "o1pro" {
+        let decision_s = crate::perf::seed::o1pro_decision_latency_s(&gpu.name, gpu.nvlink_gbps, d.tp);
+        engine.set_decision_latency_ns(crate::perf::round_u64(decision_s * 1e9));
+    }
     if let Some(f) = fabric {
         let ids = |stages: &Vec<Vec<u32>>| -> Vec<String> {
             stages.iter().flatten().map(|&g| f.topo.nodes[g as usize].id.clone()).collect()

@@ -37,6 +37,10 @@ pub struct Replica {
     pub stats: ReplicaStats,
     /// Steady decode steps applied lazily ([`crate::steady`]).
     pub(crate) steady: Steady,
+    /// When the last step ended and how long it ran, ns: a scheduling decision made while
+    /// it ran (async dispatch) is hidden if the next step starts as it ends.
+    pub(crate) last_end_ns: u64,
+    pub(crate) last_dur_ns: u64,
 }
 
 /// Router policies.
@@ -92,6 +96,9 @@ pub struct Engine {
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
+    /// Latency of one scheduling decision (o1pro, seed §3.3), ns; 0 for the other policies
+    /// (their decision is part of the step's CPU time). See [`Engine::decision_exposed_ns`].
+    pub(crate) decision_ns: u64,
     /// Token identity and closed-loop dependencies of the requests ([`Content`]).
     #[allow(dead_code)] // read by prefix caching and sessions (issue 13)
     pub(crate) content: Content,
@@ -184,6 +191,8 @@ impl Engine {
                 series: Series::default(),
                 stats: ReplicaStats::default(),
                 steady: Steady::default(),
+                last_end_ns: u64::MAX,
+                last_dur_ns: 0,
             })
             .collect();
         Engine {
@@ -219,6 +228,7 @@ impl Engine {
             steady_ok: !options.record_steps && !options.check_invariants,
             dropped_steps: Vec::new(),
             unpriced_steps: false,
+            decision_ns: 0,
             content,
         }
     }
@@ -501,6 +511,7 @@ impl Engine {
             decode_context_sum: sh.decode_ctx,
             context_sum_after: sh.ctx_after,
             sampled: sh.sampled,
+            decode_blocks_1024: sh.decode_blocks_1024,
         };
         // Clamped so that nanosecond sums stay far from u64::MAX; a step this long ends the
         // run at the time horizon anyway.
@@ -514,6 +525,9 @@ impl Engine {
             Some(f) => self.perf.step_ns_plus(&shape, f.step_comm_s(rep, sh.tokens)),
         }
         .clamp(1, MAX_TIME_NS);
+        let dur = dur + Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
+        replica.last_end_ns = now.saturating_add(dur);
+        replica.last_dur_ns = dur;
         replica.busy = true;
         replica.step_start_ns = now;
         // Metrics of the step (KV state as allocated for it).
@@ -547,6 +561,25 @@ impl Engine {
         self.seq += 1;
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
         true
+    }
+
+    /// Set the latency of one scheduling decision (o1pro; see [`Engine::decision_exposed_ns`]).
+    pub(crate) fn set_decision_latency_ns(&mut self, ns: u64) {
+        self.decision_ns = ns;
+    }
+
+    /// The part of a scheduling decision of `decision_ns` that delays a step starting at
+    /// `now` on a replica whose last step ended at `last_end_ns` after `last_dur_ns` (seed §2.2, §3.3): with async dispatch the next decision is made
+    /// while the current step runs, so it is hidden when the step starts back to back with
+    /// the previous one and that one lasted at least as long as the decision; after an idle
+    /// gap (or behind a shorter step) the GPU waits for it.
+    #[inline]
+    fn decision_exposed_ns(decision_ns: u64, last_end_ns: u64, last_dur_ns: u64, now: u64) -> u64 {
+        if decision_ns == 0 || (last_end_ns == now && last_dur_ns >= decision_ns) {
+            0
+        } else {
+            decision_ns
+        }
     }
 
     /// Apply a completed step: progress, tokens, finishes, freed blocks.

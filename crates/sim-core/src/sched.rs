@@ -39,6 +39,12 @@ pub struct PlanShape {
     pub ctx_after: u64,
     /// Entries that produce a token (decodes, prefills completing their target).
     pub sampled: u64,
+    /// Σ over decode entries of (KV length after the step − 1) · 1024 / the request's block
+    /// size ([`crate::perf::BatchShape::decode_blocks_1024`]).
+    pub decode_blocks_1024: u64,
+    /// Σ over decode entries of 1024 / the request's block size: what a steady step (every
+    /// context one token longer) adds to `decode_blocks_1024`.
+    pub decode_block_step_1024: u64,
 }
 
 /// Which victim a policy preempts when a running request cannot grow.
@@ -350,6 +356,10 @@ fn add_to_shape(sh: &mut PlanShape, items: &mut Vec<PrefillItem>, r: &Req, n: u3
         sh.decode_seqs += 1;
         sh.decode_ctx += after;
         sh.sampled += 1;
+        // 1024 / block as a shift: block sizes are powers of two in 1..=1024.
+        let per_block = 1024u64 >> r.req_block.trailing_zeros().min(10);
+        sh.decode_blocks_1024 += (after - 1) * per_block;
+        sh.decode_block_step_1024 += per_block;
     }
 }
 

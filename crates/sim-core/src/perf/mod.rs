@@ -426,6 +426,11 @@ pub struct BatchShape<'a> {
     pub context_sum_after: u64,
     /// Rows that go through lm_head + sampling (decodes + prefills completing their prompt).
     pub sampled: u64,
+    /// Σ over decode requests of the KV tokens read (context after the step − 1) divided by
+    /// the request's own block size, in 1/1024 blocks: `(ctx − 1) · 1024 / block`, exact
+    /// because block sizes are powers of two ≤ 1024. Only a cache with per-request block
+    /// sizes (o1pro, [`StepCostModel::with_per_request_blocks`]) reads it; 0 elsewhere.
+    pub decode_blocks_1024: u64,
 }
 
 impl BatchShape<'_> {
@@ -498,10 +503,21 @@ impl StepCostModel {
     }
 
     /// Use a paged KV cache of `block_size` tokens: decode attention pays the block-table
-    /// remap cost ([`seed::remap_s`]). The reference engine's contiguous cache does not.
+    /// remap cost ([`seed::remap_s`]). The reference engine's contiguous cache does not
+    /// (nor Orca's, which reserves one contiguous region per request: it has no block table).
     pub fn with_block_size(mut self, block_size: u32) -> Self {
         if let Inner::Step(s) = &mut self.inner {
             s.set_block_size(block_size);
+        }
+        self
+    }
+
+    /// Use a paged KV cache where each request has its own block size (o1pro: 16, 32 or 64
+    /// tokens by length): decode attention pays the remap cost of the blocks the batch's
+    /// requests actually hold, read from [`BatchShape::decode_blocks_1024`].
+    pub fn with_per_request_blocks(mut self) -> Self {
+        if let Inner::Step(s) = &mut self.inner {
+            s.set_per_request_blocks();
         }
         self
     }

@@ -32,7 +32,7 @@ use crate::catalog::Model;
 use crate::memory::kv_heads_per_gpu;
 
 use super::ops::{OpT, Rates};
-use super::seed::{descriptor_cache, plan_fusion, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
+use super::seed::{descriptor_cache, plan_fusion, remap_blocks, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
 use super::{BatchShape, StepSpec};
 
 /// One line of a step's breakdown: an operator (summed over layers), its time and source.
@@ -137,7 +137,12 @@ pub struct StepModel {
     graphs: bool,
     graph_max_tokens: u64,
     cpu_overhead: f64,
+    /// Tokens per KV block of a paged cache with one block size; 0 for a contiguous cache
+    /// (no block table, no remap) and for per-request blocks (see `per_request_blocks`).
     block_size: f64,
+    /// Each request has its own block size: the remap reads the batch's
+    /// [`BatchShape::decode_blocks_1024`].
+    per_request_blocks: bool,
     grid_m: Vec<f64>,
     /// The dense part's aggregates at each grid point, computed on first use.
     grid: Vec<OnceLock<Agg>>,
@@ -224,6 +229,7 @@ impl StepModel {
             graph_max_tokens: spec.cuda_graph_max_tokens.map_or(u64::MAX, u64::from),
             cpu_overhead: spec.cpu_overhead_ms * 1e-3,
             block_size: 0.0,
+            per_request_blocks: false,
             grid_m: Vec::new(),
             grid: Vec::new(),
             epi: Vec::new(),
@@ -292,6 +298,13 @@ impl StepModel {
     /// Use a paged KV cache of `block_size` tokens (adds the block-table remap cost, §2.5).
     pub fn set_block_size(&mut self, block_size: u32) {
         self.block_size = f64::from(block_size);
+        self.per_request_blocks = false;
+    }
+
+    /// Use a paged KV cache with per-request block sizes (o1pro).
+    pub fn set_per_request_blocks(&mut self) {
+        self.block_size = 0.0;
+        self.per_request_blocks = true;
     }
 
     /// MLP GEMM `k × n` at `m` tokens; MoE: grouped over the active experts by routed tokens.
@@ -480,11 +493,21 @@ impl StepModel {
         i
     }
 
-    /// Block-remap cost of decode attention (see [`super::seed::remap_s`]).
+    /// Block-remap cost of one layer's decode attention over the batch's decode requests
+    /// (`tokens` KV tokens read by `seqs` sequences), divided among `k` micro-batches; 0 for
+    /// a contiguous cache (see [`super::seed::remap_s`]).
     #[inline]
-    fn remap(&self, tokens: f64, seqs: f64) -> f64 {
+    fn remap(&self, b: &BatchShape, tokens: f64, k: f64) -> f64 {
         let (entries, cycles, clock) = self.remap_consts;
-        remap_with(tokens, seqs, self.block_size, entries, cycles, clock)
+        let seqs = b.decode_seqs as f64 / k;
+        if self.per_request_blocks {
+            let blocks = b.decode_blocks_1024 as f64 / 1024.0 / k;
+            remap_blocks(blocks, seqs, entries, cycles, clock)
+        } else if self.block_size > 0.0 {
+            remap_with(tokens, seqs, self.block_size, entries, cycles, clock)
+        } else {
+            0.0
+        }
     }
 
     /// Attention of one layer: (GPU s, CPU s), and the ops for a breakdown when asked.
@@ -507,7 +530,7 @@ impl StepModel {
         if b.decode_seqs > 0 {
             // KV read excludes the token written this step.
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let remap = if self.block_size > 0.0 { self.remap(tokens, b.decode_seqs as f64) } else { 0.0 };
+            let remap = self.remap(b, tokens, 1.0);
             c += self.decode_cpu;
             match detail {
                 Some(d) => {
@@ -623,7 +646,7 @@ impl StepModel {
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            let remap = if self.block_size > 0.0 { self.remap(tokens, b.decode_seqs as f64 / k) } else { 0.0 };
+            let remap = self.remap(b, tokens, k);
             ga += self.decode_s(tokens) + remap;
             ca += self.decode_cpu;
         }

@@ -27,6 +27,7 @@ fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
         decode_context_sum: seqs * ctx,
         context_sum_after: seqs * ctx,
         sampled: seqs,
+        decode_blocks_1024: 0,
     }
 }
 
@@ -40,6 +41,7 @@ fn prefill(items: &[PrefillItem]) -> BatchShape<'_> {
         decode_context_sum: 0,
         context_sum_after: ctx,
         sampled: items.len() as u64,
+        decode_blocks_1024: 0,
     }
 }
 
@@ -283,6 +285,7 @@ fn linear_exact() {
         decode_context_sum: 5000,
         context_sum_after: 5100,
         sampled: 10,
+        decode_blocks_1024: 0,
     };
     // 2.5 + 12.5 + 2.5 + 5100/1024 = 22.48046875 ms = 22_480_468.75 ns, rounded once
     assert_eq!(c.step_ns(&b), 22_480_469);
