@@ -57,9 +57,10 @@ pub struct Deployment {
     pub pp: u32,
     /// Number of identical replicas.
     pub replicas: u32,
-    /// `round_robin`, `least_outstanding_tokens` or `topology_aware` (with `disagg`: the
-    /// decode replica with the best route score from the prefill replica; otherwise as
-    /// `least_outstanding_tokens`).
+    /// `round_robin`, `least_outstanding_tokens` or `topology_aware` (with a topology:
+    /// outstanding tokens weighed by the pace of each replica's links as they are — degraded,
+    /// down or shared — and with `disagg` the decode replica with the best route score from
+    /// the prefill replica; without a topology as `least_outstanding_tokens`).
     pub router: String,
     /// How long an arrival may wait in the router's dispatch queue for room in some
     /// replica's waiting queue before it is rejected ("dispatch queue full"). Seed: 500 ms.

@@ -48,8 +48,11 @@ pub struct Replica {
 pub enum Router {
     RoundRobin,
     LeastOutstandingTokens,
-    /// With `disagg`: decode replica by best route score from the prefill replica; arrivals
-    /// as [`Router::LeastOutstandingTokens`].
+    /// Arrivals weigh each replica's links ([`Engine::pick_by_links`]): outstanding tokens
+    /// times the pace of a step on its links as they are now (degraded, down, shared), so it
+    /// leaves least-outstanding-tokens once links are shared or degraded. With `disagg` the
+    /// decode replica is the one with the best route score from the prefill replica.
+    /// Without a topology: as [`Router::LeastOutstandingTokens`].
     TopologyAware,
 }
 
@@ -369,9 +372,12 @@ impl Engine {
         }
     }
 
-    /// The replica the router picks for the next request, among those with queue room.
-    fn pick_replica(&mut self) -> Option<usize> {
+    /// The replica the router picks for request `id`, among those with queue room.
+    fn pick_replica(&mut self, id: u32) -> Option<usize> {
         let n = self.arrival_replicas();
+        if self.router == Router::TopologyAware && self.fabric.is_some() {
+            return self.pick_by_links(id, n);
+        }
         match self.router {
             Router::RoundRobin => {
                 for k in 0..n {
@@ -389,6 +395,46 @@ impl Engine {
         }
     }
 
+    /// The topology-aware router: the replica that would finish its outstanding work plus
+    /// this request soonest, each replica's pace taken from a step of this request's prompt
+    /// priced on its own links as they are now (degraded, down, or shared with other
+    /// replicas' steps and KV transfers; [`crate::fabric::Fabric::probe_comm_s`]):
+    /// `(outstanding tokens + this request's) × (compute + its communication)`. The compute
+    /// part is the same on every replica, so with identical links this is
+    /// least-outstanding-tokens (exact ties fall back to it, then to the replica index).
+    fn pick_by_links(&mut self, id: u32, n: usize) -> Option<usize> {
+        let r = &self.reqs[id as usize];
+        let need = u64::from(r.prompt) + u64::from(r.output);
+        // The reference step: this prompt joining a batch of the replicas' mean running
+        // requests (one size for all replicas, so that only their links tell them apart).
+        let running: usize = (0..n).map(|i| self.replicas[i].sched.running.len()).sum();
+        let m = (r.prompt as usize + running / n.max(1)).clamp(1, 65_536) as u32;
+        let item = [crate::perf::PrefillItem { new_tokens: m, context_before: 0 }];
+        let shape = BatchShape {
+            prefill: &item,
+            prefill_tokens: u64::from(m),
+            decode_seqs: 0,
+            decode_context_sum: 0,
+            context_sum_after: u64::from(m),
+            sampled: 1,
+            decode_blocks_1024: 0,
+        };
+        let compute_s = self.perf.step_ns_plus(&shape, 0.0) as f64 * 1e-9;
+        let mut best: Option<(f64, u64, usize)> = None;
+        for i in 0..n {
+            if !self.has_room(i) {
+                continue;
+            }
+            let comm_s = self.fabric.as_mut().map_or(0.0, |f| f.probe_comm_s(i, f64::from(m)));
+            let out = self.replicas[i].outstanding_tokens;
+            let key = ((out + need) as f64 * (compute_s + comm_s), out, i);
+            if best.is_none_or(|b| key.0.total_cmp(&b.0).then(key.1.cmp(&b.1)).then(key.2.cmp(&b.2)).is_lt()) {
+                best = Some(key);
+            }
+        }
+        best.map(|b| b.2)
+    }
+
     /// Move requests from the router's queue to replicas while there is room; requests
     /// that waited past the timeout are rejected at their deadline. Room only appears at
     /// step boundaries, where this runs, so the lazy check is exact.
@@ -400,7 +446,7 @@ impl Engine {
                 self.reject(id, Reason::DispatchQueueFull, deadline);
                 continue;
             }
-            let Some(rep) = self.pick_replica() else { break };
+            let Some(rep) = self.pick_replica(id) else { break };
             self.dispatch.pop_front();
             self.order_counter += 1;
             let order = self.order_counter;
