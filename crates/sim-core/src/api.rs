@@ -80,6 +80,33 @@ pub struct StepRecord {
     pub preempted: Vec<u32>,
     pub finished: Vec<u32>,
     pub free_blocks_after: u64,
+    /// What the execution-time model priced the step by ([`step_anatomy`] rebuilds its
+    /// kernels from it).
+    pub shape: StepShape,
+}
+
+/// The batch aggregates a step was priced by, and what was added to the model's price.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StepShape {
+    /// `(new tokens, tokens already cached)` of each prefill entry, in plan order.
+    pub prefill: Vec<(u32, u32)>,
+    /// Decoding sequences.
+    pub decode_seqs: u64,
+    /// Σ over decodes of the KV length after the step.
+    pub decode_context_sum: u64,
+    /// Σ over all entries of the KV length after the step.
+    pub context_sum_after: u64,
+    /// Rows through lm_head and the sampler.
+    pub sampled: u64,
+    /// Σ over decodes of (KV length − 1) · 1024 / block size (per-request block sizes).
+    pub decode_blocks_1024: u64,
+    /// Communication priced on the topology for this step (TP AllReduces, PP transfers),
+    /// ms; 0 without a topology (the model prices them itself).
+    pub comm_ms: f64,
+    /// Scheduling-decision latency the step waited for (o1pro, when async dispatch could
+    /// not hide it), ms.
+    pub decision_ms: f64,
 }
 
 /// Everything a run produces.
@@ -162,19 +189,7 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let workload = scenario.workload.generate_workload(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
-    let perf = if scenario.topology.is_some() {
-        StepCostModel::new_external_comm(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
-    } else {
-        StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
-    }
-    .map_err(|e| e.under("cost_model"))?;
-    // The remap cost follows the KV manager: Orca's contiguous reservation has no block
-    // table; o1pro's blocks are sized per request; the others' are `block_size`.
-    let perf = match crate::sched::Params::for_policy(s).1 {
-        crate::kv::KvMode::Contiguous => perf,
-        crate::kv::KvMode::PagedPerRequest => perf.with_per_request_blocks(),
-        crate::kv::KvMode::Paged => perf.with_block_size(s.block_size),
-    };
+    let perf = cost_model(&scenario, &model, &gpu)?;
     let fabric = match &scenario.topology {
         None => None,
         Some(input) => Some(build_fabric(&scenario, input, &model, plan.kv_bytes_per_token)?),
@@ -207,6 +222,71 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
         engine.attach_fabric(f);
     }
     Ok(Built { scenario, deployment, engine })
+}
+
+/// The execution-time model of a scenario's replicas: the cost model priced for its model,
+/// GPU and parallelism, communication left to the topology when there is one, and the
+/// block-table remap of its KV manager (Orca's contiguous reservation has none; o1pro's
+/// blocks are sized per request; the others' are `block_size`).
+fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu: &crate::catalog::Gpu) -> Result<StepCostModel> {
+    let (d, s) = (&scenario.deployment, &scenario.scheduler);
+    let perf = if scenario.topology.is_some() {
+        StepCostModel::new_external_comm(&scenario.cost_model, model, gpu, d.tp, d.pp)
+    } else {
+        StepCostModel::new(&scenario.cost_model, model, gpu, d.tp, d.pp)
+    }
+    .map_err(|e| e.under("cost_model"))?;
+    Ok(match crate::sched::Params::for_policy(s).1 {
+        crate::kv::KvMode::Contiguous => perf,
+        crate::kv::KvMode::PagedPerRequest => perf.with_per_request_blocks(),
+        crate::kv::KvMode::Paged => perf.with_block_size(s.block_size),
+    })
+}
+
+/// The anatomy of one recorded step ([`crate::perf::Anatomy`]) as JSON: `step_json` is a
+/// step of `steps_json()` (an object with its `shape`; `start_ms`/`end_ms` when present add
+/// `recorded_ms`, the duration the run charged) or a bare [`StepShape`]; the scenario is the
+/// run's, which gives the cost model. Output: `{step_ms, graph, pipelined, sms, kernels:
+/// {name, layer, part, parts, launched_us, start_us, end_us, stream, source, ctas,
+/// sm_occupancy}, recorded_ms?}`. Errors name the field under `step` (`step.shape.prefill`).
+pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<String> {
+    guard(|| {
+        let scenario = Scenario::parse(text, format)?;
+        scenario.validate_local()?;
+        let model = resolve_model(&scenario.model)?;
+        let gpu = resolve_gpu(&scenario.gpu)?;
+        let perf = cost_model(&scenario, &model, &gpu)?;
+        let v: serde_json::Value =
+            serde_json::from_str(step_json).map_err(|e| SimError::config("step", format!("invalid JSON: {e}")))?;
+        let (shape_v, path) = match v.get("shape") {
+            Some(sh) => (sh.clone(), "step.shape"),
+            None => (v.clone(), "step"),
+        };
+        let shape: StepShape = serde_path_to_error::deserialize(shape_v).map_err(|e| {
+            let p = e.path().to_string();
+            SimError::config(if p == "." { path.to_string() } else { format!("{path}.{p}") }, e.into_inner().to_string())
+        })?;
+        for (name, x) in [("comm_ms", shape.comm_ms), ("decision_ms", shape.decision_ms)] {
+            crate::error::check::non_negative(&format!("{path}.{name}"), x)?;
+        }
+        let items: Vec<crate::perf::PrefillItem> =
+            shape.prefill.iter().map(|&(n, c)| crate::perf::PrefillItem { new_tokens: n, context_before: c }).collect();
+        let b = crate::perf::BatchShape {
+            prefill: &items,
+            prefill_tokens: items.iter().map(|i| u64::from(i.new_tokens)).sum(),
+            decode_seqs: shape.decode_seqs,
+            decode_context_sum: shape.decode_context_sum,
+            context_sum_after: shape.context_sum_after,
+            sampled: shape.sampled,
+            decode_blocks_1024: shape.decode_blocks_1024,
+        };
+        let a = perf.anatomy(&b, shape.comm_ms * 1e-3, shape.decision_ms * 1e-3);
+        let mut out = serde_json::to_value(&a).map_err(|e| SimError::Internal { message: e.to_string() })?;
+        if let (Some(s), Some(e)) = (v.get("start_ms").and_then(|x| x.as_f64()), v.get("end_ms").and_then(|x| x.as_f64())) {
+            out["recorded_ms"] = serde_json::json!(e - s);
+        }
+        Ok(crate::json::to_string(&out).unwrap_or_default())
+    })
 }
 
 /// The topology side of a scenario: resolve, place, price, resolve the events.

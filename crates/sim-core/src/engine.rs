@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::api::{StepRecord, SimOptions};
+use crate::api::{SimOptions, StepRecord};
 use crate::config::Scenario;
 use crate::error::{Result, SimError};
 use crate::kv::{o1pro_block_size, KvMode, KvPool};
@@ -41,6 +41,10 @@ pub struct Replica {
     /// it ran (async dispatch) is hidden if the next step starts as it ends.
     pub(crate) last_end_ns: u64,
     pub(crate) last_dur_ns: u64,
+    /// What the step in flight added to the cost model's price: communication priced on
+    /// the topology (s) and exposed decision latency (ns); kept for its [`StepRecord`].
+    pub(crate) last_comm_s: f64,
+    pub(crate) last_decision_ns: u64,
 }
 
 /// Router policies.
@@ -196,6 +200,8 @@ impl Engine {
                 steady: Steady::default(),
                 last_end_ns: u64::MAX,
                 last_dur_ns: 0,
+                last_comm_s: 0.0,
+                last_decision_ns: 0,
             })
             .collect();
         Engine {
@@ -561,17 +567,25 @@ impl Engine {
         };
         // Clamped so that nanosecond sums stay far from u64::MAX; a step this long ends the
         // run at the time horizon anyway.
+        let mut comm_s = 0.0;
         let dur = match &mut self.fabric {
             None => self.perf.step_ns(&shape),
             Some(f) if self.perf.stages() > 1 => {
                 let mb = self.perf.micro_batches(&shape);
                 let (ar, x) = f.step_comm_pipeline(rep, sh.tokens, mb);
+                comm_s = ar * f64::from(mb) + x;
                 self.perf.step_ns_pipeline(&shape, mb, ar, x)
             }
-            Some(f) => self.perf.step_ns_plus(&shape, f.step_comm_s(rep, sh.tokens)),
+            Some(f) => {
+                comm_s = f.step_comm_s(rep, sh.tokens);
+                self.perf.step_ns_plus(&shape, comm_s)
+            }
         }
         .clamp(1, MAX_TIME_NS);
-        let dur = dur + Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
+        let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
+        let dur = dur + decision;
+        replica.last_comm_s = comm_s;
+        replica.last_decision_ns = decision;
         replica.last_end_ns = now.saturating_add(dur);
         replica.last_dur_ns = dur;
         replica.busy = true;
@@ -686,6 +700,16 @@ impl Engine {
                 preempted: st.preempted.clone(),
                 finished: self.finished_buf.clone(),
                 free_blocks_after: st.kv.free_units() as u64,
+                shape: crate::api::StepShape {
+                    prefill: st.prefill_items.iter().map(|p| (p.new_tokens, p.context_before)).collect(),
+                    decode_seqs: st.shape.decode_seqs,
+                    decode_context_sum: st.shape.decode_ctx,
+                    context_sum_after: st.shape.ctx_after,
+                    sampled: st.shape.sampled,
+                    decode_blocks_1024: st.shape.decode_blocks_1024,
+                    comm_ms: replica.last_comm_s * 1e3,
+                    decision_ms: replica.last_decision_ns as f64 / 1e6,
+                },
             });
         }
     }

@@ -27,7 +27,7 @@ use crate::memory::check_parallelism;
 
 pub use crate::calib::Source;
 pub use seed::Fusion;
-pub use step::OpCost;
+pub use step::{Anatomy, KernelColumns, OpCost};
 
 /// Default per-kernel GPU floor in a CUDA-graph replay (a tiny kernel's run time plus the
 /// gap to the next), µs. An estimate for Hopper (Nsight traces of graph-replayed decode steps
@@ -601,6 +601,31 @@ impl StepCostModel {
             }
             Inner::Step(s) if !b.is_empty() => s.breakdown(b),
             Inner::Step(_) => (Vec::new(), false),
+        }
+    }
+
+    /// The step's kernels on a timeline ([`Anatomy`]): `comm_s` is the communication a
+    /// topology priced for it, `decision_s` the scheduling decision it waited for. A linear
+    /// model has no kernels: one `linear_model` row spans its price.
+    pub fn anatomy(&self, b: &BatchShape, comm_s: f64, decision_s: f64) -> Anatomy {
+        match &self.inner {
+            Inner::Step(s) => s.anatomy(b, comm_s, decision_s),
+            Inner::Linear { .. } => {
+                let ms = if b.is_empty() { 0.0 } else { self.linear_ms(b).iter().sum::<f64>() } + (comm_s + decision_s) * 1e3;
+                let mut k = KernelColumns::default();
+                k.name.push("linear_model".into());
+                k.layer.push(-1);
+                k.part.push(0);
+                k.parts.push(1);
+                k.launched_us.push(0.0);
+                k.start_us.push(0.0);
+                k.end_us.push(ms * 1e3);
+                k.stream.push("compute");
+                k.source.push(Source::Model);
+                k.ctas.push(0.0);
+                k.sm_occupancy.push(0.0);
+                Anatomy { step_ms: ms, graph: false, pipelined: false, sms: 0, kernels: k }
+            }
         }
     }
 

@@ -27,6 +27,9 @@
 
 use std::sync::OnceLock;
 
+mod anatomy;
+pub use anatomy::{Anatomy, KernelColumns};
+
 use crate::calib::{Source, ELEMENTWISE_OPS};
 use crate::catalog::Model;
 use crate::memory::kv_heads_per_gpu;
@@ -143,6 +146,8 @@ pub struct StepModel {
     /// Each request has its own block size: the remap reads the batch's
     /// [`BatchShape::decode_blocks_1024`].
     per_request_blocks: bool,
+    /// The GPU's streaming multiprocessors (a step anatomy's occupancy estimate).
+    sms: f64,
     grid_m: Vec<f64>,
     /// The dense part's aggregates at each grid point, computed on first use.
     grid: Vec<OnceLock<Agg>>,
@@ -230,6 +235,7 @@ impl StepModel {
             cpu_overhead: spec.cpu_overhead_ms * 1e-3,
             block_size: 0.0,
             per_request_blocks: false,
+            sms: f64::from(gpu.sms),
             grid_m: Vec::new(),
             grid: Vec::new(),
             epi: Vec::new(),
