@@ -3,6 +3,7 @@
 import { Charts } from "./charts.js";
 import { TopologyPanel } from "./topology.js";
 import { CheckPanel } from "./check.js";
+import { StepsPanel } from "./steps.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
@@ -257,6 +258,7 @@ async function run() {
     if (n > 0) {
       renderSummary(results);
       charts.render(results.filter((r) => r.ok));
+      steps.setRuns(list.filter((_, i) => results[i].ok));
       topology.showResult(results.find((r) => r.ok)?.links);
     }
     statusEl.textContent = `${n}/${results.length} policies simulated in ${coreMs.toFixed(1)} ms (core, WASM) · ${wall.toFixed(1)} ms end to end`;
@@ -318,6 +320,8 @@ function renderSummary(results) {
 }
 
 // ---------------------------------------------------------------------------------------
+const steps = (window.o1simSteps = new StepsPanel({ root: $("#steps"), ask }));
+
 const topology = new TopologyPanel({
   select: $("#topology-preset"),
   root: $("#topology-body"),

@@ -243,6 +243,9 @@ fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu: &crate::c
     })
 }
 
+/// Most prefill entries a step's anatomy lays out (each is one kernel per layer).
+const MAX_ANATOMY_PREFILLS: u32 = 16_384;
+
 /// The anatomy of one recorded step ([`crate::perf::Anatomy`]) as JSON: `step_json` is a
 /// step of `steps_json()` (an object with its `shape`; `start_ms`/`end_ms` when present add
 /// `recorded_ms`, the duration the run charged) or a bare [`StepShape`]; the scenario is the
@@ -268,6 +271,29 @@ pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<Strin
         })?;
         for (name, x) in [("comm_ms", shape.comm_ms), ("decision_ms", shape.decision_ms)] {
             crate::error::check::non_negative(&format!("{path}.{name}"), x)?;
+        }
+        // Counts a step of this scenario can hold (a step has at most max_num_seqs entries,
+        // of at most max_model_len tokens each); past them the shape is not a step's.
+        let seqs = u64::from(scenario.scheduler.max_num_seqs);
+        let tokens = seqs * u64::from(scenario.scheduler.max_model_len.unwrap_or(model.max_context).max(1));
+        for (name, x, limit) in [
+            ("decode_seqs", shape.decode_seqs, seqs),
+            ("sampled", shape.sampled, seqs),
+            ("decode_context_sum", shape.decode_context_sum, tokens),
+            ("context_sum_after", shape.context_sum_after, tokens),
+            ("decode_blocks_1024", shape.decode_blocks_1024, tokens * 1024),
+        ] {
+            if x > limit {
+                return Err(SimError::config(format!("{path}.{name}"), format!("{x} is more than a step of this scenario holds ({limit})")));
+            }
+        }
+        // Each prefill entry is a kernel per layer.
+        let most = scenario.scheduler.max_num_seqs.min(MAX_ANATOMY_PREFILLS) as usize;
+        if shape.prefill.len() > most {
+            return Err(SimError::config(
+                format!("{path}.prefill"),
+                format!("{} prefill entries: a step of this scenario holds at most {most}", shape.prefill.len()),
+            ));
         }
         let items: Vec<crate::perf::PrefillItem> =
             shape.prefill.iter().map(|&(n, c)| crate::perf::PrefillItem { new_tokens: n, context_before: c }).collect();
