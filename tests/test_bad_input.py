@@ -4,6 +4,8 @@ hang or a silent default."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,3 +89,69 @@ def test_a_request_that_can_never_fit_is_rejected_not_deadlocked() -> None:
     df = o1sim.simulate(sc).requests
     assert list(df["status"]) == ["rejected", "finished"]
     assert df["reason"][0] == "kv cache too small"
+
+
+# --------------------------------------------------------------------------- config.json
+
+HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+
+
+def _config(name: str = "llama-3.1-8b.json", **changes: Any) -> dict[str, Any]:
+    """A sample config.json with keys changed (``None`` removes one)."""
+    cfg: dict[str, Any] = json.loads((HF_CONFIGS / name).read_text())
+    for key, value in changes.items():
+        if value is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    return cfg
+
+
+HF_CASES = [
+    # (config.json, field, words in the message)
+    (_config(num_attention_heads=None), "model.hf_config.num_attention_heads", "is required"),
+    (_config(hidden_size=None), "model.hf_config.hidden_size", "is required"),
+    (_config(max_position_embeddings=None), "model.hf_config.max_position_embeddings", "is required"),
+    (_config(model_type=None), "model.hf_config.model_type", "is required"),
+    (_config(model_type="deepseek_v3"), "model.hf_config.model_type", "unknown model_type 'deepseek_v3'"),
+    (_config(model_type="mistrall"), "model.hf_config.model_type", "did you mean mistral"),
+    (_config(num_attention_heads=0), "model.hf_config.num_attention_heads", "integer in 1.."),
+    (_config(hidden_size=-4096), "model.hf_config.hidden_size", "integer in 1.."),
+    (_config(hidden_size=4096.5), "model.hf_config.hidden_size", "integer"),
+    (_config(num_hidden_layers="32"), "model.hf_config.num_hidden_layers", "integer"),
+    (_config(vocab_size=10**12), "model.hf_config.vocab_size", "integer in 1..=4294967295"),
+    (_config(hidden_size=2**30), "model.hf_config.hidden_size", "<= 16777216"),
+    (_config(num_key_value_heads=5), "model.hf_config.num_key_value_heads", "must divide num_attention_heads"),
+    (_config(torch_dtype="int3"), "model.hf_config.torch_dtype", "float16, bfloat16 or float32"),
+    (_config("mixtral-8x7b-v0.1.json", num_experts_per_tok=9), "model.hf_config.num_experts_per_tok", "<= experts"),
+    (_config("mixtral-8x7b-v0.1.json", num_local_experts=None), "model.hf_config.num_local_experts", "is required"),
+    (_config("mistral-7b-v0.1.json", sliding_window=0), "model.hf_config.sliding_window", "integer in 1.."),
+    ([1, 2, 3], "model.hf_config", "config.json object"),
+]
+
+
+@pytest.mark.parametrize("config,field,words", HF_CASES, ids=[f"{c[1]}-{i}" for i, c in enumerate(HF_CASES)])
+def test_bad_config_json_names_the_key(config: Any, field: str, words: str) -> None:
+    for run in (lambda: o1sim.simulate(with_("model", {"hf_config": config})),
+                lambda: o1sim.predict_step({"hf_config": config}, "h100", batch=[{"new_tokens": 8}])):
+        with pytest.raises(o1sim.ConfigError) as info:
+            run()
+        assert info.value.field == field, str(info.value)
+        assert words in str(info.value), str(info.value)
+
+
+def test_a_config_json_path_that_cannot_be_read_is_named(tmp_path: Path) -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("model", {"hf_config": str(tmp_path / "missing.json")}))
+    assert info.value.field == "model.hf_config" and "no such file" in str(info.value)
+    broken = tmp_path / "config.json"
+    broken.write_text("{not json")
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("model", {"hf_config": str(broken)}))
+    assert info.value.field == "model.hf_config" and "as JSON" in str(info.value)
+
+
+def test_preset_and_config_together_are_refused() -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("model", {"preset": "llama-3-8b", "hf_config": _config()}))
+    assert info.value.field == "model.hf_config" and "not both" in str(info.value)

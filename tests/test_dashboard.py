@@ -104,6 +104,29 @@ def test_bad_scenario_text_shows_an_error() -> None:
     assert at.sidebar.error
 
 
+def test_a_config_json_model_is_kept_and_its_keys_named() -> None:
+    """A scenario whose model is a Hugging Face config.json (inline) runs as that model: the
+    model picker shows it instead of replacing it with a preset, and a broken key is named."""
+    import json
+
+    config = json.loads((Path(__file__).parent / "data" / "hf_configs" / "mistral-7b-v0.1.json").read_text())
+    text = json.dumps({"model": {"hf_config": config}, "gpu": "h100",
+                       "workload": {"num_requests": 40, "arrival": {"kind": "poisson", "rate": 4.0},
+                                    "prompt": {"kind": "fixed", "value": 500}, "output": {"kind": "fixed", "value": 20}}})
+    at = _app()
+    at.text_area(key="scenario_text").input(text).run()
+    _no_exception(at)
+    assert not at.error and not at.sidebar.error, [e.value for e in at.error] + [e.value for e in at.sidebar.error]
+    assert at.selectbox(key="model").value == "config.json (mistral)"
+    expected = o1sim.simulate(json.loads(text) | {"scheduler": {"policy": "vllm"}}).summary
+    assert _metrics(at)["TTFT p99 (ms)"] == f"{expected['ttft_ms']['p99']:,.0f}"
+    broken = {k: v for k, v in config.items() if k != "hidden_size"}
+    at.text_area(key="scenario_text").input(json.dumps({"model": {"hf_config": broken}, "gpu": "h100"})).run()
+    _no_exception(at)
+    errors = [e.value for e in at.sidebar.error] + [e.value for e in at.error]
+    assert any("model.hf_config.hidden_size" in e for e in errors), errors
+
+
 def test_infeasible_deployment_is_reported() -> None:
     at = _app()
     at.selectbox(key="gpu").set_value("l40s")

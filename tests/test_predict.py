@@ -55,7 +55,7 @@ def test_model_and_gpu_accept_dicts_and_knobs_change_the_time() -> None:
     fused = o1sim.predict_step(cut, "h200", batch=decode(16, 1024), fusion="hybrid").total_ms
     assert fused < o1sim.predict_step(cut, "h200", batch=decode(16, 1024)).total_ms
     slow = o1sim.predict_step("llama-3-8b", {"preset": "h200", "hbm_tbps": 2.4, "name": "h200-slow"}, batch=decode(1, 100))
-    assert slow.profile is None  # renamed: no profile, roofline from its own numbers
+    assert slow.profile is None  # another bandwidth: the roofline from its own numbers
 
 
 @pytest.mark.parametrize(

@@ -101,12 +101,34 @@ function setDeep(obj, dotted, value) {
 
 const fields = () => $$("[name]", form).filter((el) => !el.name.startsWith("ui."));
 
-/** The form as flat `{dotted name: value}` plus the chosen policies. */
+/** The form as flat `{dotted name: value}` plus the chosen policies and the pasted
+ *  config.json's text (which replaces the model preset when given). */
 function readForm() {
   const flat = {};
   for (const el of fields()) flat[el.name] = el.value;
   const policies = $$("#policies input:checked").map((el) => el.value);
-  return { preset: $("#preset").value, flat, policies };
+  return { preset: $("#preset").value, flat, policies, hfConfig: $("#hf-config").value.trim() };
+}
+
+/** The pasted config.json parsed, `null` when none; throws a ConfigError naming
+ *  `model.hf_config` when it is not JSON. */
+function hfConfig(state) {
+  if (!state.hfConfig) return null;
+  try {
+    return JSON.parse(state.hfConfig);
+  } catch (e) {
+    throw Object.assign(new Error(`model.hf_config: not valid JSON: ${e.message}`), { name: "ConfigError", field: "model.hf_config" });
+  }
+}
+
+/** Say which model the experiment uses: the pasted config or the preset picked. */
+function updateHfNote() {
+  const given = $("#hf-config").value.trim() !== "";
+  $("[name=model]").disabled = given;
+  $("#hf-config-note").textContent = given
+    ? "The experiment uses this config.json (the model's layers, heads, experts, windows); clear it to use the preset."
+    : "Any Llama, Mistral, Mixtral, Qwen2/2.5/3, Yi, Gemma or Llama 4 config.json from the Hugging Face Hub.";
+  if (given) $("#hf-config-box").open = true;
 }
 
 function writeForm(flat, policies, preset) {
@@ -153,6 +175,8 @@ function scenarios(state) {
   base.workload.prompt = { kind: "lognormal", ...base.workload.prompt };
   base.workload.output = { kind: "lognormal", ...base.workload.output };
   base.name = `web: ${state.preset}`;
+  const hf = hfConfig(state);
+  if (hf !== null) base.model = { hf_config: hf };
   const t = topology.value();
   if (t !== undefined) base.topology = t;
   const events = topology.events();
@@ -175,6 +199,11 @@ function toHash(state) {
   p.set("preset", state.preset);
   p.set("policies", state.policies.join(","));
   for (const [k, v] of Object.entries(state.flat)) if (String(v) !== String(defaults[k] ?? "")) p.set(k, v);
+  if (state.hfConfig) {
+    let text = state.hfConfig;
+    try { text = JSON.stringify(JSON.parse(text)); } catch { /* kept as typed: the error shows */ }
+    p.set("hf_config", text);
+  }
   const t = topology.toHash();
   if (t) {
     p.set("topology", t.topology);
@@ -183,7 +212,7 @@ function toHash(state) {
   return "#" + p.toString();
 }
 
-const HASH_KEYS = new Set(["preset", "policies", "topology", "links_down"]);
+const HASH_KEYS = new Set(["preset", "policies", "topology", "links_down", "hf_config"]);
 
 async function fromHash(hash) {
   const p = new URLSearchParams(hash.replace(/^#/, ""));
@@ -192,6 +221,8 @@ async function fromHash(hash) {
   for (const [k, v] of p) if (!HASH_KEYS.has(k)) flat[k] = v;
   const policies = p.has("policies") ? p.get("policies").split(",").filter(Boolean) : DEFAULT_POLICIES;
   writeForm(flat, policies, preset);
+  $("#hf-config").value = p.get("hf_config") ?? "";
+  updateHfNote();
   await topology.load(p.get("topology"), p.get("links_down"));
   updateDisagg();
 }
@@ -216,6 +247,7 @@ function showError(err) {
   if (!slot.textContent.includes(line)) slot.textContent += (slot.textContent ? "\n" : "") + line;
   const input = $$("[name]", form).find((el) => el.name === field) || (slot !== $("#general-error") && form.contains(slot) && $(`[name="${slot.dataset.for}"]`));
   if (input) input.classList.add("invalid");
+  if (/^model\.hf_config\b/.test(field)) $("#hf-config").classList.add("invalid");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -235,7 +267,17 @@ async function run() {
   const state = readForm();
   history.replaceState(null, "", toHash(state));
   clearErrors();
-  const list = state.policies.length ? scenarios(state) : [];
+  let list;
+  try {
+    list = state.policies.length ? scenarios(state) : [];
+  } catch (e) {
+    showError(e);
+    $("#results").classList.add("stale");
+    statusEl.textContent = "failed";
+    running = false;
+    if (queued) { queued = false; run(); }
+    return;
+  }
   $("#scenario-json").textContent = list.length ? JSON.stringify(list[0].scenario, null, 2) : "";
   if (!list.length) {
     showError({ name: "ConfigError", message: "choose at least one policy", field: "scheduler.policy" });
@@ -350,7 +392,14 @@ async function main() {
   defaults[PREFILL_REPLICAS] = 1; // disagg's split when the form leaves it: one prefill replica
 
   const opts = (sel, names) => { sel.innerHTML = names.map((n) => `<option>${n}</option>`).join(""); };
-  opts($("[name=model]"), catalog.models.map((m) => m.name));
+  // Models: the preset's name, its size, and its Hugging Face ids on hover.
+  const size = (p) => (p >= 1e9 ? `${(p / 1e9).toFixed(p >= 1e11 ? 0 : 1)}B` : `${(p / 1e6).toFixed(0)}M`);
+  $("[name=model]").innerHTML = catalog.models
+    .map((m) => {
+      const active = m.active_params < m.params ? `, ${size(m.active_params)} active` : "";
+      return `<option value="${m.name}" title="${(m.hf_ids || []).join(", ")}">${m.name} (${size(m.params)}${active})</option>`;
+    })
+    .join("");
   opts($("[name=gpu]"), catalog.gpus.map((g) => g.name));
   opts($("[name='deployment.router']"), catalog.routers);
   opts($("#preset"), Object.keys(PRESETS));
@@ -375,6 +424,16 @@ async function main() {
     schedule();
   });
   form.addEventListener("submit", (e) => { e.preventDefault(); run(); });
+  $("#hf-config").addEventListener("input", updateHfNote);
+  $("#hf-config-file").addEventListener("change", async (e) => {
+    const file = e.target.files?.[0];
+    if (!file) return;
+    $("#hf-config").value = await file.text();
+    e.target.value = "";
+    updateHfNote();
+    schedule();
+  });
+  updateHfNote();
   $("#share").addEventListener("click", () => navigator.clipboard?.writeText(location.href));
   window.addEventListener("hashchange", async () => { await fromHash(location.hash); run(); });
   $("#run").disabled = false;

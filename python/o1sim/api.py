@@ -679,14 +679,26 @@ class StepPrediction(NamedTuple):
 
 
 def _resolve_files(data: dict[str, Any], base: Path) -> bool:
-    """Inline the file paths a scenario may hold (``topology``, ``cost_model.profile``),
-    relative to ``base``. Returns whether anything changed."""
+    """Inline the file paths a scenario may hold (``topology``, ``cost_model.profile``,
+    ``model.hf_config``), relative to ``base``. Returns whether anything changed."""
     changed = resolve_topology(data, base)
     cm = data.get("cost_model")
     if isinstance(cm, Mapping) and isinstance(cm.get("profile"), (str, os.PathLike)):
         data["cost_model"] = {**cm, "profile": load_profile(cm["profile"], base, "cost_model.profile")}
         changed = True
+    model = data.get("model")
+    if isinstance(model, Mapping) and isinstance(model.get("hf_config"), (str, os.PathLike)):
+        data["model"] = _resolve_model(model, base)
+        changed = True
     return changed
+
+
+def _resolve_model(model: Any, base: Optional[Path] = None) -> Any:
+    """A ``model`` entry with a ``hf_config`` path replaced by the parsed ``config.json``
+    (relative to ``base`` when given); anything else unchanged."""
+    if isinstance(model, Mapping) and isinstance(model.get("hf_config"), (str, os.PathLike)):
+        return {**model, "hf_config": load_profile(model["hf_config"], base, "model.hf_config")}
+    return model
 
 
 def load_profile(
@@ -727,7 +739,9 @@ def predict_step(
     (a prefill of 2,048 fresh tokens is ``{"new_tokens": 2048, "context_tokens": 0}``, a
     decode at KV length L is ``{"new_tokens": 1, "context_tokens": L - 1}``; add
     ``"sampled": False`` for a prefill chunk that does not finish its prompt). ``model`` and
-    ``gpu`` take preset names or dicts (a preset plus overrides). ``dtype``: bf16 | fp8 |
+    ``gpu`` take preset names or dicts (a preset plus overrides); ``model`` also takes a
+    Hugging Face id (``"meta-llama/Llama-3.1-8B"``) or ``{"hf_config": path or dict}`` (a
+    ``config.json``). ``dtype``: bf16 | fp8 |
     int8 | int4 (weight-only); ``kv_dtype``: bf16 | fp8; ``fusion``: none (the reference
     engine: every elementwise op its own kernels) | fine | coarse | hybrid. ``profile``: a
     calibration profile (a path to its JSON file, or the parsed dict) replacing the GPU's
@@ -736,7 +750,7 @@ def predict_step(
     same model. Bad input raises :class:`ConfigError` naming the field.
     """
     request = {
-        "model": model,
+        "model": _resolve_model(model),
         "gpu": gpu,
         "tp": tp,
         "pp": pp,

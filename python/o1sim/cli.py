@@ -349,7 +349,68 @@ def presets_cmd(section: Optional[str], as_json: bool) -> None:
         out.print("the catalog is empty")
         return
     for name, value in catalog.items():
-        out.print(_catalog_table(name, value))
+        if name == "models" and isinstance(value, list):
+            out.print(_models_table(value))
+        elif name == "gpus" and isinstance(value, list):
+            out.print(_gpus_table(value))
+        else:
+            out.print(_catalog_table(name, value))
+
+
+def _billions(value: Any) -> str:
+    return f"{value / 1e9:,.1f}B" if isinstance(value, (int, float)) else DASH
+
+
+def _models_table(models: list[Any]) -> Table:
+    """One row per model preset: its size, shape, architecture and Hugging Face ids (each
+    accepted in place of the name, case-insensitively)."""
+    table = Table(title="models", title_justify="left")
+    for col, justify in [("name", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
+                         ("hidden", "right"), ("heads/kv", "right"), ("experts", "right"), ("context", "right"),
+                         ("architecture", "left"), ("Hugging Face ids", "left")]:
+        table.add_column(col, justify=justify, style="bold" if col == "name" else None)  # type: ignore[arg-type]
+    for m in models:
+        features = []
+        if m.get("qkv_bias"):
+            features.append("qkv bias")
+        if m.get("qk_norm_layers"):
+            features.append("q/k norm")
+        if m.get("shared_expert_intermediate"):
+            features.append("shared expert")
+        local = m.get("local_attention")
+        if isinstance(local, Mapping):
+            features.append(f"{local.get('kind')} {local.get('tokens')} on {local.get('layers')} layers")
+        if m.get("tied_embeddings"):
+            features.append("tied embeddings")
+        experts = m.get("experts", 1)
+        table.add_row(
+            str(m.get("name")),
+            _billions(m.get("params")),
+            _billions(m.get("active_params")) if experts > 1 else DASH,
+            str(m.get("layers")),
+            str(m.get("hidden")),
+            f"{m.get('heads')}/{m.get('kv_heads')}",
+            f"{m.get('experts_per_token')} of {experts}" if experts > 1 else DASH,
+            f"{m.get('max_context'):,}" if isinstance(m.get("max_context"), int) else DASH,
+            ", ".join(features) or DASH,
+            ", ".join(m.get("hf_ids") or []) or DASH,
+        )
+    return table
+
+
+def _gpus_table(gpus: list[Any]) -> Table:
+    """One row per GPU preset: datasheet figures and what prices it (a shipped calibration
+    profile, or the roofline)."""
+    cols = [("name", "name"), ("bf16_tflops", "BF16 TFLOP/s"), ("fp8_tflops", "FP8 TFLOP/s"), ("hbm_gib", "HBM GiB"),
+            ("hbm_tbps", "HBM TB/s"), ("sms", "SMs"), ("sm_clock_mhz", "clock MHz"), ("nvlink_gbps", "NVLink GB/s"),
+            ("nvlink_gpus", "NVLink GPUs"), ("pcie_gbps", "PCIe GB/s"), ("priced_by", "priced by")]
+    table = Table(title="gpus", title_justify="left")
+    for key, title in cols:
+        table.add_column(title, justify="left" if key in ("name", "priced_by") else "right",
+                         style="bold" if key == "name" else None)
+    for g in gpus:
+        table.add_row(*(_cell(g.get(key)) if key in g else DASH for key, _ in cols))
+    return table
 
 
 def _cell(value: Any) -> str:
@@ -531,7 +592,7 @@ def _preset_or_table(text: str) -> Any:
 
 
 @main.command()
-@click.option("--model", default="llama-3-8b", show_default=True, help="Model preset, or a TOML table such as '{preset=\"llama-3-70b\", layers=8}'.")
+@click.option("--model", default="llama-3-8b", show_default=True, help="Model preset or Hugging Face id, or a TOML table such as '{preset=\"llama-3-70b\", layers=8}' or '{hf_config=\"config.json\"}'.")
 @click.option("--gpu", default="h200", show_default=True, help="GPU preset, or a TOML table.")
 @click.option("--tp", default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--batch", "batch", multiple=True, required=True, metavar="NEW[:CTX][xN]", help="Requests in the step: NEW tokens over CTX cached ones, N times (repeatable). 2048:0 is a prefill, 1:1023x64 64 decodes at KV length 1024.")

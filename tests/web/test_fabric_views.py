@@ -174,6 +174,10 @@ def test_route_view_shows_the_core_candidates_and_draws_the_chosen_path(page: An
     page.fill("#topology tr[data-key='n0.gpu1|n0.nvswitch0'] input[data-k=bandwidth_gbps]", "0")
     err = page.locator("#topology [data-role=route-error]")
     err.wait_for(state="visible")
+    # The box may show before the Worker's answer fills it (under load): wait for the text.
+    page.wait_for_function(
+        "() => (document.querySelector('#topology [data-role=route-error]')?.textContent || '').startsWith('ConfigError:')"
+    )
     assert (err.text_content() or "").startswith("ConfigError:") and "bandwidth_gbps" in (err.text_content() or "")
     assert page.locator("#topology table.routes").count() == 0
 

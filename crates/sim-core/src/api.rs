@@ -211,7 +211,7 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
     let mut deployment = deployment;
     let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, workload, options);
     if s.policy == "o1pro" {
-        let decision_s = crate::perf::seed::o1pro_decision_latency_s(&gpu.name, gpu.nvlink_gbps, d.tp);
+        let decision_s = crate::perf::seed::o1pro_decision_latency_s(&gpu, d.tp);
         engine.set_decision_latency_ns(crate::perf::round_u64(decision_s * 1e9));
     }
     if let Some(f) = fabric {
@@ -543,7 +543,7 @@ pub fn calibration_fidelity(gpu: &str) -> Option<String> {
 pub fn presets_json() -> String {
     serde_json::json!({
         "gpus": crate::catalog::gpu_presets(),
-        "models": crate::catalog::model_presets(),
+        "models": crate::catalog::model_catalog_json(),
         "policies": crate::config::POLICIES,
         "topology_policies": ["disagg"],
         "routers": crate::config::ROUTERS,

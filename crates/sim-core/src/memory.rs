@@ -133,16 +133,23 @@ impl Default for Precision {
 /// one layer's intermediates are alive), all BF16:
 /// * `4 · hidden` per token: residual stream, normed input, attention output, MLP output;
 /// * `2 · intermediate / tp · experts_per_token` per token: the gate/up projection output
-///   (the SiLU·mul result reuses half of it);
+///   (the SiLU·mul result reuses half of it), plus the shared expert's on MoE layers; or the
+///   dense layers' `2 · dense_intermediate / tp` when that is larger (interleaved models);
 /// * `2 · (heads / tp) · head_dim` per token: queries and attention output before `o_proj`;
 ///
 /// plus FP32 logits (and one more copy for probabilities) for [`SAMPLED_ROWS_RESERVE`] rows
 /// over the full vocabulary (vLLM gathers logits onto one rank), plus [`FIXED_RESERVE_GIB`].
 pub fn activation_bytes(model: &Model, tp: u32, tokens: u32) -> f64 {
     let tp = f64::from(tp.max(1));
-    let per_token = 4.0 * f64::from(model.hidden)
-        + 2.0 * f64::from(model.intermediate) / tp * f64::from(model.experts_per_token)
-        + 2.0 * f64::from(model.heads) / tp * f64::from(model.head_dim);
+    let mlp = if model.experts > 1 {
+        let moe = 2.0 * f64::from(model.intermediate) / tp * f64::from(model.experts_per_token)
+            + 2.0 * f64::from(model.shared_expert_intermediate) / tp;
+        let dense = if model.moe_layers < model.layers { 2.0 * f64::from(model.dense_intermediate) / tp } else { 0.0 };
+        moe.max(dense)
+    } else {
+        2.0 * f64::from(model.intermediate) / tp * f64::from(model.experts_per_token)
+    };
+    let per_token = 4.0 * f64::from(model.hidden) + mlp + 2.0 * f64::from(model.heads) / tp * f64::from(model.head_dim);
     let forward = f64::from(tokens) * per_token * ACTIVATION_BYTES;
     let rows = f64::from(tokens.min(SAMPLED_ROWS_RESERVE));
     let logits = rows * f64::from(model.vocab) * LOGIT_BYTES * LOGIT_COPIES;

@@ -124,6 +124,50 @@ fn every_field_set_to_every_nasty_value_gives_an_error_or_a_result() {
     assert!(tried > 2000 && simulated > 100, "{tried} tried, {simulated} simulated");
 }
 
+/// Every key of every sample Hugging Face config.json set to each nasty value, simulated
+/// (a config is the one model input the core parses key by key).
+#[test]
+fn every_config_json_key_set_to_every_nasty_value_gives_an_error_or_a_result() {
+    let nasty: Vec<Value> = serde_json::from_str(
+        r#"[-1, 0, 1, 3, 7, 1e308, 2.5, 65537, 4294967295, 18446744073709551615, "", "x", [], [1, 0], [0, 99], {}, null, true]"#,
+    )
+    .unwrap();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/hf_configs");
+    let (mut tried, mut ran) = (0, 0);
+    for path in std::fs::read_dir(dir).unwrap() {
+        let path = path.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let text_keys: Vec<(Option<&str>, String)> = match config.get("text_config").and_then(Value::as_object) {
+            Some(t) => t.keys().map(|k| (Some("text_config"), k.clone())).collect(),
+            None => config.as_object().unwrap().keys().map(|k| (None, k.clone())).collect(),
+        };
+        for (outer, key) in &text_keys {
+            for bad in &nasty {
+                let mut c = config.clone();
+                let node = match outer {
+                    Some(o) => &mut c[*o],
+                    None => &mut c,
+                };
+                node[key.as_str()] = bad.clone();
+                let scenario = serde_json::json!({
+                    "seed": 1, "gpu": "h200", "deployment": {"tp": 8}, "model": {"hf_config": c},
+                    "workload": {"num_requests": 3, "arrival": {"kind": "poisson", "rate": 5.0},
+                                 "prompt": {"kind": "fixed", "value": 50}, "output": {"kind": "fixed", "value": 3}},
+                });
+                let what = format!("{} {key} = {bad}", path.display());
+                let out = sim_wasm::simulate(scenario.to_string().as_bytes(), 0);
+                assert_clean(&what, &out);
+                tried += 1;
+                ran += usize::from(out.is_ok());
+            }
+        }
+    }
+    assert!(tried > 2000 && ran > 500, "{tried} tried, {ran} ran");
+}
+
 #[test]
 fn a_panic_becomes_an_internal_error_envelope() {
     let code = sim_wasm::o1_test_panic();

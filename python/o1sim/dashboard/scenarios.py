@@ -121,7 +121,11 @@ def base_value(resolved: Mapping[str, Any], path: str) -> Any:
             return None
         node = node[key]
     if isinstance(node, Mapping):  # a model or GPU given as a table: show its preset name
-        return node.get("preset") or node.get("name")
+        named = node.get("preset") or node.get("name")
+        config = node.get("hf_config")
+        if named is None and isinstance(config, Mapping):  # a config.json: its own name
+            return config.get("_name_or_path") or f"config.json ({config.get('model_type', '?')})"
+        return named
     return node
 
 

@@ -5,45 +5,149 @@ fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b
 }
 
+/// The published parameter count of every preset (the Hugging Face Hub's count of each
+/// repository's safetensors weights, "Model size" on its page, unless said otherwise).
+const PUBLISHED_PARAMS: [(&str, f64, &str); 19] = [
+    ("llama-3-8b", 8_030_261_248.0, "meta-llama/Meta-Llama-3-8B (Hub; model card: 8B)"),
+    ("llama-3-70b", 70_553_706_496.0, "meta-llama/Meta-Llama-3-70B (Hub; model card: 70B)"),
+    ("llama-3.1-405b", 405_853_388_800.0, "meta-llama/Llama-3.1-405B (Hub; model card: 405B)"),
+    ("qwen2.5-72b", 72.7e9, "Qwen/Qwen2.5-72B model card: 72.7B"),
+    ("mixtral-8x7b", 46.7e9, "Mixtral of Experts paper / model card: 46.7B total"),
+    ("llama-2-7b", 6_738_415_616.0, "meta-llama/Llama-2-7b-hf (Hub: 6.74B; model card: 7B)"),
+    ("llama-2-70b", 68_976_648_192.0, "meta-llama/Llama-2-70b-hf (Hub: 69B; model card: 70B)"),
+    ("codellama-34b", 33_743_970_304.0, "codellama/CodeLlama-34b-hf (Hub: 33.7B; model card: 34B)"),
+    ("llama-3.1-8b", 8_030_261_248.0, "meta-llama/Llama-3.1-8B (Hub; model card: 8B)"),
+    ("llama-3.1-70b", 70_553_706_496.0, "meta-llama/Llama-3.1-70B (Hub; model card: 70B)"),
+    ("llama-3.3-70b", 70_553_706_496.0, "meta-llama/Llama-3.3-70B-Instruct (Hub; model card: 70B)"),
+    ("qwen2.5-7b", 7.61e9, "Qwen/Qwen2.5-7B-Instruct model card: 7.61B"),
+    ("qwen3-14b", 14.8e9, "Qwen/Qwen3-14B model card: 14.8B"),
+    ("qwen3-32b", 32.8e9, "Qwen/Qwen3-32B model card: 32.8B"),
+    ("qwen3-30b-a3b", 30.5e9, "Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B activated"),
+    ("mistral-nemo-12b", 12_247_782_400.0, "mistralai/Mistral-Nemo-Instruct-2407 (Hub: 12.2B; model card: 12B)"),
+    ("yi-34b", 34_388_917_248.0, "01-ai/Yi-34B (Hub: 34.4B; model card: 34B)"),
+    ("mixtral-8x22b", 141e9, "mistralai/Mixtral-8x22B-v0.1 model card: 141B total, 39B active"),
+    // The model card's "109B total" includes the vision encoder, which o1sim does not hold
+    // (text serving): the Hub's count of the multimodal checkpoint is 108,641,793,536.
+    ("llama-4-scout", 108_641_793_536.0, "meta-llama/Llama-4-Scout-17B-16E (Hub, with vision; card: 109B total)"),
+];
+
+#[test]
+fn every_preset_is_within_one_percent_of_its_published_parameter_count() {
+    let names = model_preset_names();
+    assert_eq!(names.len(), PUBLISHED_PARAMS.len());
+    for (name, published, source) in PUBLISHED_PARAMS {
+        assert!(names.contains(&name), "{name} has no preset");
+        let m = resolve_model(&name.into()).unwrap();
+        let err = rel(m.params(), published);
+        assert!(err < 0.01, "{name}: {} params vs {published} published ({source}): {:.2}% off", m.params(), err * 100.0);
+    }
+    // Active parameters of the MoE presets, as their cards state them (rounded to 0.1B or,
+    // for Scout and Mixtral 8x22B, to 1B).
+    let active = |n: &str| resolve_model(&n.into()).unwrap().active_params();
+    assert!(rel(active("mixtral-8x7b"), 12.9e9) < 0.01, "{}", active("mixtral-8x7b"));
+    assert!(rel(active("qwen3-30b-a3b"), 3.3e9) < 0.02, "{}", active("qwen3-30b-a3b"));
+    assert!(rel(active("mixtral-8x22b"), 39e9) < 0.02, "{}", active("mixtral-8x22b"));
+    assert!(rel(active("llama-4-scout"), 17e9) < 0.02, "{}", active("llama-4-scout"));
+}
+
 #[test]
 fn param_counts_match_published_sizes() {
     let m = |n: &str| resolve_model(&n.into()).unwrap();
-    assert!(
-        rel(m("llama-3-8b").params(), 8.03e9) < 0.01,
-        "{}",
-        m("llama-3-8b").params()
-    );
-    assert!(
-        rel(m("llama-3-70b").params(), 70.6e9) < 0.01,
-        "{}",
-        m("llama-3-70b").params()
-    );
-    assert!(
-        rel(m("mixtral-8x7b").params(), 46.7e9) < 0.01,
-        "{}",
-        m("mixtral-8x7b").params()
-    );
-    assert!(
-        rel(m("llama-3.1-405b").params(), 405.8e9) < 0.01,
-        "{}",
-        m("llama-3.1-405b").params()
-    );
-    assert!(
-        rel(m("qwen2.5-72b").params(), 72.7e9) < 0.01,
-        "{}",
-        m("qwen2.5-72b").params()
-    );
     // exact arithmetic for llama-3-8b
     let l8 = m("llama-3-8b");
     let layer =
         4096.0 * 4096.0 * 2.0 + 2.0 * 4096.0 * 1024.0 + 3.0 * 4096.0 * 14336.0 + 2.0 * 4096.0;
-    assert_eq!(l8.params_per_layer(), layer);
+    assert_eq!(l8.params_per_dense_layer(), layer);
     assert_eq!(l8.params(), 32.0 * layer + 2.0 * 128256.0 * 4096.0 + 4096.0);
     let mut tied = l8.clone();
     tied.tied_embeddings = true;
     assert_eq!(l8.params() - tied.params(), 128256.0 * 4096.0);
     // 2 · 32 layers · 8 kv heads · 128 · 2 bytes = 128 KiB per token
     assert_eq!(l8.kv_bytes_per_token(2.0), 131072.0);
+    // Llama 2 7B to the parameter: the Hub's 6,738,415,616.
+    assert_eq!(m("llama-2-7b").params(), 6_738_415_616.0);
+    // Mixtral 8x22B: 56 layers of 8 experts + router.
+    assert_eq!(m("mixtral-8x22b").params(), 140_620_634_112.0);
+    // Qwen2.5's q/k/v bias: (28 + 2·4) heads · 128 per layer, 28 layers.
+    let q7 = m("qwen2.5-7b");
+    let unbiased = Model { qkv_bias: false, ..q7.clone() };
+    assert_eq!(q7.params() - unbiased.params(), 28.0 * 36.0 * 128.0);
+    // Llama 4 Scout: the shared expert is one more expert's width on each of 48 layers.
+    let scout = m("llama-4-scout");
+    let no_shared = Model { shared_expert_intermediate: 0, ..scout.clone() };
+    assert_eq!(scout.params() - no_shared.params(), 48.0 * 3.0 * 5120.0 * 8192.0);
+}
+
+#[test]
+fn hugging_face_ids_are_aliases() {
+    for (alias, name) in [
+        ("meta-llama/Llama-3.1-8B", "llama-3.1-8b"),
+        ("META-LLAMA/LLAMA-3.1-8B-INSTRUCT", "llama-3.1-8b"),
+        ("meta-llama/Llama-2-7b-hf", "llama-2-7b"),
+        ("codellama/CodeLlama-34b-Instruct-hf", "codellama-34b"),
+        ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+        ("Qwen/Qwen3-32B", "qwen3-32b"),
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"),
+        ("Llama-3.1-8B", "llama-3.1-8b"),
+    ] {
+        let m = resolve_model(&alias.into()).unwrap_or_else(|e| panic!("{alias}: {e}"));
+        assert_eq!(m.name, name, "{alias}");
+        let table = ModelInput::Custom(ModelFields { preset: Some(alias.into()), ..Default::default() });
+        assert_eq!(resolve_model(&table).unwrap(), m);
+    }
+    let err = resolve_model(&"meta-llama/Llama-3.1-9B".into()).unwrap_err();
+    assert_eq!(err.path(), Some("model"));
+}
+
+#[test]
+fn architectures_of_the_presets() {
+    let m = |n: &str| resolve_model(&n.into()).unwrap();
+    // 128k context for the Llama 3.1 family.
+    for n in ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.3-70b"] {
+        assert_eq!(m(n).max_context, 131_072, "{n}");
+    }
+    let scout = m("llama-4-scout");
+    assert_eq!((scout.experts, scout.experts_per_token, scout.moe_layers), (16, 1, 48));
+    assert_eq!(scout.shared_expert_intermediate, 8192);
+    assert_eq!(scout.local_attention, Some(LocalAttention { kind: LocalKind::Chunked, tokens: 8192, layers: 36 }));
+    assert_eq!(scout.qk_norm_layers, 36);
+    assert!(m("qwen2.5-7b").qkv_bias && !m("qwen3-14b").qkv_bias);
+    assert_eq!(m("qwen3-14b").qk_norm_layers, 40);
+    assert_eq!(m("mistral-nemo-12b").head_dim, 128); // explicit: 5120 / 32 would be 160
+    let moe = m("qwen3-30b-a3b");
+    assert_eq!((moe.experts, moe.experts_per_token, moe.intermediate, moe.moe_layers), (128, 8, 768, 48));
+    // Existing presets keep their shape (goldens depend on them).
+    let l8 = m("llama-3-8b");
+    assert_eq!((l8.layers, l8.hidden, l8.head_dim, l8.max_context, l8.moe_layers), (32, 4096, 128, 8192, 0));
+    assert_eq!((l8.dense_intermediate, l8.qkv_bias, l8.local_attention), (14336, false, None));
+}
+
+#[test]
+fn overriding_layers_keeps_the_share_of_each_kind() {
+    let over = |preset: &str, layers: u32| {
+        resolve_model(&ModelInput::Custom(ModelFields { preset: Some(preset.into()), layers: Some(layers), ..Default::default() })).unwrap()
+    };
+    let mixtral = over("mixtral-8x7b", 16);
+    assert_eq!(mixtral.moe_layers, 16);
+    let scout = over("llama-4-scout", 8);
+    assert_eq!((scout.moe_layers, scout.local_attention.unwrap().layers, scout.qk_norm_layers), (8, 6, 6));
+    // A dense model made MoE by a table: every layer gets the experts.
+    let moe = resolve_model(&ModelInput::Custom(ModelFields {
+        preset: Some("llama-3-8b".into()),
+        experts: Some(4),
+        experts_per_token: Some(2),
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(moe.moe_layers, 32);
+    // `intermediate` of a dense preset moves its dense width too.
+    let narrow = resolve_model(&ModelInput::Custom(ModelFields {
+        preset: Some("llama-3-8b".into()),
+        intermediate: Some(8192),
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(narrow.dense_intermediate, 8192);
 }
 
 #[test]
@@ -74,6 +178,42 @@ fn presets_are_valid_and_named_consistently() {
     let l40s = resolve_gpu(&"l40s".into()).unwrap();
     assert!((l40s.hbm_gib - 44.7).abs() < 0.05);
     assert_eq!(resolve_gpu(&"a100-80g".into()).unwrap().fp8_tflops, 0.0);
+}
+
+#[test]
+fn gpu_variants_carry_their_datasheet_figures_and_pricing() {
+    let g = |n: &str| resolve_gpu(&n.into()).unwrap();
+    // Each GPU names what prices it: a shipped profile only for the parts it was timed on.
+    for gpu in gpu_presets() {
+        let profiled = crate::calib::PROFILED_GPUS.contains(&gpu.name.as_str());
+        assert_eq!(gpu.priced_by == gpu.name, profiled, "{}", gpu.name);
+        assert_eq!(gpu.priced_by == ROOFLINE, !profiled, "{}", gpu.name);
+    }
+    let (sxm, pcie, nvl) = (g("h100"), g("h100-pcie"), g("h100-nvl"));
+    assert!(pcie.hbm_tbps < sxm.hbm_tbps && sxm.hbm_tbps < nvl.hbm_tbps);
+    assert!(pcie.bf16_tflops < nvl.bf16_tflops && nvl.bf16_tflops < sxm.bf16_tflops);
+    assert_eq!((pcie.sms, pcie.sm_clock_mhz, nvl.hbm_gib), (114, 1755.0, 94.0));
+    // Bridged pairs: NVLink for TP 2, PCIe beyond.
+    assert_eq!((pcie.link_gbps(2), pcie.link_gbps(4)), (600.0, 128.0));
+    assert_eq!(sxm.link_gbps(8), 900.0);
+    let (a40, a80, a80p) = (g("a100-40g"), g("a100-80g"), g("a100-80g-pcie"));
+    assert_eq!((a40.hbm_gib, a40.hbm_tbps, a80p.hbm_tbps), (40.0, 1.555, 1.935));
+    assert_eq!((a40.descriptor_cache_entries, a80p.descriptor_miss_cycles, a80.sm_clock_mhz), (64, 4.0, 1410.0));
+    assert_eq!(a80p.link_gbps(4), 64.0);
+    // A table over a profiled preset keeps its profile unless it changes the part.
+    let over = |f: GpuFields| resolve_gpu(&GpuInput::Custom(GpuFields { preset: Some("h200".into()), ..f })).unwrap();
+    assert_eq!(over(GpuFields { hbm_gib: Some(100.0), name: Some("mine".into()), ..Default::default() }).priced_by, "h200");
+    assert_eq!(over(GpuFields { hbm_tbps: Some(2.4), ..Default::default() }).priced_by, ROOFLINE);
+    let named = GpuFields { hbm_tbps: Some(4.9), priced_by: Some("h200".into()), ..Default::default() };
+    assert_eq!(over(named).priced_by, "h200");
+    // A profile that does not ship is refused, naming the field.
+    let err = resolve_gpu(&GpuInput::Custom(GpuFields {
+        preset: Some("h100-pcie".into()),
+        priced_by: Some("h100-pci".into()),
+        ..Default::default()
+    }))
+    .unwrap_err();
+    assert_eq!(err.path(), Some("gpu.priced_by"));
 }
 
 #[test]
@@ -202,6 +342,7 @@ fn input_errors_are_clear() {
 fn fields_of(m: &Model) -> ModelFields {
     ModelFields {
         preset: None,
+        hf_config: None,
         name: Some(m.name.clone()),
         layers: Some(m.layers),
         hidden: Some(m.hidden),
@@ -214,6 +355,14 @@ fn fields_of(m: &Model) -> ModelFields {
         experts: Some(m.experts),
         experts_per_token: Some(m.experts_per_token),
         tied_embeddings: Some(m.tied_embeddings),
+        moe_layers: Some(m.moe_layers),
+        dense_intermediate: Some(m.dense_intermediate),
+        shared_expert_intermediate: Some(m.shared_expert_intermediate),
+        qkv_bias: Some(m.qkv_bias),
+        qk_norm_layers: Some(m.qk_norm_layers),
+        post_norms: Some(m.post_norms),
+        activation: Some(m.activation),
+        local_attention: m.local_attention,
     }
 }
 

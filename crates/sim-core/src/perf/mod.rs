@@ -11,6 +11,7 @@
 //!   Every number carries its provenance ([`Source`]).
 //! * `linear`: an affine function of the batch's token counts (for fits and tests).
 
+mod layer_mix;
 mod ops;
 pub mod predict;
 pub mod seed;
@@ -642,6 +643,8 @@ impl StepCostModel {
     }
 }
 
+#[cfg(test)]
+mod arch_tests;
 #[cfg(test)]
 mod tests;
 

@@ -184,7 +184,7 @@ impl Rates {
         };
         // A given profile was checked when the spec was validated.
         let custom = if use_tables { spec.custom_profile().ok().flatten().map(std::sync::Arc::new) } else { None };
-        let profile = if use_tables { custom.or_else(|| Profile::builtin_shared(&gpu.name)) } else { None };
+        let profile = if use_tables { custom.or_else(|| gpu.profile_name().and_then(Profile::builtin_shared)) } else { None };
         if let Some(p) = &profile {
             r.fit(p, spec);
         }

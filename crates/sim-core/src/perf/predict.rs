@@ -153,7 +153,7 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
     Ok(Prediction {
         total_ms: breakdown.iter().map(|o| o.ms).sum(),
         mode: if graph { "graph" } else { "eager" },
-        profile: custom.map(|p| p.source).or_else(|| crate::calib::Profile::builtin_shared(&gpu.name).map(|p| p.source.clone())),
+        profile: custom.map(|p| p.source).or_else(|| gpu.profile_name().and_then(crate::calib::Profile::builtin_shared).map(|p| p.source.clone())),
         breakdown,
     })
 }

@@ -3,6 +3,8 @@
 //! with our reading noted where it was ambiguous, so their effect can be switched on and
 //! measured rather than trusted.
 
+use crate::catalog::Gpu;
+
 /// How elementwise operators are fused (§2.1). `None` is the reference engine the H200
 /// tables come from: every op is its own kernel(s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -143,17 +145,15 @@ pub fn tile_aligned(m: f64, k: f64, n: f64, unit: TileUnit) -> (f64, f64, f64) {
     }
 }
 
-/// Block-table descriptor cache of a GPU (§2.5): `(entries, remap latency hint in cycles)`.
-/// Seed values: A100 64 entries / 4 cycles, H100 and H200 256 / 2; other GPUs take the
-/// Hopper values (an assumption).
-pub fn descriptor_cache(gpu_name: &str) -> (f64, f64) {
-    if gpu_name.starts_with("a100") { (64.0, 4.0) } else { (256.0, 2.0) }
+/// Block-table descriptor cache of a GPU (§2.5): `(entries, remap latency hint in cycles)`,
+/// from its record (seed values: A100 64 entries / 4 cycles, H100 and H200 256 / 2).
+pub fn descriptor_cache(gpu: &Gpu) -> (f64, f64) {
+    (f64::from(gpu.descriptor_cache_entries), gpu.descriptor_miss_cycles)
 }
 
-/// SM clock used to turn cycles into time, Hz: 1.98 GHz for Hopper (our H200 reports up to
-/// 1,980 MHz), 1.41 GHz for A100 (datasheet boost clock).
-pub fn sm_clock_hz(gpu_name: &str) -> f64 {
-    if gpu_name.starts_with("a100") { 1.41e9 } else { 1.98e9 }
+/// SM clock used to turn cycles into time, Hz: the record's boost clock.
+pub fn sm_clock_hz(gpu: &Gpu) -> f64 {
+    gpu.sm_clock_mhz * 1e6
 }
 
 /// Remap cost of one layer's decode attention (§2.5), s: `decode_seqs` sequences holding
@@ -161,12 +161,12 @@ pub fn sm_clock_hz(gpu_name: &str) -> f64 {
 /// beyond the descriptor cache (per sequence) miss and cost the latency hint. Aggregated over
 /// sequences (the engine keeps decode attention aggregated): misses = max(0, blocks − entries
 /// · seqs) with blocks ≈ ctx/block + seqs/2 (half a block of rounding per sequence).
-pub fn remap_s(context_tokens: f64, decode_seqs: f64, block_size: f64, gpu_name: &str) -> f64 {
+pub fn remap_s(context_tokens: f64, decode_seqs: f64, block_size: f64, gpu: &Gpu) -> f64 {
     if decode_seqs <= 0.0 || block_size <= 0.0 {
         return 0.0;
     }
-    let (entries, cycles) = descriptor_cache(gpu_name);
-    remap_with(context_tokens, decode_seqs, block_size, entries, cycles, sm_clock_hz(gpu_name))
+    let (entries, cycles) = descriptor_cache(gpu);
+    remap_with(context_tokens, decode_seqs, block_size, entries, cycles, sm_clock_hz(gpu))
 }
 
 /// [`remap_s`] with the GPU's constants resolved (`descriptor_cache`, `sm_clock_hz`), for
@@ -212,11 +212,11 @@ pub fn decision_latency_s(metadata_bytes: f64, link_gbps: f64, link_latency_s: f
 pub const DECISION_METADATA_BYTES: f64 = 256.0 * 1024.0;
 
 /// The decision latency of one o1pro scheduling step on a replica of `tp` GPUs (§3.3): the
-/// seed's 256 KiB of metadata over the GPU's NVLink (`nvlink_gbps`, the seed's 600 GB/s on
+/// seed's 256 KiB of metadata over the GPU's NVLink (its `nvlink_gbps`, the seed's 600 GB/s on
 /// an A100; link latency left out, as the seed's lower bound does) plus L2 line contention
 /// among the `tp` ranks reading it (one SM each) at the SM clock. 0.46 µs on an A100 at TP 1.
-pub fn o1pro_decision_latency_s(gpu_name: &str, nvlink_gbps: f64, tp: u32) -> f64 {
-    decision_latency_s(DECISION_METADATA_BYTES, nvlink_gbps, 0.0, f64::from(tp.max(1)), sm_clock_hz(gpu_name))
+pub fn o1pro_decision_latency_s(gpu: &Gpu, tp: u32) -> f64 {
+    decision_latency_s(DECISION_METADATA_BYTES, gpu.nvlink_gbps, 0.0, f64::from(tp.max(1)), sm_clock_hz(gpu))
 }
 
 #[cfg(test)]
@@ -282,12 +282,17 @@ mod tests {
 
     #[test]
     fn remap_cost_grows_with_small_blocks_and_long_context() {
-        let h200 = |ctx: f64, bs: f64| remap_s(ctx, 1.0, bs, "h200");
+        let gpu = |name: &str| crate::catalog::resolve_gpu(&name.into()).unwrap();
+        let h200 = |ctx: f64, bs: f64| remap_s(ctx, 1.0, bs, &gpu("h200"));
         assert_eq!(h200(2048.0, 16.0), 0.0); // 128 blocks fit the 256-entry cache
         let t16 = h200(131072.0, 16.0); // 8,192 blocks: 7,936.5 misses x 2 cycles
         assert!((t16 - 7936.5 * 2.0 / 1.98e9).abs() < 1e-15);
         assert!(h200(131072.0, 128.0) < 0.1 * t16); // larger blocks: 1,024 blocks, 768 misses
-        assert!(remap_s(131072.0, 1.0, 16.0, "a100-80g") > 2.0 * t16); // 64 entries, 4 cycles
+        assert!(remap_s(131072.0, 1.0, 16.0, &gpu("a100-80g")) > 2.0 * t16); // 64 entries, 4 cycles
+        // The A100 variants share the A100's cache; each GPU's own clock turns cycles into time.
+        assert_eq!(remap_s(131072.0, 1.0, 16.0, &gpu("a100-40g")), remap_s(131072.0, 1.0, 16.0, &gpu("a100-80g")));
+        let pcie = remap_s(131072.0, 1.0, 16.0, &gpu("h100-pcie"));
+        assert!((pcie / t16 - 1980.0 / 1755.0).abs() < 1e-12, "{pcie} {t16}");
     }
 
     #[test]

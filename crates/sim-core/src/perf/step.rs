@@ -34,6 +34,8 @@ use crate::calib::{Source, ELEMENTWISE_OPS};
 use crate::catalog::Model;
 use crate::memory::kv_heads_per_gpu;
 
+use super::layer_mix::{local_pair_share, LayerMix};
+
 use super::ops::{OpT, Rates};
 use super::seed::{descriptor_cache, plan_fusion, remap_blocks, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
 use super::{BatchShape, StepSpec};
@@ -105,10 +107,34 @@ impl Agg {
     }
 }
 
-/// A named op of the dense part with its time.
+/// A named op of the dense part with its time and the kernels it launches (both averaged
+/// over the layers when only some layers run it).
 struct Named {
     name: String,
     t: OpT,
+    kernels: f64,
+}
+
+impl Named {
+    /// The op as run by a `share` of the layers: its times and kernels scaled, so that the
+    /// one layer the step model composes is the average of the model's layers.
+    fn on_share(mut self, share: f64) -> Named {
+        if share != 1.0 {
+            self.t.gpu_s *= share;
+            self.t.cpu_s *= share;
+            self.kernels *= share;
+        }
+        self
+    }
+}
+
+/// An elementwise op before fusion: its breakdown name, time, bytes per token of one pass,
+/// and kernels unfused.
+struct Elem {
+    name: &'static str,
+    t: OpT,
+    bytes_tok: f64,
+    kernels: f64,
 }
 
 /// The composed model of one replica.
@@ -133,6 +159,8 @@ pub struct StepModel {
     /// MoE: (experts, top_k, router width); None for dense models.
     moe: Option<(f64, f64, u32)>,
     inter_shard: f64,
+    /// How the layers differ and what only some architectures compute.
+    mix: LayerMix,
     /// Kernels each elementwise op ([`ELEMENTWISE_OPS`], in that order) launches in the
     /// engine the profile's tables come from: the profile's count, else the reference's.
     elem_kernels: [f64; ELEMENTWISE_OPS.len()],
@@ -194,8 +222,10 @@ impl StepModel {
     /// `external_comm`: leave the TP AllReduce and PP transfer times to the caller (a
     /// topology); their kernel floors and launches stay.
     pub fn new(spec: &StepSpec, use_tables: bool, model: &Model, gpu: &crate::catalog::Gpu, tp: u32, pp: u32, external_comm: bool) -> StepModel {
-        let r = Rates::new(gpu, spec, use_tables);
+        let mut r = Rates::new(gpu, spec, use_tables);
         let t = tp.max(1);
+        // TP collectives run over NVLink while the TP group fits one NVLink domain.
+        r.link_bw = gpu.link_gbps(t) * 1e9 / 2.0;
         let hd = model.head_dim;
         let hq = model.heads / t;
         let hkv = kv_heads_per_gpu(model, t);
@@ -211,8 +241,8 @@ impl StepModel {
             ELEMENTWISE_OPS.map(|(op, reference)| r.profile.as_ref().and_then(|p| p.kernels(op)).unwrap_or(reference));
         let mut s = StepModel {
             remap_consts: {
-                let (entries, cycles) = descriptor_cache(&gpu.name);
-                (entries, cycles, sm_clock_hz(&gpu.name))
+                let (entries, cycles) = descriptor_cache(gpu);
+                (entries, cycles, sm_clock_hz(gpu))
             },
             layers: f64::from(model.layers),
             tp: f64::from(t),
@@ -228,6 +258,7 @@ impl StepModel {
             down: (inter, model.hidden),
             moe,
             inter_shard: f64::from(inter),
+            mix: LayerMix::new(model, t),
             elem_kernels,
             fusion,
             graphs: spec.cuda_graphs,
@@ -327,18 +358,35 @@ impl StepModel {
     }
 
     /// The dense ops of one layer at `m` tokens, before and after attention, fusion applied;
-    /// and the prologue (embedding, first norm) and stage transfers.
+    /// and the prologue (embedding, first norm) and stage transfers. Ops only some layers
+    /// run (the MoE or the dense MLP of an interleaved model, q/k norms) count at their
+    /// share of the layers.
     fn dense(&self, m: f64) -> (Vec<Named>, Vec<Named>, Vec<Named>, f64) {
         let h = self.hidden;
         let (hq, hkv, hd) = (f64::from(self.hq), f64::from(self.hkv), f64::from(self.hd));
         let top_k = self.moe.map_or(1.0, |x| x.1);
+        let mix = &self.mix;
         let r = &self.r;
-        let el = |op: &str, width: f64, bytes_tok: f64| (op.to_string(), r.elementwise(op, m, width, self.kernels_of(op), bytes_tok));
+        // An elementwise op named `name`, priced by the profile's `op` tables.
+        let el_as = |name: &'static str, op: &'static str, width: f64, bytes_tok: f64| {
+            let kernels = self.kernels_of(op);
+            Elem { name, t: r.elementwise(op, m, width, kernels, bytes_tok), bytes_tok, kernels }
+        };
+        let el = |op: &'static str, width: f64, bytes_tok: f64| el_as(op, op, width, bytes_tok);
         let rms = || el("rms_norm", h, 4.0 * h);
         let add = || el("residual_add", h, 6.0 * h);
         let qk = (hq + hkv) * hd;
-        let g = |name: &str, t: OpT| Named { name: name.to_string(), t };
+        let g = |name: &str, t: OpT| Named { name: name.to_string(), t, kernels: 1.0 };
         let mut pre = vec![g("qkv", r.gemm(m, self.qkv.0, self.qkv.1))];
+        if let Some(bytes) = mix.qkv_bias_bytes {
+            // Added in the qkv GEMM's epilogue: the bias read once, no kernel.
+            pre.push(Named { name: "qkv_bias".into(), t: OpT { gpu_s: bytes / r.stream_bw, cpu_s: 0.0, src: Source::Roofline }, kernels: 0.0 });
+        }
+        if mix.qk_norm_share > 0.0 {
+            // One RMSNorm over each head of q, one over each head of k.
+            let norms = vec![el_as("qk_norm", "rms_norm", hq * hd, 4.0 * hq * hd), el_as("qk_norm", "rms_norm", hkv * hd, 4.0 * hkv * hd)];
+            pre.extend(self.fuse(m, norms, &[]).into_iter().map(|o| o.on_share(mix.qk_norm_share)));
+        }
         pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
         let mut post = self.fuse(m, vec![el("attn_out_transpose", hq * hd, 4.0 * hq * hd)], &[]);
         post.push(g("o", r.gemm(m, self.o.0, self.o.1)));
@@ -352,61 +400,78 @@ impl StepModel {
         if let Some(a) = ar {
             post.push(g("tp_allreduce", a));
         }
-        post.extend(self.fuse(m, vec![add(), rms()], &[2.0 * h]));
-        if let Some((experts, _, width)) = self.moe {
+        // The residual add and the next norm; Gemma 2/3 normalise the sub-layer's output first.
+        let add_norm = || {
+            if mix.post_norms {
+                self.fuse(m, vec![rms(), add(), rms()], &[2.0 * h, 2.0 * h])
+            } else {
+                self.fuse(m, vec![add(), rms()], &[2.0 * h])
+            }
+        };
+        post.extend(add_norm());
+        // The gated MLP `gate_up, act, down` at inner width `inter` (per token, all copies).
+        let mlp = |names: [&'static str; 3], gate_up: OpT, down: OpT, inter: f64| {
+            let act = if names[1].is_empty() { mix.act } else { names[1] };
+            let mut ops = vec![g(names[0], gate_up)];
+            ops.extend(self.fuse(m, vec![el_as(act, "silu_mul", inter, 6.0 * inter)], &[]));
+            ops.push(g(names[2], down));
+            ops
+        };
+        if mix.moe_share < 1.0 {
+            // Layers without experts (all of a dense model's).
+            let (names, inter) = if self.moe.is_some() {
+                (["dense_gate_up", "", "dense_down"], mix.dense_inter_shard)
+            } else {
+                (["gate_up", "", "down"], self.inter_shard)
+            };
+            let (gu, dn) = if self.moe.is_some() { (mix.dense_gate_up, mix.dense_down) } else { (self.gate_up, self.down) };
+            let ops = mlp(names, r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter);
+            post.extend(ops.into_iter().map(|o| o.on_share(1.0 - mix.moe_share)));
+        }
+        if let Some((_, _, width)) = self.moe {
             let router = r.gemm(m, self.hidden as u32, width);
             // token permutation in and out (read + write the hidden state per routed copy)
             let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
-            post.push(g("moe_router", router));
-            post.push(g("moe_permute", perm));
-            let _ = experts;
+            let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
+            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), self.inter_shard * top_k));
+            if let Some((gu, dn, inter)) = mix.shared {
+                // The shared expert: a dense MLP every token also goes through.
+                let act = if mix.act == "silu_mul" { "shared_silu_mul" } else { "shared_gelu_mul" };
+                ops.extend(mlp(["shared_gate_up", act, "shared_down"], r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter));
+            }
+            post.extend(ops.into_iter().map(|o| o.on_share(mix.moe_share)));
         }
-        post.push(g("gate_up", self.mlp_gemm(m, self.gate_up)));
-        let iw = self.inter_shard * top_k;
-        post.extend(self.fuse(m, vec![el("silu_mul", iw, 6.0 * iw)], &[]));
-        post.push(g("down", self.mlp_gemm(m, self.down)));
         if let Some(a) = ar {
             post.push(g("tp_allreduce", a));
         }
-        post.extend(self.fuse(m, vec![add(), rms()], &[2.0 * h]));
+        post.extend(add_norm());
         let embed = OpT { gpu_s: r.floor + m * 4.0 * h / r.copy_bw, cpu_s: r.launch, src: Source::Roofline };
-        let mut pro = vec![g("embedding", embed)];
-        let (name, t) = rms();
-        pro.push(Named { name, t });
+        let first_norm = rms();
+        let pro = vec![g("embedding", embed), Named { name: first_norm.name.into(), t: first_norm.t, kernels: first_norm.kernels }];
         let pp = if self.external_comm { 0.0 } else { (self.pp - 1.0) * (m * h * 2.0 / r.link_bw + r.hop) };
         (pre, post, pro, pp)
     }
 
     /// Apply the fusion policy to one elementwise group; `handoff[i]` = bytes per token op i
     /// hands to op i+1.
-    fn fuse(&self, m: f64, ops: Vec<(String, OpT)>, handoff: &[f64]) -> Vec<Named> {
+    fn fuse(&self, m: f64, ops: Vec<Elem>, handoff: &[f64]) -> Vec<Named> {
         let costs: Vec<ElemCost> = ops
             .iter()
             .enumerate()
-            .map(|(i, (name, t))| {
-                let width_bytes = match name.as_str() {
-                    "rope_q_and_k" => 4.0 * f64::from((self.hq + self.hkv) * self.hd),
-                    "kv_write" => f64::from(2 * self.hkv * self.hd) * (2.0 + self.r.kv_bytes),
-                    "attn_out_transpose" => 4.0 * f64::from(self.hq * self.hd),
-                    "silu_mul" => 6.0 * self.inter_shard * self.moe.map_or(1.0, |x| x.1),
-                    "residual_add" => 6.0 * self.hidden,
-                    _ => 4.0 * self.hidden,
-                };
-                ElemCost { gpu_s: t.gpu_s, kernels: 1.0, bytes: m * width_bytes, handoff_bytes: m * handoff.get(i).copied().unwrap_or(0.0) }
-            })
+            .map(|(i, e)| ElemCost { gpu_s: e.t.gpu_s, kernels: 1.0, bytes: m * e.bytes_tok, handoff_bytes: m * handoff.get(i).copied().unwrap_or(0.0) })
             .collect();
         let (kernels, _) = plan_fusion(&costs, &self.fusion, self.r.floor, self.r.copy_bw);
         kernels
             .into_iter()
             .map(|k| {
-                let names: Vec<&str> = k.ops.iter().map(|&i| ops[i].0.as_str()).collect();
-                let unchanged = k.ops.len() == 1 && (k.gpu_s - ops[k.ops[0]].1.gpu_s).abs() <= 0.0;
-                let t = if unchanged {
-                    ops[k.ops[0]].1
+                let names: Vec<&str> = k.ops.iter().map(|&i| ops[i].name).collect();
+                let unchanged = k.ops.len() == 1 && (k.gpu_s - ops[k.ops[0]].t.gpu_s).abs() <= 0.0;
+                let (t, kernels) = if unchanged {
+                    (ops[k.ops[0]].t, ops[k.ops[0]].kernels)
                 } else {
-                    OpT { gpu_s: k.gpu_s, cpu_s: self.r.launch, src: Source::Model }
+                    (OpT { gpu_s: k.gpu_s, cpu_s: self.r.launch, src: Source::Model }, 1.0)
                 };
-                Named { name: names.join("+"), t }
+                Named { name: names.join("+"), t, kernels }
             })
             .collect()
     }
@@ -417,16 +482,15 @@ impl StepModel {
         (a.g_post, a.c_post, a.a_post) = launch_overlap(post);
         a.g_pro = pro.iter().map(|o| o.t.gpu_s).sum();
         a.c_pro = pro.iter().map(|o| o.t.cpu_s).sum();
-        let count = |ops: &[Named]| ops.iter().map(|o| self.kernels_of(&o.name)).sum::<f64>();
+        let count = |ops: &[Named]| ops.iter().map(|o| o.kernels).sum::<f64>();
         (a.k_pre, a.k_post, a.k_pro) = (count(pre), count(post), count(pro));
         a
     }
 
-    /// Kernels one op of the dense part launches (fused groups launch one).
-    fn kernels_of(&self, name: &str) -> f64 {
-        match ELEMENTWISE_OPS.iter().position(|(op, _)| *op == name) {
+    /// Kernels one elementwise op of the profile's tables launches unfused.
+    fn kernels_of(&self, op: &str) -> f64 {
+        match ELEMENTWISE_OPS.iter().position(|(name, _)| *name == op) {
             Some(i) => self.elem_kernels[i],
-            None if name == "moe_permute" => 2.0,
             None => 1.0,
         }
     }
@@ -447,13 +511,17 @@ impl StepModel {
         let r = &self.r;
         let v = f64::from(self.vocab_shard);
         let mut out = vec![
-            Named { name: "lm_head".into(), t: r.gemm(s, self.hidden as u32, self.vocab_shard) },
-            Named { name: "sampler".into(), t: OpT { gpu_s: r.floor + s * v * 2.0 / r.copy_bw, cpu_s: r.launch, src: Source::Roofline } },
+            Named { name: "lm_head".into(), t: r.gemm(s, self.hidden as u32, self.vocab_shard), kernels: 1.0 },
+            Named {
+                name: "sampler".into(),
+                t: OpT { gpu_s: r.floor + s * v * 2.0 / r.copy_bw, cpu_s: r.launch, src: Source::Roofline },
+                kernels: 1.0,
+            },
         ];
         if self.tp > 1.0 {
             let bytes = s * v * 2.0 * (self.tp - 1.0);
             let t = OpT { gpu_s: r.floor + bytes / r.link_bw + (self.tp - 1.0) * r.hop, cpu_s: r.launch, src: Source::Model };
-            out.push(Named { name: "tp_logits_gather".into(), t });
+            out.push(Named { name: "tp_logits_gather".into(), t, kernels: 1.0 });
         }
         out
     }
@@ -499,20 +567,60 @@ impl StepModel {
         i
     }
 
-    /// Block-remap cost of one layer's decode attention over the batch's decode requests
-    /// (`tokens` KV tokens read by `seqs` sequences), divided among `k` micro-batches; 0 for
-    /// a contiguous cache (see [`super::seed::remap_s`]).
+    /// Block-remap cost of one layer's decode attention over the batch's decode requests,
+    /// divided among `k` micro-batches, when the layer reads `t` of their `tokens` cached
+    /// tokens (a local layer reads its window); 0 for a contiguous cache (see
+    /// [`super::seed::remap_s`]).
     #[inline]
-    fn remap(&self, b: &BatchShape, tokens: f64, k: f64) -> f64 {
+    fn remap(&self, b: &BatchShape, tokens: f64, t: f64, k: f64) -> f64 {
         let (entries, cycles, clock) = self.remap_consts;
         let seqs = b.decode_seqs as f64 / k;
         if self.per_request_blocks {
-            let blocks = b.decode_blocks_1024 as f64 / 1024.0 / k;
+            // A local layer walks the blocks of its window only: the same share of them.
+            let read = if tokens > 0.0 { t / tokens } else { 1.0 };
+            let blocks = b.decode_blocks_1024 as f64 / 1024.0 / k * read;
             remap_blocks(blocks, seqs, entries, cycles, clock)
         } else if self.block_size > 0.0 {
-            remap_with(tokens, seqs, self.block_size, entries, cycles, clock)
+            remap_with(t, seqs, self.block_size, entries, cycles, clock)
         } else {
             0.0
+        }
+    }
+
+    /// Prefill attention of `new` tokens after `context` cached ones in one layer, averaged
+    /// over the layers: global layers attend to the whole context; local ones run the same
+    /// kernel over the (query, key) pairs their window or chunk leaves
+    /// ([`local_pair_share`]): the kernel's floor stays, its work scales with the pairs.
+    fn prefill_attention(&self, new: f64, context: f64) -> OpT {
+        let full = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, new, context, self.prefill_cpu);
+        match self.mix.local {
+            None => full,
+            Some((kind, window, share)) => {
+                let pairs = local_pair_share(kind, window, new, context);
+                if pairs >= 1.0 {
+                    return full;
+                }
+                let local = self.r.floor + (full.gpu_s - self.r.floor).max(0.0) * pairs;
+                OpT { gpu_s: (1.0 - share) * full.gpu_s + share * local, ..full }
+            }
+        }
+    }
+
+    /// Decode attention's GPU time (s) in one layer, averaged over the layers, for the
+    /// batch's decodes split over `k` micro-batches: `b.decode_seqs / k` sequences reading
+    /// `tokens` cached tokens (with the block-remap cost). A local layer reads at most its
+    /// window of each sequence: `min(tokens, seqs · w)`, exact when every sequence is longer
+    /// than the window or none is (the step sees only the sum).
+    fn decode_attention_s(&self, b: &BatchShape, tokens: f64, k: f64, exact: bool) -> f64 {
+        let seqs = b.decode_seqs as f64 / k;
+        let one = |t: f64| {
+            let remap = self.remap(b, tokens, t, k);
+            let att = if exact { self.r.attention_decode_given_cpu(self.hkv, self.hd, t, self.decode_cpu).gpu_s } else { self.decode_s(t) };
+            att + remap
+        };
+        match self.mix.local {
+            None => one(tokens),
+            Some((_, window, share)) => (1.0 - share) * one(tokens) + share * one(tokens.min(seqs * window)),
         }
     }
 
@@ -521,7 +629,7 @@ impl StepModel {
         let (mut g, mut c) = (0.0, 0.0);
         let mut pre = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
         for item in b.prefill {
-            let t = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before), self.prefill_cpu);
+            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
             pre.gpu_s += t.gpu_s;
             pre.cpu_s += t.cpu_s;
             pre.src = pre.src.max(t.src);
@@ -530,22 +638,21 @@ impl StepModel {
         c += pre.cpu_s;
         if !b.prefill.is_empty() {
             if let Some(d) = detail.as_deref_mut() {
-                d.push(Named { name: "attention_prefill".into(), t: pre });
+                d.push(Named { name: "attention_prefill".into(), t: pre, kernels: 1.0 });
             }
         }
         if b.decode_seqs > 0 {
             // KV read excludes the token written this step.
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let remap = self.remap(b, tokens, 1.0);
             c += self.decode_cpu;
             match detail {
                 Some(d) => {
                     let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
-                    t.gpu_s += remap;
+                    t.gpu_s = self.decode_attention_s(b, tokens, 1.0, true);
                     g += t.gpu_s;
-                    d.push(Named { name: "attention_decode".into(), t });
+                    d.push(Named { name: "attention_decode".into(), t, kernels: 1.0 });
                 }
-                None => g += self.decode_s(tokens) + remap,
+                None => g += self.decode_attention_s(b, tokens, 1.0, false),
             }
         }
         (g, c)
@@ -646,14 +753,13 @@ impl StepModel {
         // decode over 1/mb of the sequences and their KV.
         let (mut ga, mut ca) = (0.0, 0.0);
         for item in b.prefill {
-            let t = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before), self.prefill_cpu);
+            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
             ga += t.gpu_s / k;
             ca += t.cpu_s / k;
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            let remap = self.remap(b, tokens, k);
-            ga += self.decode_s(tokens) + remap;
+            ga += self.decode_attention_s(b, tokens, k, false);
             ca += self.decode_cpu;
         }
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };

@@ -3,7 +3,8 @@
 //!
 //! The kernels are the breakdown's operators unrolled: the prologue (embedding, first norm),
 //! then every layer's ops (an op of n kernels, e.g. the reference engine's 16-kernel RoPE,
-//! gives n rows sharing its time), attention (one kernel per prefill request, one for all
+//! gives n rows sharing its time; a model whose layers differ — interleaved experts, local
+//! attention — shows its average layer, as the price composes it), attention (one kernel per prefill request, one for all
 //! decodes), then lm_head, the sampler and the logits gather. Times follow the same launch
 //! model as the step's price ([`super::StepModel::compose`]):
 //! * CUDA graph: one replay launch on the CPU, then the kernels back to back on the GPU,
@@ -100,7 +101,9 @@ pub struct Anatomy {
 struct Op {
     name: String,
     layer: i32,
-    kernels: u32,
+    /// Kernels it launches, averaged over the layers (an op only some layers run counts
+    /// at its share): it gets ⌈kernels⌉ rows (at least one) and the gaps of `kernels`.
+    kernels: f64,
     gpu_s: f64,
     src: Source,
     stream: &'static str,
@@ -137,6 +140,11 @@ impl StepModel {
             "o" => gemm_ctas(m, f64::from(self.o.1)),
             "gate_up" => gemm_ctas(m * top_k, f64::from(self.gate_up.1)),
             "down" => gemm_ctas(m * top_k, f64::from(self.down.1)),
+            "dense_gate_up" => gemm_ctas(m, f64::from(self.mix.dense_gate_up.1)),
+            "dense_down" => gemm_ctas(m, f64::from(self.mix.dense_down.1)),
+            "shared_gate_up" => gemm_ctas(m, f64::from(self.mix.shared.map_or(1, |x| x.0 .1))),
+            "shared_down" => gemm_ctas(m, f64::from(self.mix.shared.map_or(1, |x| x.1 .1))),
+            "qkv_bias" => 0.0,
             "lm_head" => gemm_ctas(m, f64::from(self.vocab_shard)),
             "moe_router" => gemm_ctas(m, f64::from(self.moe.map_or(1, |x| x.2))),
             "tp_allreduce" | "tp_logits_gather" | "pp_transfer" | "topology_comm" => COLLECTIVE_CTAS,
@@ -150,7 +158,9 @@ impl StepModel {
                         "rope_q_and_k" => elems((hq + hkv) * hd),
                         "kv_write" => elems(2.0 * hkv * hd),
                         "attn_out_transpose" => elems(hq * hd),
-                        "silu_mul" => elems(self.inter_shard * top_k),
+                        "silu_mul" | "gelu_mul" => elems(self.inter_shard * top_k),
+                        "shared_silu_mul" | "shared_gelu_mul" => elems(self.mix.shared.map_or(1.0, |x| x.2)),
+                        "qk_norm" => elems(hq * hd),
                         _ => elems(self.hidden),
                     })
                     .fold(1.0, f64::max)
@@ -166,7 +176,7 @@ impl StepModel {
         Op {
             name: n.name.clone(),
             layer,
-            kernels: self.kernels_of(&n.name).max(1.0) as u32,
+            kernels: n.kernels,
             gpu_s: n.t.gpu_s,
             src: n.t.src,
             stream,
@@ -201,7 +211,7 @@ impl StepModel {
             units.push(Unit { cpu_s: epi.iter().map(|o| o.t.cpu_s).sum(), ops: epi.iter().map(|o| self.op(o, -1, s)).collect() });
             if pp > 0.0 {
                 let ctas = COLLECTIVE_CTAS;
-                units.push(Unit { cpu_s: 0.0, ops: vec![Op { name: "pp_transfer".into(), layer: -1, kernels: 1, gpu_s: pp, src: Source::Model, stream: "communication", ctas }] });
+                units.push(Unit { cpu_s: 0.0, ops: vec![Op { name: "pp_transfer".into(), layer: -1, kernels: 1.0, gpu_s: pp, src: Source::Model, stream: "communication", ctas }] });
             }
             self.spread_comm(&mut units, comm_s);
         }
@@ -236,12 +246,14 @@ impl StepModel {
             }
             let mut t = gpu.max(cpu);
             for o in &u.ops {
-                let each = o.gpu_s / f64::from(o.kernels);
-                for part in 0..o.kernels {
+                let rows = o.kernels.ceil().max(1.0) as u32;
+                let each = o.gpu_s / f64::from(rows);
+                let gap_each = if o.name == "pp_transfer" || o.name == "topology_comm" { 0.0 } else { gap * o.kernels / f64::from(rows) };
+                for part in 0..rows {
                     k.name.push(o.name.clone());
                     k.layer.push(o.layer);
                     k.part.push(part);
-                    k.parts.push(o.kernels);
+                    k.parts.push(rows);
                     k.launched_us.push(cpu * 1e6);
                     k.start_us.push(t * 1e6);
                     k.end_us.push((t + each) * 1e6);
@@ -249,7 +261,7 @@ impl StepModel {
                     k.source.push(o.src);
                     k.ctas.push(o.ctas);
                     k.sm_occupancy.push(occupancy(o.ctas, sms));
-                    t += each + if o.name == "pp_transfer" || o.name == "topology_comm" { 0.0 } else { gap };
+                    t += each + gap_each;
                 }
             }
             gpu = t;
@@ -267,19 +279,19 @@ impl StepModel {
         let (mut cpu, mut ops) = (0.0, Vec::new());
         let (hq, hkv) = (f64::from(self.hq), f64::from(self.hkv));
         for item in b.prefill {
-            let t = self.r.attention_prefill_given_cpu(self.hq, self.hkv, self.hd, f64::from(item.new_tokens), f64::from(item.context_before), self.prefill_cpu);
+            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
             cpu += t.cpu_s;
             let ctas = (f64::from(item.new_tokens) / PREFILL_QUERY_TILE).ceil().max(1.0) * hq;
-            ops.push(Op { name: "attention_prefill".into(), layer: -1, kernels: 1, gpu_s: t.gpu_s, src: t.src, stream: "compute", ctas });
+            ops.push(Op { name: "attention_prefill".into(), layer: -1, kernels: 1.0, gpu_s: t.gpu_s, src: t.src, stream: "compute", ctas });
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
-            t.gpu_s += self.remap(b, tokens, 1.0);
+            let src = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).src;
+            let gpu_s = self.decode_attention_s(b, tokens, 1.0, true);
             cpu += self.decode_cpu;
             let seqs = b.decode_seqs as f64;
             let splits = (tokens / seqs / DECODE_SPLIT_TOKENS).ceil().max(1.0);
-            ops.push(Op { name: "attention_decode".into(), layer: -1, kernels: 1, gpu_s: t.gpu_s, src: t.src, stream: "compute", ctas: seqs * hkv * splits });
+            ops.push(Op { name: "attention_decode".into(), layer: -1, kernels: 1.0, gpu_s, src, stream: "compute", ctas: seqs * hkv * splits });
         }
         (cpu, ops)
     }
@@ -292,7 +304,7 @@ impl StepModel {
         }
         let count = units.iter().flat_map(|u| &u.ops).filter(|o| o.name == "tp_allreduce").count();
         if count == 0 {
-            let op = Op { name: "topology_comm".into(), layer: -1, kernels: 1, gpu_s: comm_s, src: Source::Model, stream: "communication", ctas: COLLECTIVE_CTAS };
+            let op = Op { name: "topology_comm".into(), layer: -1, kernels: 1.0, gpu_s: comm_s, src: Source::Model, stream: "communication", ctas: COLLECTIVE_CTAS };
             units.push(Unit { cpu_s: 0.0, ops: vec![op] });
             return;
         }

@@ -1,0 +1,265 @@
+//! The GPU record and its presets.
+//!
+//! Every figure the step model needs about a GPU is a field of its record (peaks, memory,
+//! clocks, the block-table descriptor cache, its links, which profile prices it), so that
+//! nothing is guessed from a GPU's name.
+
+use serde::{Deserialize, Serialize};
+
+use super::{at_least_one, fraction};
+use crate::error::{check, Result, SimError};
+
+/// What prices a GPU's operators when no `cost_model.profile` is given: a shipped calibration
+/// profile (by its name) or, with [`ROOFLINE`], the datasheet roofline.
+pub const ROOFLINE: &str = "roofline";
+
+/// One accelerator: its datasheet peaks, the fraction of them real kernels reach, and what
+/// prices its operators.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gpu {
+    /// Preset or user-chosen name (e.g. `h100`).
+    pub name: String,
+    /// Dense (no sparsity) BF16 tensor-core peak, TFLOP/s.
+    pub bf16_tflops: f64,
+    /// Dense FP8 tensor-core peak, TFLOP/s; 0 when the part has no FP8 tensor cores.
+    pub fp8_tflops: f64,
+    /// Device memory visible to the framework, GiB (2³⁰ bytes).
+    pub hbm_gib: f64,
+    /// Peak device-memory bandwidth, TB/s (10¹² bytes/s).
+    pub hbm_tbps: f64,
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// Per-GPU bidirectional NVLink bandwidth, GB/s (10⁹ bytes/s); parts without NVLink give
+    /// their PCIe rate. Each direction carries half of it.
+    pub nvlink_gbps: f64,
+    /// GPUs one NVLink domain joins: 8 on an HGX board, 2 for PCIe cards joined by NVLink
+    /// bridges in pairs, 1 without NVLink. A replica of more GPUs (`tp · pp`) talks over PCIe.
+    pub nvlink_gpus: u32,
+    /// Per-GPU bidirectional PCIe bandwidth to the host and its peers, GB/s.
+    pub pcie_gbps: f64,
+    /// Boost SM clock, MHz: turns the descriptor-cache miss cycles into time.
+    pub sm_clock_mhz: f64,
+    /// Entries of the block-table descriptor cache per sequence (seed §2.5).
+    pub descriptor_cache_entries: u32,
+    /// SM cycles one descriptor-cache miss costs (seed §2.5).
+    pub descriptor_miss_cycles: f64,
+    /// Fraction of `bf16_tflops` reached by large GEMMs, in (0, 1].
+    pub compute_efficiency: f64,
+    /// Fraction of `hbm_tbps` reached by streaming kernels, in (0, 1].
+    pub memory_efficiency: f64,
+    /// What prices its operators: the name of a shipped calibration profile
+    /// ([`crate::calib::PROFILED_GPUS`]) or `roofline` (the datasheet peaks above at their
+    /// efficiencies).
+    pub priced_by: String,
+}
+
+impl Gpu {
+    /// Check every field; error paths are relative (`hbm_gib`), callers prefix them (`gpu`).
+    pub fn validate(&self) -> Result<()> {
+        if self.name.trim().is_empty() {
+            return Err(SimError::config("name", "must not be empty"));
+        }
+        check::positive("bf16_tflops", self.bf16_tflops)?;
+        check::non_negative("fp8_tflops", self.fp8_tflops)?;
+        check::positive("hbm_gib", self.hbm_gib)?;
+        check::positive("hbm_tbps", self.hbm_tbps)?;
+        at_least_one("sms", self.sms)?;
+        check::positive("nvlink_gbps", self.nvlink_gbps)?;
+        at_least_one("nvlink_gpus", self.nvlink_gpus)?;
+        check::positive("pcie_gbps", self.pcie_gbps)?;
+        check::positive("sm_clock_mhz", self.sm_clock_mhz)?;
+        at_least_one("descriptor_cache_entries", self.descriptor_cache_entries)?;
+        check::non_negative("descriptor_miss_cycles", self.descriptor_miss_cycles)?;
+        fraction("compute_efficiency", self.compute_efficiency)?;
+        fraction("memory_efficiency", self.memory_efficiency)?;
+        if self.priced_by != ROOFLINE && !crate::calib::PROFILED_GPUS.contains(&self.priced_by.as_str()) {
+            let mut valid = crate::calib::PROFILED_GPUS.to_vec();
+            valid.push(ROOFLINE);
+            return Err(check::unknown_name("priced_by", "profile", &self.priced_by, &valid));
+        }
+        Ok(())
+    }
+
+    /// The shipped profile that prices this GPU, if any (`None` = roofline).
+    pub fn profile_name(&self) -> Option<&str> {
+        (self.priced_by != ROOFLINE).then_some(self.priced_by.as_str())
+    }
+
+    /// Bandwidth (GB/s, bidirectional) of the link a replica of `gpus` GPUs communicates
+    /// over: NVLink while the replica fits one NVLink domain, else PCIe.
+    pub fn link_gbps(&self, gpus: u32) -> f64 {
+        if gpus <= self.nvlink_gpus {
+            self.nvlink_gbps
+        } else {
+            self.pcie_gbps
+        }
+    }
+}
+
+/// 48 GB (decimal, as NVIDIA's L40S datasheet states it) expressed in GiB.
+const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
+
+/// The GPU presets.
+///
+/// Sources (dense, i.e. without 2:4 sparsity; boost clocks; PCIe figures bidirectional):
+/// * `a100-80g` (SXM4): NVIDIA A100 Tensor Core GPU datasheet (BF16 312 TFLOP/s, 80 GB
+///   HBM2e, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s) and the A100 architecture
+///   whitepaper (108 SMs, 1,410 MHz boost). No FP8 tensor cores.
+/// * `a100-40g` (SXM4): the same datasheet's 40 GB HBM2 column: 1,555 GB/s, otherwise as
+///   `a100-80g`.
+/// * `a100-80g-pcie`: the datasheet's A100 80GB PCIe column: 1,935 GB/s, NVLink bridge
+///   600 GB/s joining two GPUs, PCIe Gen4 64 GB/s.
+/// * `h100` (SXM5): NVIDIA H100 Tensor Core GPU datasheet (BF16 989.4 / FP8 1,978.9 TFLOP/s
+///   dense, 80 GB HBM3, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s) and the Hopper
+///   whitepaper (132 SMs, 1,980 MHz boost).
+/// * `h100-pcie`: the Hopper whitepaper's H100 PCIe column (114 SMs, 1,755 MHz boost, BF16
+///   756 / FP8 1,513 TFLOP/s dense) and the H100 datasheet (80 GB HBM2e at 2.0 TB/s,
+///   NVLink bridge 600 GB/s joining two GPUs, PCIe Gen5 128 GB/s).
+/// * `h100-nvl`: the H100 datasheet's H100 NVL column, per GPU (BF16 1,671 / FP8 3,341
+///   TFLOP/s with sparsity, i.e. 835.5 / 1,670.5 dense; 94 GB HBM3 at 3.9 TB/s; NVLink
+///   bridge 600 GB/s joining two GPUs; PCIe Gen5 128 GB/s); 132 SMs at 1,785 MHz boost.
+/// * `h200`: NVIDIA H200 datasheet, SXM (same tensor cores as H100, 141 GB HBM3e, 4.8 TB/s,
+///   NVLink 900 GB/s). Memory is our own measurement: 139.8 GiB visible to PyTorch; our
+///   H200 reports a 1,980 MHz maximum SM clock.
+/// * `l40s`: NVIDIA L40S datasheet (BF16 362.05 / FP8 733 TFLOP/s dense, 48 GB GDDR6 =
+///   44.7 GiB, 864 GB/s, 142 SMs, 2,520 MHz boost, PCIe Gen4 x16 = 64 GB/s, no NVLink:
+///   `nvlink_gbps` holds its PCIe rate).
+/// * `b200`: NVIDIA HGX/DGX B200 datasheets, per GPU (FP8 4.5 / BF16 2.25 PFLOP/s dense,
+///   i.e. half the sparse figures; 180 GB HBM3e at 8 TB/s; fifth-generation NVLink
+///   1.8 TB/s; PCIe Gen5 128 GB/s). 148 SMs and a 1,965 MHz boost are commonly reported
+///   figures, not datasheet ones.
+/// * `mi300x`: AMD Instinct MI300X datasheet (BF16 1,307.4 / FP8 2,614.9 TFLOP/s dense,
+///   192 GB HBM3 at 5.3 TB/s, 304 compute units — `sms` holds CUs —, 2,100 MHz peak engine
+///   clock, Infinity Fabric 7 × 128 GB/s = 896 GB/s to its peers, PCIe Gen5 128 GB/s).
+///   CUDA tile alignment is kept (an approximation).
+///
+/// HBM capacities are taken as GiB (HBM stacks are binary), except the H200's measured one.
+///
+/// Descriptor cache (seed §2.5): A100 64 entries / 4 cycles a miss, Hopper 256 / 2; the
+/// seed gives no figures for L40S, B200 and MI300X, which take the Hopper values (an
+/// assumption).
+///
+/// Efficiencies: our H200 measurements show an 8192³ BF16 matmul at 767.8 TFLOP/s (0.78 of
+/// peak) and a device-to-device copy at 4,211 GB/s read+write (0.88 of peak); the presets use
+/// slightly lower round figures (0.75 / 0.85) for Hopper since serving GEMMs are smaller, and
+/// 0.70 / 0.80 for the others (estimates, not measured). Calibrated profiles ship for h200
+/// (our measurements), a100-80g and h100 (derived from Vidur's); every other preset is priced
+/// by the roofline (`priced_by = "roofline"`): the profiles' tables were timed on those exact
+/// parts, and a variant with other clocks and bandwidth would inherit their times.
+pub fn gpu_presets() -> Vec<Gpu> {
+    /// Datasheet peaks: (bf16_tflops, fp8_tflops, hbm_gib, hbm_tbps, sms, sm_clock_mhz).
+    type Peaks = (f64, f64, f64, f64, u32, f64);
+    /// Links: (nvlink_gbps, nvlink_gpus, pcie_gbps).
+    type Links = (f64, u32, f64);
+    /// Descriptor cache and efficiencies: (entries, miss cycles, compute, memory).
+    type Tuning = (u32, f64, f64, f64);
+    fn gpu(name: &str, p: Peaks, l: Links, t: Tuning, priced_by: &str) -> Gpu {
+        Gpu {
+            name: name.to_string(),
+            bf16_tflops: p.0,
+            fp8_tflops: p.1,
+            hbm_gib: p.2,
+            hbm_tbps: p.3,
+            sms: p.4,
+            sm_clock_mhz: p.5,
+            nvlink_gbps: l.0,
+            nvlink_gpus: l.1,
+            pcie_gbps: l.2,
+            descriptor_cache_entries: t.0,
+            descriptor_miss_cycles: t.1,
+            compute_efficiency: t.2,
+            memory_efficiency: t.3,
+            priced_by: priced_by.to_string(),
+        }
+    }
+    const AMPERE: Tuning = (64, 4.0, 0.70, 0.80);
+    const HOPPER: Tuning = (256, 2.0, 0.75, 0.85);
+    const OTHER: Tuning = (256, 2.0, 0.70, 0.80);
+    vec![
+        gpu("a100-80g", (312.0, 0.0, 80.0, 2.039, 108, 1410.0), (600.0, 8, 64.0), AMPERE, "a100-80g"),
+        gpu("a100-40g", (312.0, 0.0, 40.0, 1.555, 108, 1410.0), (600.0, 8, 64.0), AMPERE, ROOFLINE),
+        gpu("a100-80g-pcie", (312.0, 0.0, 80.0, 1.935, 108, 1410.0), (600.0, 2, 64.0), AMPERE, ROOFLINE),
+        gpu("h100", (989.4, 1978.9, 80.0, 3.35, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h100"),
+        gpu("h100-pcie", (756.0, 1513.0, 80.0, 2.0, 114, 1755.0), (600.0, 2, 128.0), HOPPER, ROOFLINE),
+        gpu("h100-nvl", (835.5, 1670.5, 94.0, 3.9, 132, 1785.0), (600.0, 2, 128.0), HOPPER, ROOFLINE),
+        gpu("h200", (989.4, 1978.9, 139.8, 4.8, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h200"),
+        gpu("l40s", (362.05, 733.0, L40S_GIB, 0.864, 142, 2520.0), (64.0, 1, 64.0), OTHER, ROOFLINE),
+        gpu("b200", (2250.0, 4500.0, 180.0, 8.0, 148, 1965.0), (1800.0, 8, 128.0), OTHER, ROOFLINE),
+        gpu("mi300x", (1307.4, 2614.9, 192.0, 5.3, 304, 2100.0), (896.0, 8, 128.0), OTHER, ROOFLINE),
+    ]
+}
+
+/// Names of the GPU presets, in catalog order.
+pub fn gpu_preset_names() -> Vec<&'static str> {
+    vec!["a100-80g", "a100-40g", "a100-80g-pcie", "h100", "h100-pcie", "h100-nvl", "h200", "l40s", "b200", "mi300x"]
+}
+
+pub(super) fn gpu_preset(name: &str) -> Option<Gpu> {
+    gpu_presets().into_iter().find(|g| g.name == name)
+}
+
+/// Table form of a `gpu` entry. Every field is optional; without `preset`, all datasheet
+/// fields are required. Fields with defaults when no preset is given: `name` ("custom"),
+/// `fp8_tflops` (0 = none), `nvlink_gpus` (8), `pcie_gbps` (64, PCIe Gen4 x16),
+/// `sm_clock_mhz` (1,980), `descriptor_cache_entries` (256), `descriptor_miss_cycles` (2)
+/// — the last three Hopper's —, `compute_efficiency` (0.70), `memory_efficiency` (0.80),
+/// `priced_by` ("roofline"). Over a preset, `priced_by` stays the preset's unless the table
+/// changes `bf16_tflops`, `fp8_tflops`, `hbm_tbps`, `sms` or `sm_clock_mhz` (another part
+/// than the one the profile timed: the roofline prices it). Units as in [`Gpu`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuFields {
+    /// Preset to start from; the other fields override it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Overrides [`Gpu::name`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Overrides [`Gpu::bf16_tflops`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bf16_tflops: Option<f64>,
+    /// Overrides [`Gpu::fp8_tflops`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_tflops: Option<f64>,
+    /// Overrides [`Gpu::hbm_gib`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_gib: Option<f64>,
+    /// Overrides [`Gpu::hbm_tbps`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_tbps: Option<f64>,
+    /// Overrides [`Gpu::sms`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sms: Option<u32>,
+    /// Overrides [`Gpu::nvlink_gbps`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_gbps: Option<f64>,
+    /// Overrides [`Gpu::nvlink_gpus`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_gpus: Option<u32>,
+    /// Overrides [`Gpu::pcie_gbps`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gbps: Option<f64>,
+    /// Overrides [`Gpu::sm_clock_mhz`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
+    /// Overrides [`Gpu::descriptor_cache_entries`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub descriptor_cache_entries: Option<u32>,
+    /// Overrides [`Gpu::descriptor_miss_cycles`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub descriptor_miss_cycles: Option<f64>,
+    /// Overrides [`Gpu::compute_efficiency`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_efficiency: Option<f64>,
+    /// Overrides [`Gpu::memory_efficiency`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_efficiency: Option<f64>,
+    /// Overrides [`Gpu::priced_by`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priced_by: Option<String>,
+}
+
+/// Default compute efficiency of a custom GPU given without a preset.
+pub const CUSTOM_GPU_COMPUTE_EFFICIENCY: f64 = 0.70;
+/// Default memory efficiency of a custom GPU given without a preset.
+pub const CUSTOM_GPU_MEMORY_EFFICIENCY: f64 = 0.80;

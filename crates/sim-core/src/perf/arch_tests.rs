@@ -1,0 +1,231 @@
+//! Tests that the step model's ops follow each architecture: experts and shared experts,
+//! interleaved dense/MoE layers, q/k/v bias and q/k norm, sliding-window and chunked
+//! attention, and the GPU record's links.
+use super::*;
+use crate::catalog::{resolve_gpu, resolve_model, LocalAttention, LocalKind, ModelFields, ModelInput};
+
+fn model(name: &str) -> Model {
+    resolve_model(&name.into()).unwrap()
+}
+
+fn from_config(text: &str) -> Model {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    resolve_model(&ModelInput::Custom(ModelFields { hf_config: Some(v), ..Default::default() })).unwrap()
+}
+
+fn cost(m: &Model, g: &str, tp: u32) -> StepCostModel {
+    let gpu = resolve_gpu(&g.into()).unwrap();
+    StepCostModel::new(&CostModelSpec::Calibrated(StepSpec::default()), m, &gpu, tp, 1).unwrap()
+}
+
+fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
+    BatchShape {
+        prefill: &[],
+        prefill_tokens: 0,
+        decode_seqs: seqs,
+        decode_context_sum: seqs * ctx,
+        context_sum_after: seqs * ctx,
+        sampled: seqs,
+        decode_blocks_1024: 0,
+    }
+}
+
+fn prefill(items: &[PrefillItem]) -> BatchShape<'_> {
+    let tokens: u64 = items.iter().map(|i| u64::from(i.new_tokens)).sum();
+    let ctx: u64 = items.iter().map(|i| u64::from(i.new_tokens) + u64::from(i.context_before)).sum();
+    BatchShape { prefill: items, prefill_tokens: tokens, decode_seqs: 0, decode_context_sum: 0, context_sum_after: ctx, sampled: items.len() as u64, decode_blocks_1024: 0 }
+}
+
+/// The breakdown line `op` (ms, summed over layers), 0 when absent.
+fn line(c: &StepCostModel, b: &BatchShape, op: &str) -> f64 {
+    c.breakdown(b).0.iter().find(|o| o.op == op).map_or(0.0, |o| o.ms)
+}
+
+fn names(c: &StepCostModel, b: &BatchShape) -> Vec<String> {
+    c.breakdown(b).0.into_iter().map(|o| o.op).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
+}
+
+#[test]
+fn moe_layers_run_the_router_routed_experts_and_the_shared_expert() {
+    let scout = model("llama-4-scout");
+    let c = cost(&scout, "h200", 4);
+    let b = decode(16, 2048);
+    let ops = names(&c, &b);
+    for op in ["moe_router", "moe_permute", "gate_up", "silu_mul", "down", "shared_gate_up", "shared_silu_mul", "shared_down"] {
+        assert!(ops.iter().any(|o| o == op), "{op} missing from {ops:?}");
+    }
+    assert!(!ops.iter().any(|o| o.starts_with("dense_")), "{ops:?}");
+    // The shared expert is a dense MLP of the expert's width on every layer: dropping it
+    // shortens the step by about its lines.
+    let no_shared = Model { shared_expert_intermediate: 0, ..scout.clone() };
+    let c0 = cost(&no_shared, "h200", 4);
+    let shared_ms = line(&c, &b, "shared_gate_up") + line(&c, &b, "shared_silu_mul") + line(&c, &b, "shared_down");
+    let saved = (c.step_ns(&b) - c0.step_ns(&b)) as f64 / 1e6;
+    assert!(shared_ms > 0.0 && (saved / shared_ms - 1.0).abs() < 0.2, "saved {saved} ms vs lines {shared_ms} ms");
+    // 16 decodes, top-1 of 16 experts: 16 routed copies over up to 16 experts, each
+    // reading its own weights, cost more than the one shared expert.
+    assert!(line(&c, &b, "gate_up") > line(&c, &b, "shared_gate_up"));
+}
+
+#[test]
+fn interleaved_dense_and_moe_layers_count_at_their_share() {
+    // Llama 4 Maverick's layout over Scout's sizes: half the layers MoE, half a dense MLP
+    // of intermediate_size_mlp.
+    let all_moe = Model { shared_expert_intermediate: 0, ..model("llama-4-scout") };
+    let half = Model { moe_layers: 24, dense_intermediate: 16384, ..all_moe.clone() };
+    let dense = Model {
+        experts: 1,
+        experts_per_token: 1,
+        moe_layers: 0,
+        intermediate: 16384,
+        dense_intermediate: 16384,
+        ..all_moe.clone()
+    };
+    let b = decode(8, 1024);
+    let (ch, cm, cd) = (cost(&half, "h200", 2), cost(&all_moe, "h200", 2), cost(&dense, "h200", 2));
+    assert!(close(line(&ch, &b, "dense_gate_up"), 0.5 * line(&cd, &b, "gate_up")));
+    assert!(close(line(&ch, &b, "dense_down"), 0.5 * line(&cd, &b, "down")));
+    assert!(close(line(&ch, &b, "gate_up"), 0.5 * line(&cm, &b, "gate_up")));
+    assert!(close(line(&ch, &b, "moe_router"), 0.5 * line(&cm, &b, "moe_router")));
+    // The step lies between its two pure forms.
+    let (th, tm, td) = (ch.step_ns(&b), cm.step_ns(&b), cd.step_ns(&b));
+    assert!(th > tm.min(td) && th < tm.max(td), "{td} {th} {tm}");
+}
+
+#[test]
+fn qkv_bias_and_qk_norm_are_the_small_ops_they_are() {
+    let b = decode(32, 2048);
+    // Qwen2.5: the bias rides in the qkv GEMM's epilogue (no kernel of its own).
+    let q = model("qwen2.5-7b");
+    let c = cost(&q, "h200", 1);
+    let c0 = cost(&Model { qkv_bias: false, ..q.clone() }, "h200", 1);
+    let bias = line(&c, &b, "qkv_bias");
+    assert!(bias > 0.0 && bias < 0.01 * line(&c, &b, "qkv"), "bias {bias} ms");
+    let extra = c.step_ns(&b) as f64 / c0.step_ns(&b) as f64 - 1.0;
+    assert!(extra > 0.0 && extra < 1e-3, "{extra}");
+    // Qwen3: one RMSNorm over q's heads and one over k's on every layer.
+    let q3 = model("qwen3-14b");
+    let c = cost(&q3, "h200", 1);
+    let c0 = cost(&Model { qk_norm_layers: 0, ..q3.clone() }, "h200", 1);
+    let norm = line(&c, &b, "qk_norm");
+    assert!(norm > 0.0 && norm < line(&c, &b, "rms_norm"), "qk_norm {norm} ms");
+    let saved = (c.step_ns(&b) - c0.step_ns(&b)) as f64 / 1e6;
+    assert!(saved > 0.5 * norm && saved < 2.0 * norm, "{saved} vs {norm}");
+    // Gemma 2: four norms a layer instead of two, and a GELU-gated MLP.
+    let g2 = from_config(include_str!("../../../../tests/data/hf_configs/gemma-2-9b.json"));
+    let c = cost(&g2, "h200", 1);
+    let c0 = cost(&Model { post_norms: false, ..g2.clone() }, "h200", 1);
+    // 4 · 42 + 1 norms against 2 · 42 + 1 (the first norm before the layers).
+    let ratio = line(&c, &b, "rms_norm") / line(&c0, &b, "rms_norm");
+    assert!((ratio - 169.0 / 85.0).abs() < 1e-9, "{ratio}");
+    assert!(line(&c, &b, "gelu_mul") > 0.0 && line(&c, &b, "silu_mul") == 0.0);
+}
+
+#[test]
+fn sliding_window_bounds_the_context_each_layer_attends_to() {
+    let mistral = from_config(include_str!("../../../../tests/data/hf_configs/mistral-7b-v0.1.json"));
+    assert_eq!(mistral.local_attention.map(|l| l.tokens), Some(4096));
+    let global = Model { local_attention: None, ..mistral.clone() };
+    let (cw, cg) = (cost(&mistral, "h200", 1), cost(&global, "h200", 1));
+    // Within the window nothing changes.
+    let short = decode(8, 2048);
+    assert_eq!(cw.step_ns(&short), cg.step_ns(&short));
+    let items = [PrefillItem { new_tokens: 4096, context_before: 0 }];
+    assert_eq!(cw.step_ns(&prefill(&items)), cg.step_ns(&prefill(&items)));
+    // Beyond it, decode reads the window only: the same KV read as 4,096-token contexts.
+    let long = decode(8, 32768);
+    let (w, g) = (line(&cw, &long, "attention_decode"), line(&cg, &long, "attention_decode"));
+    assert!(w < 0.25 * g, "{w} vs {g}");
+    assert!(close(w, line(&cg, &decode(8, 4096 + 1), "attention_decode")));
+    // A 16k prefill from scratch: the first 4,096 tokens attend causally, the 12,288 after
+    // them to exactly 4,096 each: 7/16 of the causal pairs. The same kernel runs; its floor
+    // stays, its work scales with the pairs.
+    let long_prefill = [PrefillItem { new_tokens: 16384, context_before: 0 }];
+    let floor = f64::from(mistral.layers) * StepSpec::default().kernel_floor_us * 1e-3;
+    let full = line(&cg, &prefill(&long_prefill), "attention_prefill");
+    let got = line(&cw, &prefill(&long_prefill), "attention_prefill");
+    let pairs = (4096.0 * 2048.0 + 12288.0 * 4096.0) / (16384.0 * 8192.0);
+    assert_eq!(pairs, 7.0 / 16.0);
+    assert!(close(got, floor + (full - floor) * pairs), "{got} vs {full}");
+    // A chunk continuing past the window: each of its tokens attends to 4,096.
+    let cont = [PrefillItem { new_tokens: 2048, context_before: 8192 }];
+    let (full, got) = (line(&cg, &prefill(&cont), "attention_prefill"), line(&cw, &prefill(&cont), "attention_prefill"));
+    let pairs = 2048.0 * 4096.0 / (2048.0 * (8192.0 + 1024.0));
+    assert!(close(got, floor + (full - floor) * pairs), "{got} vs {full}");
+}
+
+#[test]
+fn gemma_local_and_global_layers_average() {
+    let g2 = from_config(include_str!("../../../../tests/data/hf_configs/gemma-2-9b.json"));
+    let local = g2.local_attention.unwrap();
+    assert_eq!((local.layers, g2.layers), (21, 42));
+    let all_local = Model { local_attention: Some(LocalAttention { layers: 42, ..local }), ..g2.clone() };
+    let none = Model { local_attention: None, ..g2.clone() };
+    let b = decode(4, 8000);
+    let (mix, l, g) = (cost(&g2, "h100", 1), cost(&all_local, "h100", 1), cost(&none, "h100", 1));
+    let avg = 0.5 * line(&l, &b, "attention_decode") + 0.5 * line(&g, &b, "attention_decode");
+    assert!(close(line(&mix, &b, "attention_decode"), avg));
+}
+
+#[test]
+fn chunked_attention_restarts_at_every_chunk() {
+    let scout = model("llama-4-scout");
+    let all_chunked = Model {
+        local_attention: Some(LocalAttention { kind: LocalKind::Chunked, tokens: 8192, layers: 48 }),
+        ..scout.clone()
+    };
+    let global = Model { local_attention: None, ..scout.clone() };
+    let (cc, cg) = (cost(&all_chunked, "h200", 8), cost(&global, "h200", 8));
+    let att = |c: &StepCostModel, new: u32, ctx: u32| {
+        line(c, &prefill(&[PrefillItem { new_tokens: new, context_before: ctx }]), "attention_prefill")
+    };
+    let floor = f64::from(scout.layers) * StepSpec::default().kernel_floor_us * 1e-3;
+    // Chunked layers compute `pairs` of the causal pairs of (new, ctx).
+    let chunked = |new: u32, ctx: u32, pairs: f64| {
+        let (got, full) = (att(&cc, new, ctx), att(&cg, new, ctx));
+        assert!(close(got, floor + (full - floor) * pairs), "{new} after {ctx}: {got} vs {full}");
+    };
+    // Three whole chunks from scratch: a third of a 24k causal prefill's pairs.
+    chunked(3 * 8192, 0, 1.0 / 3.0);
+    // 500 tokens 100 into a chunk: they see the chunk's 100, not the context's 8,292.
+    chunked(500, 8192 + 100, 500.0 * 350.0 / (500.0 * 8542.0));
+    // Straddling a boundary: the last 192 tokens of one chunk, then 808 of a fresh one.
+    chunked(1000, 8000, (192.0 * 8096.0 + 808.0 * 404.0) / (1000.0 * 8500.0));
+    // Within the first chunk nothing changes.
+    assert_eq!(att(&cc, 4000, 100), att(&cg, 4000, 100));
+    // Scout itself: 36 chunked layers of 48.
+    let c = cost(&scout, "h200", 8);
+    let want = 0.75 * att(&cc, 20000, 0) + 0.25 * att(&cg, 20000, 0);
+    assert!(close(att(&c, 20000, 0), want));
+}
+
+#[test]
+fn tied_embeddings_hold_the_table_once() {
+    let g2 = from_config(include_str!("../../../../tests/data/hf_configs/gemma-2-9b.json"));
+    let untied = Model { tied_embeddings: false, ..g2.clone() };
+    let h100 = resolve_gpu(&"h100".into()).unwrap();
+    let a = crate::memory::plan_memory(&g2, &h100, 1, 1, 0.9, 2048).unwrap();
+    let b = crate::memory::plan_memory(&untied, &h100, 1, 1, 0.9, 2048).unwrap();
+    let table_gib = 256000.0 * 3584.0 * 2.0 / crate::memory::GIB;
+    assert!((b.weights_gib - a.weights_gib - table_gib).abs() < 1e-9);
+    assert!(a.kv_capacity_tokens > b.kv_capacity_tokens);
+}
+
+#[test]
+fn bridged_pcie_cards_all_reduce_over_pcie_beyond_a_pair() {
+    let m = model("llama-3-70b");
+    let b = decode(32, 1024);
+    let ar = |g: &str, tp: u32| line(&cost(&m, g, tp), &b, "tp_allreduce") / f64::from(m.layers);
+    // On HGX H100 TP 4 stays on NVLink; an H100 PCIe pair is bridged, four cards are not.
+    assert!(ar("h100-pcie", 4) > 2.5 * ar("h100-pcie", 2), "{} {}", ar("h100-pcie", 4), ar("h100-pcie", 2));
+    assert!(ar("h100", 4) < ar("h100-pcie", 4));
+    // The variants price with the roofline; the profiled parts with their tables.
+    let src = |g: &str| cost(&m, g, 2).breakdown(&b).0.iter().find(|o| o.op == "qkv").unwrap().source;
+    assert_eq!(src("h100-pcie"), Source::Roofline);
+    assert_eq!(src("a100-40g"), Source::Roofline);
+    assert_ne!(src("h100"), Source::Roofline);
+}
