@@ -412,3 +412,21 @@ def test_topology_layout_is_deterministic_and_complete() -> None:
     assert r.links is not None
     spec = charts.topology_chart(r.links).to_dict()  # kinds guessed from the ids
     assert spec["layer"]
+
+
+def test_steps_tab_shows_a_steps_kernels() -> None:
+    at = _app()
+    at.toggle(key="steps_on").set_value(True).run()
+    _no_exception(at)
+    sc = o1sim.Scenario.default()
+    r = o1sim.simulate(sc, record_steps=True)
+    first = r.step_anatomy(0)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"**Step 0** · replica {first.attrs['replica']}" in text and f"{len(first):,} kernels" in text
+    table = next(d.value for d in at.dataframe if d.value.index.name == "operator")
+    assert list(table.index) == list(dict.fromkeys(first.name))
+    assert int(table["kernels"].sum()) == len(first)
+    at.number_input(key="anatomy_step").set_value(25).run()
+    _no_exception(at)
+    other = r.step_anatomy(25)
+    assert f"**Step 25** · replica {other.attrs['replica']}" in " ".join(m.value for m in at.markdown)
