@@ -490,6 +490,16 @@ impl StepCostModel {
                 }
             }
             CostModelSpec::Calibrated(s) | CostModelSpec::Roofline(s) => {
+                if gpu.matrix_unit == crate::catalog::MatrixUnit::Mxu {
+                    // A TPU runs a step as one compiled XLA program: CUDA graphs are a GPU option.
+                    let why = format!("a GPU-only option: {} runs each step as one compiled XLA program", gpu.name);
+                    if s.cuda_graph_max_tokens.is_some() {
+                        return Err(SimError::config("cuda_graph_max_tokens", why));
+                    }
+                    if !s.cuda_graphs {
+                        return Err(SimError::config("cuda_graphs", why));
+                    }
+                }
                 if s.dtype == Dtype::Fp8 && gpu.fp8_tflops <= 0.0 {
                     return Err(SimError::config(
                         "cost_model.dtype",

@@ -51,6 +51,8 @@ pub enum LinkKind {
     Pcie,
     Ib,
     Eth,
+    /// A TPU's inter-chip interconnect.
+    Ici,
 }
 
 /// One node of the table form.
