@@ -373,10 +373,6 @@ fn hgx_with_gpu1_at(gpu1_gbps: f64, router: &str) -> SimResult {
     run(&v)
 }
 
-fn on_replica(r: &SimResult, rep: i32) -> usize {
-    r.requests.replica.iter().filter(|&&x| x == rep).count()
-}
-
 #[test]
 fn a_degraded_link_steers_the_topology_aware_router_to_the_healthy_replica() {
     // Healthy links: the topology-aware router is least-outstanding-tokens, byte for byte.
