@@ -91,6 +91,84 @@ def test_a_request_that_can_never_fit_is_rejected_not_deadlocked() -> None:
     assert df["reason"][0] == "kv cache too small"
 
 
+# --------------------------------------------------------------------------- workloads (issue 13)
+
+def _req(**extra: Any) -> dict[str, Any]:
+    return {"arrival_ms": 0, "prompt_tokens": 100, "output_tokens": 10, **extra}
+
+
+def _trace(text: str, fmt: str = "auto", **options: Any) -> dict[str, Any]:
+    return with_("workload", {"trace": {"format": fmt, "text": text, **options}})
+
+
+WORKLOAD_CASES = [
+    # prefix_length longer than the prompt
+    (with_("workload", {"requests": [_req(prefix_group="sys", prefix_length=101)]}),
+     "workload.requests[0].prefix_length", "1..=prompt_tokens (100)"),
+    # hash_ids not a list of ints / not matching the prompt's blocks
+    (with_("workload", {"requests": [_req(hash_ids=[1, "x"])]}), "workload.requests[0].hash_ids[1]", "invalid type"),
+    (with_("workload", {"requests": [_req(prompt_tokens=600, hash_ids=[1])]}),
+     "workload.requests[0].hash_ids", "1 ids for a prompt of 600 tokens"),
+    (_trace('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}\n', "mooncake"),
+     "workload.trace", "line 1: hash_ids: 1 ids for a prompt of 600 tokens"),
+    (_trace('{"timestamp": 0, "input_length": 6, "output_length": 1, "hash_ids": "1 2"}\n', "mooncake"),
+     "workload.trace", "line 1: hash_ids: invalid type"),
+    # unknown trace format, with the closest names
+    (_trace("x", "mooncak"), "workload.trace.format", "did you mean mooncake"),
+    # missing columns
+    (_trace("TIMESTAMP,ContextTokens\n2023-11-16 18:17:03.98,4808\n", "azure"),
+     "workload.trace", "missing column `GeneratedTokens`"),
+    # negative and non-monotone timestamps, naming the row
+    (_trace('{"timestamp": 5, "input_length": 6, "output_length": 1}\n{"timestamp": -1, "input_length": 6, "output_length": 1}\n', "mooncake"),
+     "workload.trace", "line 2: timestamp: must be >= 0"),
+    (_trace("arrival_ms,prompt_tokens,output_tokens\n10,5,1\n20,5,1\n15,5,1\n", "csv"),
+     "workload.trace", "line 4: arrival_ms: goes back in time"),
+    # an empty trace
+    (_trace("", "auto"), "workload.trace", "empty"),
+    (_trace("arrived_at,num_prefill_tokens,num_decode_tokens\n", "vidur"), "workload.trace", "no requests"),
+    # stages with a non-positive rate or duration
+    (with_("workload.arrival", {"kind": "poisson", "stages": [{"rate": 0, "duration_s": 5}]}),
+     "workload.arrival.stages[0].rate", "> 0"),
+    (with_("workload.arrival", {"kind": "constant", "stages": [{"rate": 2, "duration_s": 5}, {"rate": 2, "duration_s": -1}]}),
+     "workload.arrival.stages[1].duration_s", "> 0"),
+    # a session without turns
+    (with_("workload", {"arrival": {"kind": "poisson", "rate": 1},
+                        "sessions": {"count": 3, "turns": 0, "question": 10, "output": 5}}),
+     "workload.sessions.turns", ">= 1 token"),
+    (with_("workload", {"requests": [_req(turn=1)]}), "workload.requests[0].turn", "set session_id"),
+    # a later turn shorter than the conversation it repeats
+    (with_("workload", {"requests": [_req(session_id="s"), _req(session_id="s", arrival_ms=1, prompt_tokens=105)]}),
+     "workload.requests[1].prompt_tokens", "shorter than session 's' so far"),
+]
+
+
+@pytest.mark.parametrize("scenario,field,words", WORKLOAD_CASES, ids=[f"{c[1]}:{c[2][:24]}" for c in WORKLOAD_CASES])
+def test_bad_workload_is_named(scenario: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(scenario)
+    assert info.value.field == field, str(info.value)
+    assert words in str(info.value), str(info.value)
+
+
+def test_bad_trace_file_names_the_line(tmp_path: Any) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,4808,10\n2023-11-16 18:17:04.5,x,3\n")
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.workload.from_trace(path)
+    assert info.value.field == "trace"
+    assert "line 3: ContextTokens: expected a whole number >= 0 (got 'x')" in str(info.value)
+    # Through a scenario the same error names workload.trace.
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("workload", {"trace": {"path": str(path)}}))
+    assert info.value.field == "workload.trace" and "line 3" in str(info.value)
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.workload.from_trace(path, format="azur")
+    assert info.value.field == "trace.format" and "did you mean azure" in str(info.value)
+    with pytest.raises(o1sim.ConfigError) as info:
+        o1sim.simulate(with_("workload", {"trace": {"path": str(tmp_path / "missing.csv")}}))
+    assert info.value.field == "workload.trace.path" and "cannot read" in str(info.value)
+
+
 # --------------------------------------------------------------------------- config.json
 
 HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"

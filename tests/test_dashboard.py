@@ -13,7 +13,7 @@ import pytest
 import o1sim
 from o1sim.cli import main
 from o1sim.dashboard import APP_PATH, charts
-from o1sim.dashboard.scenarios import FIELDS, PRESETS, preset_scenario, trace_requests
+from o1sim.dashboard.scenarios import FIELDS, PRESETS, preset_scenario, trace_workload
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -186,19 +186,16 @@ def test_every_preset_is_valid_and_every_field_exists() -> None:
                 node = node[key]
 
 
-def test_trace_csv_becomes_explicit_requests() -> None:
-    text = "timestamp,input_tokens,output_tokens\n10.5,100,20\n10.0,300,5\n"
-    reqs = trace_requests(text)
-    assert reqs == [{"arrival_ms": 0.0, "prompt_tokens": 300, "output_tokens": 5},
-                    {"arrival_ms": 500.0, "prompt_tokens": 100, "output_tokens": 20}]
-    r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": {"requests": reqs}}))
-    assert r.summary["finished"] == 2
+def test_an_uploaded_trace_goes_through_the_core_reader() -> None:
+    text = "arrival_s,prompt_tokens,output_tokens\n10.5,100,20\n10.0,300,5\n"
+    # Not sorted by time: the reader says which line goes back.
     with pytest.raises(o1sim.ConfigError) as e:
-        trace_requests("when,prompt_tokens,output_tokens\n1,2,3\n")
-    assert e.value.field == "trace"
-    with pytest.raises(o1sim.ConfigError) as e:
-        trace_requests("arrival_ms,prompt_tokens,output_tokens\n1,x,3\n")
-    assert e.value.field == "trace[row 1]"
+        o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": trace_workload(text)}))
+    assert e.value.field == "workload.trace" and "line 3" in str(e.value)
+    text = "arrival_s,prompt_tokens,output_tokens\n10.0,300,5\n10.5,100,20\n"
+    r = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload": trace_workload(text)}))
+    assert list(r.requests["prompt_tokens"]) == [300, 100] and list(r.requests["arrival_ms"]) == [0.0, 500.0]
+    assert o1sim.workload.trace_info(text) == {"format": "csv", "requests": 2, "span_s": 0.5}
 
 
 def test_busy_frame_integrates_the_busy_time() -> None:
@@ -430,3 +427,20 @@ def test_steps_tab_shows_a_steps_kernels() -> None:
     _no_exception(at)
     other = r.step_anatomy(25)
     assert f"**Step 25** · replica {other.attrs['replica']}" in " ".join(m.value for m in at.markdown)
+
+
+def test_a_trace_workload_sweeps_its_rate_scale() -> None:
+    at = _app()
+    rows = "".join(f"{i * 0.5:.1f},{200 + 10 * i},{20 + i}\n" for i in range(41))  # 40 s, 41 requests
+    text = ('model = "llama-3-8b"\ngpu = "h100"\n[scheduler]\npolicy = "vllm"\n[workload.trace]\nformat = "csv"\n'
+            f'text = """arrival_s,prompt_tokens,output_tokens\n{rows}"""\n')
+    at.text_area(key="scenario_text").input(text).run()
+    _no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    at.slider(key="sweep_points").set_value(3)
+    at.button(key="sweep_run").click().run()
+    _no_exception(at)
+    sweep = at.session_state["sweep"]
+    assert not sweep["failed"], sweep["failed"]
+    rates = sorted({r["rate"] for r in sweep["rows"]})
+    assert rates == pytest.approx([41 / 20 * f for f in (0.25, 0.875, 1.5)], rel=1e-6)

@@ -162,6 +162,50 @@ async function applyPreset(name) {
   updateDisagg();
 }
 
+// ---------------------------------------------------------------------------------------
+// An uploaded trace: its text goes to the core inline (`workload.trace.text`), read by the
+// same trace reader as the Python API's files; it is not kept in the URL.
+const MAX_TRACE_BYTES = 64 << 20;
+let trace = null; // {name, text, info: {format, requests}} once read
+
+function traceSpec() {
+  const spec = { format: $("#trace-format").value || "auto", text: trace.text };
+  const scale = Number($("#trace-rate-scale").value);
+  if ($("#trace-rate-scale").value !== "" && scale !== 1) spec.rate_scale = scale;
+  return spec;
+}
+
+async function loadTrace(file) {
+  clearErrors();
+  if (file.size > MAX_TRACE_BYTES) {
+    throw Object.assign(new Error(`${file.name} is ${(file.size / 2 ** 20).toFixed(0)} MiB: the page reads traces up to ` +
+      `${MAX_TRACE_BYTES >> 20} MiB (the Python API and the CLI stream any size)`), { name: "ConfigError", field: "workload.trace" });
+  }
+  trace = { name: file.name, text: await file.text(), info: null };
+  await describeTrace();
+}
+
+async function describeTrace() {
+  form.classList.add("trace-mode");
+  $("#trace-info").textContent = "reading…";
+  try {
+    trace.info = (await ask("traceInfo", traceSpec())).result;
+    $("#trace-info").textContent = `${trace.name}: ${trace.info.format} · ${trace.info.requests.toLocaleString("en")} requests`;
+  } catch (e) {
+    trace.info = null;
+    $("#trace-info").textContent = `${trace.name}: not readable`;
+    showError({ name: e.name, message: e.message, field: e.field ? `workload.${e.field}` : "workload.trace" });
+    throw e;
+  }
+}
+
+function clearTrace() {
+  trace = null;
+  $("#trace-file").value = "";
+  $("#trace-info").textContent = "";
+  form.classList.remove("trace-mode");
+}
+
 /** One scenario object per chosen policy (the form's numbers as numbers, blanks left out). */
 function scenarios(state) {
   const base = {};
@@ -174,6 +218,7 @@ function scenarios(state) {
   }
   base.workload.prompt = { kind: "lognormal", ...base.workload.prompt };
   base.workload.output = { kind: "lognormal", ...base.workload.output };
+  if (trace) base.workload = { trace: traceSpec() };
   base.name = `web: ${state.preset}`;
   const hf = hfConfig(state);
   if (hf !== null) base.model = { hf_config: hf };
@@ -278,7 +323,9 @@ async function run() {
     if (queued) { queued = false; run(); }
     return;
   }
-  $("#scenario-json").textContent = list.length ? JSON.stringify(list[0].scenario, null, 2) : "";
+  // A trace's text is shown by its size, not in full.
+  const shown = (k, v) => (k === "text" && typeof v === "string" && v.length > 2000 ? `…(${v.length.toLocaleString("en")} characters)` : v);
+  $("#scenario-json").textContent = list.length ? JSON.stringify(list[0].scenario, shown, 2) : "";
   if (!list.length) {
     showError({ name: "ConfigError", message: "choose at least one policy", field: "scheduler.policy" });
     running = false;
@@ -304,7 +351,9 @@ async function run() {
       topology.showResult(results.find((r) => r.ok)?.links);
     }
     statusEl.textContent = `${n}/${results.length} policies simulated in ${coreMs.toFixed(1)} ms (core, WASM) · ${wall.toFixed(1)} ms end to end`;
-    $("#run-info").textContent = `seed ${state.flat.seed}, ${state.flat["workload.num_requests"]} requests`;
+    $("#run-info").textContent = trace?.info
+      ? `seed ${state.flat.seed}, ${trace.info.requests} requests from ${trace.name} (${trace.info.format})`
+      : `seed ${state.flat.seed}, ${state.flat["workload.num_requests"]} requests`;
     document.body.dataset.runs = String(seq);
   } catch (e) {
     showError(e);
@@ -325,7 +374,7 @@ function renderSummary(results) {
     const tr = document.createElement("tr");
     tr.dataset.policy = r.label;
     if (!r.ok) {
-      tr.innerHTML = `<td>${r.label}</td><td class="error" colspan="11"></td>`;
+      tr.innerHTML = `<td>${r.label}</td><td class="error" colspan="12"></td>`;
       tr.lastChild.textContent = `${r.error.name}: ${r.error.message}`;
       body.append(tr);
       continue;
@@ -336,7 +385,8 @@ function renderSummary(results) {
       ["tpot_p50", s.tpot_ms?.p50, (v) => fmt(v, 2)], ["tpot_p99", s.tpot_ms?.p99, (v) => fmt(v, 2)],
       ["e2e_p99", s.e2e_ms?.p99, fmt], ["throughput_rps", s.throughput_rps, (v) => fmt(v, 2)],
       ["goodput_rps", s.goodput_rps, (v) => fmt(v, 2)], ["slo_attainment", s.slo_attainment, pct],
-      ["kv_utilization_mean", s.kv_utilization_mean, pct], ["preemptions", s.preemptions, (v) => fmt(v, 0)],
+      ["kv_utilization_mean", s.kv_utilization_mean, pct], ["prefix_cache_hit_rate", s.prefix_cache_hit_rate, pct],
+      ["preemptions", s.preemptions, (v) => fmt(v, 0)],
       ["rejected", s.rejected, (v) => fmt(v, 0)],
     ];
     const name = document.createElement("td");
@@ -419,11 +469,31 @@ async function main() {
   $("#preset").addEventListener("change", async (e) => { await applyPreset(e.target.value); schedule(); });
   form.addEventListener("input", (e) => {
     if (e.target.id === "preset" || e.target.id === "live" || e.target.id === "topology-preset") return;
+    if (e.target.id.startsWith("trace-")) return; // the trace's own handlers re-read it first
     form.classList.toggle("gamma", $("[name='workload.arrival.kind']").value === "gamma");
     updateDisagg();
     schedule();
   });
   form.addEventListener("submit", (e) => { e.preventDefault(); run(); });
+  const formats = catalog.trace_formats || ["auto"];
+  $("#trace-format").innerHTML = formats.map((f) => `<option>${f}</option>`).join("");
+  $("#trace-file").addEventListener("change", async (e) => {
+    const file = e.target.files[0];
+    if (!file) return;
+    try {
+      await loadTrace(file);
+      schedule();
+    } catch (err) {
+      if (!trace) showError(err);
+    }
+  });
+  for (const id of ["#trace-format", "#trace-rate-scale"]) {
+    $(id).addEventListener("change", async () => {
+      if (!trace) return;
+      try { await describeTrace(); schedule(); } catch { /* shown next to the field */ }
+    });
+  }
+  $("#trace-clear").addEventListener("click", () => { clearTrace(); schedule(); });
   $("#hf-config").addEventListener("input", updateHfNote);
   $("#hf-config-file").addEventListener("change", async (e) => {
     const file = e.target.files?.[0];

@@ -244,7 +244,17 @@ export function topology(entry) {
   return JSON.parse(call("o1_topology", [JSON.stringify(entry)]));
 }
 
-/** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`, `stepAnatomy`). */
+/**
+ * Read a trace given inline, as a run would: `spec` is a `workload.trace` table
+ * (`{format: "auto", text}`; also `rate_scale`, `start_s`, `window_s`, `max_requests`, …).
+ * Returns `{format, requests}` (the detected format and the requests kept); a bad trace
+ * throws the ConfigError a run would, naming the line.
+ */
+export function traceInfo(spec) {
+  return JSON.parse(call("o1_trace_info", [JSON.stringify(spec)]));
+}
+
+/** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`, `traceInfo`, `stepAnatomy`). */
 export function features() {
   ready();
   return {
@@ -252,6 +262,7 @@ export function features() {
     routes: !!wasm.o1_routes,
     topology: !!wasm.o1_topology,
     check: !!wasm.o1_check,
+    traceInfo: !!wasm.o1_trace_info,
     stepAnatomy: !!wasm.o1_step_anatomy,
   };
 }

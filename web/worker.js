@@ -1,6 +1,6 @@
 // The page's simulation worker: owns the WASM instance so runs never block the UI thread.
 // Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
-//               | modelCheck | steps | anatomy | predictStep | routes | topology
+//               | modelCheck | steps | anatomy | predictStep | routes | topology | traceInfo
 // Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}}
 // The module's download starts with the worker, alongside o1sim.js's (not after it).
 const WASM_URL = new URL("./pkg/o1sim.wasm", import.meta.url).href;
@@ -74,6 +74,7 @@ const ops = {
     });
   },
   validate: (scenario, opts) => o1sim.validate(scenario, opts),
+  traceInfo: (spec) => o1sim.traceInfo(spec),
   check: (scenario, opts) => o1sim.check(scenario, opts),
   // The page's Model check panel: a TOML configuration, with the chosen policy and injected
   // bug set on it (as the dashboard's with_overrides), model-checked.

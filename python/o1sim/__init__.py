@@ -29,6 +29,7 @@ from .api import (
     simulate,
     status_names,
 )
+from . import workload
 from .topology import Topology, routes, topology_presets
 from .errors import ConfigError, InfeasibleError, InternalError, SimError, StallError
 
@@ -47,6 +48,7 @@ __all__ = [
     "Scenario",
     "Simulation",
     "Topology",
+    "workload",
     "routes",
     "topology_presets",
     "Result",

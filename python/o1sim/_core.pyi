@@ -17,6 +17,9 @@ __all__ = [
     "Simulation",
     "RunResult",
     "Checker",
+    "TraceLoader",
+    "LoadedTrace",
+    "trace_formats",
     "bug_names",
     "status_names",
     "reason_names",
@@ -55,7 +58,12 @@ class Simulation:
     """A simulation advanced in slices, then finished once."""
 
     def __new__(
-        cls, text: str, format: str = "json", record_steps: bool = False, check_invariants: bool = False
+        cls,
+        text: str,
+        format: str = "json",
+        record_steps: bool = False,
+        check_invariants: bool = False,
+        trace: LoadedTrace | None = None,
     ) -> Simulation: ...
     def run_events(self, max_events: int) -> bool:
         """Process at most `max_events` events; True when the run is complete."""
@@ -101,10 +109,35 @@ class Checker:
     def finish(self) -> str:
         """Run to the end (or a limit); the result as JSON. The checker is consumed."""
 
+@final
+class TraceLoader:
+    """An incremental trace reader: feed it a file's bytes in chunks, then finish once."""
+
+    def __new__(cls, spec: str) -> TraceLoader: ...
+    def feed(self, chunk: bytes) -> bool:
+        """Parse the next chunk; False once no more input is wanted."""
+    @property
+    def format(self) -> str | None: ...
+    def finish(self) -> LoadedTrace:
+        """Check the whole trace and return it; the loader is consumed."""
+
+@final
+class LoadedTrace:
+    """A parsed trace, taken by one Simulation or validate call."""
+
+    @property
+    def format(self) -> str: ...
+    def __len__(self) -> int: ...
+    @property
+    def span_s(self) -> float | None: ...
+    @property
+    def used(self) -> bool: ...
+
+def trace_formats() -> list[str]: ...
 def bug_names() -> list[str]: ...
 def status_names() -> list[str]: ...
 def reason_names() -> list[str]: ...
-def validate(text: str, format: str = "json") -> str: ...
+def validate(text: str, format: str = "json", trace: LoadedTrace | None = None) -> str: ...
 def presets_json() -> str: ...
 def default_scenario_toml() -> str: ...
 def default_check_toml() -> str: ...

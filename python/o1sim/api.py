@@ -23,6 +23,7 @@ import numpy as np
 from . import _core
 from .errors import config_error
 from .topology import Topology, resolve_topology
+from .workload import trace_for
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -240,9 +241,19 @@ class Scenario:
     def validate(self) -> dict[str, Any]:
         """Validate with the core. Returns ``{"scenario": …, "deployment": …}``: the scenario
         with every default filled in, and the resolved deployment (model and GPU specs,
-        memory plan per GPU, KV blocks per replica)."""
-        resolved: dict[str, Any] = json.loads(_core.validate(*self.payload()))
+        memory plan per GPU, KV blocks per replica). A trace given by path is read whole."""
+        resolved: dict[str, Any] = json.loads(_core.validate(*self.payload(), trace=self.trace()))
         return resolved
+
+    def trace(self) -> Optional[_core.LoadedTrace]:
+        """The trace file of ``workload.trace.path`` read through the core's reader (a fresh
+        one per call: a simulation takes it), or None when the scenario has no trace file
+        (an inline ``trace.text`` travels with the scenario)."""
+        if self._text is not None and "trace" not in self._text:
+            return None
+        data = self.to_dict()
+        _resolve_files(data, Path.cwd())
+        return trace_for(data)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Scenario) and self.to_dict() == other.to_dict()
@@ -445,7 +456,7 @@ def simulate(
     """
     sc = _as_scenario(scenario)
     text, fmt = sc.payload()
-    sim = _core.Simulation(text, fmt, record_steps, check_invariants)
+    sim = _core.Simulation(text, fmt, record_steps, check_invariants, sc.trace())
     if progress is not None:
         progress(Progress(*sim.progress()))
         while not sim.run_events(SLICE_EVENTS):
@@ -467,7 +478,7 @@ class Simulation:
         self.scenario = _as_scenario(scenario)
         text, fmt = self.scenario.payload()
         self._record_steps = record_steps
-        self._sim = _core.Simulation(text, fmt, record_steps, False)
+        self._sim = _core.Simulation(text, fmt, record_steps, False, self.scenario.trace())
 
     def run_events(self, max_events: int) -> bool:
         """Process at most ``max_events`` events; True when the run is complete."""
@@ -680,8 +691,18 @@ class StepPrediction(NamedTuple):
 
 def _resolve_files(data: dict[str, Any], base: Path) -> bool:
     """Inline the file paths a scenario may hold (``topology``, ``cost_model.profile``,
-    ``model.hf_config``), relative to ``base``. Returns whether anything changed."""
+    ``model.hf_config``), relative to ``base``, and make a trace file's path
+    (``workload.trace.path``, read when the scenario runs) absolute. Returns whether
+    anything changed."""
     changed = resolve_topology(data, base)
+    workload = data.get("workload")
+    trace = workload.get("trace") if isinstance(workload, Mapping) else None
+    if (isinstance(workload, Mapping) and isinstance(trace, Mapping)
+            and isinstance(trace.get("path"), (str, os.PathLike)) and trace.get("text") is None):
+        path = Path(trace["path"])
+        if not path.is_absolute():
+            data["workload"] = {**workload, "trace": {**trace, "path": str(base / path)}}
+            changed = True
     cm = data.get("cost_model")
     if isinstance(cm, Mapping) and isinstance(cm.get("profile"), (str, os.PathLike)):
         data["cost_model"] = {**cm, "profile": load_profile(cm["profile"], base, "cost_model.profile")}

@@ -113,9 +113,20 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def _load(scenario: Optional[str], seed: Optional[int], sets: Sequence[str]) -> Scenario:
+def _load(
+    scenario: Optional[str],
+    seed: Optional[int],
+    sets: Sequence[str],
+    trace: Optional[str] = None,
+    trace_format: Optional[str] = None,
+) -> Scenario:
     sc = Scenario.from_file(scenario) if scenario else Scenario.default()
     overrides: dict[str, Any] = {}
+    if trace is not None:
+        # The trace replaces the scenario's workload; --set workload.trace.* refines it.
+        overrides["workload"] = {"trace": {"path": str(Path(trace).resolve()), "format": trace_format or "auto"}}
+    elif trace_format is not None:
+        raise click.BadParameter("needs --trace FILE", param_hint="--trace-format")
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -153,6 +164,15 @@ set_opt = click.option(
     help="Override a field by dotted path, e.g. --set scheduler.block_size=32 (repeatable).",
 )
 
+_TRACE_HELP = "Replay this trace file as the workload (Azure, Mooncake, Vidur, BLIS, inference-perf, vLLM, CSV/JSONL)."
+
+
+def trace_opts(f: F) -> F:
+    """``--trace FILE`` and ``--trace-format FORMAT``: replay a trace instead of the scenario's workload."""
+    f = click.option("--trace-format", type=click.Choice(_core.trace_formats()), default=None,
+                     help="The trace's format (default: detected from its first line).")(f)
+    return click.option("--trace", type=click.Path(exists=True, dir_okay=False), default=None, help=_TRACE_HELP)(f)
+
 
 # --------------------------------------------------------------------------- commands
 
@@ -170,12 +190,14 @@ def main() -> None:
 @scenario_arg
 @click.option("--json", "json_out", metavar="OUT", help="Write the full result (core JSON) to OUT.")
 @click.option("--csv", "csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV.")
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], trace: Optional[str],
+        trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run one simulation and print its summary."""
-    sc = _load(scenario, seed, sets)
+    sc = _load(scenario, seed, sets, trace, trace_format)
     started = time.perf_counter()
     with _progress_bar() as bar:
         task = bar.add_task("simulating", total=None, detail="")
@@ -211,6 +233,8 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float) -> None:
     head.add_row("fragmentation (mean)", _pct(_get(s, "fragmentation_mean")))
     head.add_row("allocation failures", _num(_get(s, "allocation_failures")))
     head.add_row("preemptions", _num(_get(s, "preemptions")))
+    if _get(s, "prefix_cache_hit_rate") is not None:
+        head.add_row("prefix-cache hit rate", _pct(_get(s, "prefix_cache_hit_rate")))
     head.add_row("wall time (s)", f"{wall_s:.3f}")
     out.print(head)
 
@@ -266,15 +290,17 @@ COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
 @scenario_arg
 @click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
 @click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT.")
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def compare(scenario: Optional[str], policies: str, json_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+def compare(scenario: Optional[str], policies: str, json_out: Optional[str], trace: Optional[str],
+            trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run the scenario once per scheduler policy and compare the results."""
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
         raise click.BadParameter("give at least one policy", param_hint="--policies")
-    base = _load(scenario, seed, sets)
+    base = _load(scenario, seed, sets, trace, trace_format)
     results: dict[str, Result | SimError] = {}
     with _progress_bar() as bar:
         task = bar.add_task("comparing", total=len(names), detail="")
@@ -464,12 +490,14 @@ def _catalog_table(title: str, value: Any) -> Table:
 
 @main.command()
 @scenario_arg
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def validate(scenario: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+def validate(scenario: Optional[str], trace: Optional[str], trace_format: Optional[str], seed: Optional[int],
+             sets: tuple[str, ...]) -> None:
     """Check a scenario and print it resolved (presets expanded) as JSON."""
-    sc = _load(scenario, seed, sets)
+    sc = _load(scenario, seed, sets, trace, trace_format)
     resolved = sc.validate()
     click.echo(json.dumps(resolved, indent=2))
     _err().print(f"{sc.source}: valid", style="bold green", markup=False, highlight=False, soft_wrap=True)
@@ -649,10 +677,12 @@ def dashboard(port: int, host: str, no_browser: bool) -> None:
 @click.option("-o", "--output", "output", default="report.html", show_default=True, metavar="OUT",
               help="Where to write the HTML report.")
 @click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
+@trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def report(scenario: Optional[str], output: str, policies: str, seed: Optional[int], sets: tuple[str, ...]) -> None:
+def report(scenario: Optional[str], output: str, policies: str, trace: Optional[str], trace_format: Optional[str],
+           seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Write one self-contained HTML file comparing the policies (tables and charts; opens offline)."""
     import importlib.util
 
@@ -664,7 +694,7 @@ def report(scenario: Optional[str], output: str, policies: str, seed: Optional[i
         sys.exit(2)
     from .report import write_report
 
-    base = _load(scenario, seed, sets)
+    base = _load(scenario, seed, sets, trace, trace_format)
     with _progress_bar() as bar:
         task = bar.add_task("report", total=len(names), detail="")
 

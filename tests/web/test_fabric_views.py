@@ -175,9 +175,14 @@ def test_route_view_shows_the_core_candidates_and_draws_the_chosen_path(page: An
     err = page.locator("#topology [data-role=route-error]")
     err.wait_for(state="visible")
     # The box may show before the Worker's answer fills it (under load): wait for the text.
-    page.wait_for_function(
-        "() => (document.querySelector('#topology [data-role=route-error]')?.textContent || '').startsWith('ConfigError:')"
-    )
+    try:
+        page.wait_for_function(
+            "() => (document.querySelector('#topology [data-role=route-error]')?.textContent || '').startsWith('ConfigError:')",
+            timeout=15000,
+        )
+    except Exception as e:  # name what the page shows instead
+        body = page.text_content("#topology [data-role=routes]")
+        raise AssertionError(f"route error never shown; routes box: {body!r}") from e
     assert (err.text_content() or "").startswith("ConfigError:") and "bandwidth_gbps" in (err.text_content() or "")
     assert page.locator("#topology table.routes").count() == 0
 

@@ -153,6 +153,12 @@ pub struct Built {
 
 /// Check a parsed scenario and build its engine.
 pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
+    build_with(scenario, options, None)
+}
+
+/// [`build`] with a trace a front end has loaded for the scenario's `workload.trace`
+/// (given by `path`; see [`crate::workload::trace`]).
+pub fn build_with(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Built> {
     scenario.validate_local()?;
     let model = resolve_model(&scenario.model)?;
     let gpu = resolve_gpu(&scenario.gpu)?;
@@ -187,8 +193,8 @@ pub fn build(scenario: Scenario, options: SimOptions) -> Result<Built> {
         });
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
-    scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
-    let workload = scenario.workload.generate_workload(scenario.seed, max_model_len).map_err(|e| e.under("workload"))?;
+    let workload =
+        scenario.workload.generate_with(scenario.seed, max_model_len, trace).map_err(|e| e.under("workload"))?;
     let perf = cost_model(&scenario, &model, &gpu)?;
     let fabric = match &scenario.topology {
         None => None,
@@ -363,7 +369,23 @@ impl Simulation {
 
     /// Build from a parsed scenario.
     pub fn new(scenario: Scenario, options: SimOptions) -> Result<Simulation> {
-        guard(|| Ok(Simulation { built: build(scenario, options)?, done: false }))
+        Simulation::with_trace(scenario, options, None)
+    }
+
+    /// Parse, validate and build with a loaded trace for the scenario's `workload.trace`
+    /// (a front end read its `path` through a [`crate::workload::TraceReader`]).
+    pub fn from_text_with_trace(
+        text: &str,
+        format: Format,
+        options: SimOptions,
+        trace: Option<crate::workload::LoadedTrace>,
+    ) -> Result<Simulation> {
+        guard(|| Simulation::with_trace(Scenario::parse(text, format)?, options, trace))
+    }
+
+    /// Build from a parsed scenario and a loaded trace.
+    pub fn with_trace(scenario: Scenario, options: SimOptions, trace: Option<crate::workload::LoadedTrace>) -> Result<Simulation> {
+        guard(|| Ok(Simulation { built: build_with(scenario, options, trace)?, done: false }))
     }
 
     /// Process at most `max_events` events; `true` when the run is complete.
@@ -507,8 +529,13 @@ pub fn simulate(text: &str, format: Format, options: SimOptions) -> Result<SimRe
 
 /// Validate a scenario; returns the resolved scenario and deployment plan as JSON.
 pub fn validate(text: &str, format: Format) -> Result<String> {
+    validate_with_trace(text, format, None)
+}
+
+/// [`validate`] with a loaded trace for the scenario's `workload.trace`.
+pub fn validate_with_trace(text: &str, format: Format, trace: Option<crate::workload::LoadedTrace>) -> Result<String> {
     guard(|| {
-        let built = build(Scenario::parse(text, format)?, SimOptions::default())?;
+        let built = build_with(Scenario::parse(text, format)?, SimOptions::default(), trace)?;
         let v = serde_json::json!({"scenario": built.scenario, "deployment": built.deployment});
         Ok(v.to_string())
     })

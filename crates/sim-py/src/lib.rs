@@ -106,11 +106,19 @@ impl Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (text, format = "json", record_steps = false, check_invariants = false))]
-    fn new(py: Python<'_>, text: String, format: &str, record_steps: bool, check_invariants: bool) -> PyResult<Self> {
+    #[pyo3(signature = (text, format = "json", record_steps = false, check_invariants = false, trace = None))]
+    fn new(
+        py: Python<'_>,
+        text: String,
+        format: &str,
+        record_steps: bool,
+        check_invariants: bool,
+        trace: Option<PyRefMut<'_, LoadedTrace>>,
+    ) -> PyResult<Self> {
         let format = core::Format::parse(format).map_err(PySimError)?;
         let options = core::SimOptions { record_steps, check_invariants };
-        let sim = guarded(py, move || core::Simulation::from_text(&text, format, options))?;
+        let trace = trace.map(|mut t| t.take()).transpose()?;
+        let sim = guarded(py, move || core::Simulation::from_text_with_trace(&text, format, options, trace))?;
         Ok(Simulation { inner: Some(sim) })
     }
 
@@ -281,6 +289,88 @@ impl Checker {
     }
 }
 
+/// An incremental trace reader: `TraceLoader(spec)` takes a scenario's `workload.trace`
+/// table as JSON; `feed(chunk)` parses the next bytes of the file (False once no more are
+/// wanted); `finish()` checks the whole trace and returns the `LoadedTrace` (once).
+#[pyclass(module = "o1sim._core")]
+struct TraceLoader {
+    inner: Option<core::workload::TraceReader>,
+}
+
+#[pymethods]
+impl TraceLoader {
+    #[new]
+    fn new(py: Python<'_>, spec: String) -> PyResult<Self> {
+        let reader = guarded(py, move || core::workload::TraceReader::new(&core::workload::TraceSpec::from_json(&spec)?))?;
+        Ok(TraceLoader { inner: Some(reader) })
+    }
+
+    /// Parse the next chunk; False once no more input is wanted.
+    fn feed(&mut self, py: Python<'_>, chunk: &[u8]) -> PyResult<bool> {
+        let r = self.inner.as_mut().ok_or_else(|| SimError::new_err("this TraceLoader was already finished"))?;
+        let outcome = guarded(py, || r.feed(chunk));
+        if outcome.is_err() {
+            self.inner = None;
+        }
+        Ok(outcome?)
+    }
+
+    /// The format in use (detected for `auto` once the first line was read), or None.
+    #[getter]
+    fn format(&self) -> Option<&'static str> {
+        self.inner.as_ref().and_then(|r| r.format())
+    }
+
+    /// Check the whole trace and return it; the loader is consumed.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<LoadedTrace> {
+        let r = self.inner.take().ok_or_else(|| SimError::new_err("this TraceLoader was already finished"))?;
+        let t = guarded(py, move || r.finish())?;
+        Ok(LoadedTrace { format: t.format(), requests: t.len(), span_s: t.span_s(), inner: Some(t) })
+    }
+}
+
+/// A parsed trace for one `Simulation(..., trace=...)` (it moves into the simulation).
+#[pyclass(module = "o1sim._core")]
+struct LoadedTrace {
+    inner: Option<core::workload::LoadedTrace>,
+    format: &'static str,
+    requests: usize,
+    span_s: Option<f64>,
+}
+
+impl LoadedTrace {
+    fn take(&mut self) -> PyResult<core::workload::LoadedTrace> {
+        self.inner.take().ok_or_else(|| SimError::new_err("this LoadedTrace was already used by a simulation; load the trace again"))
+    }
+}
+
+#[pymethods]
+impl LoadedTrace {
+    /// The trace's format (the detected one for `auto`).
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.format
+    }
+
+    /// Number of requests kept.
+    fn __len__(&self) -> usize {
+        self.requests
+    }
+
+    /// Seconds from the first to the last arrival (rate_scale applied), or None when the
+    /// arrivals are generated (a vLLM result without start times).
+    #[getter]
+    fn span_s(&self) -> Option<f64> {
+        self.span_s
+    }
+
+    /// True once a simulation took the requests.
+    #[getter]
+    fn used(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
 /// Names of the bug classes `scheduler.inject_bug` accepts (model checking).
 #[pyfunction]
 fn bug_names() -> Vec<&'static str> {
@@ -300,11 +390,19 @@ fn reason_names() -> Vec<&'static str> {
 }
 
 /// Validate a scenario text; returns the resolved scenario (presets expanded) as JSON.
+/// `trace` (used up) is the loaded trace of a `workload.trace` given by path.
 #[pyfunction]
-#[pyo3(signature = (text, format = "json"))]
-fn validate(py: Python<'_>, text: String, format: &str) -> PyResult<String> {
+#[pyo3(signature = (text, format = "json", trace = None))]
+fn validate(py: Python<'_>, text: String, format: &str, trace: Option<PyRefMut<'_, LoadedTrace>>) -> PyResult<String> {
     let format = core::Format::parse(format).map_err(PySimError)?;
-    Ok(guarded(py, move || core::validate(&text, format))?)
+    let trace = trace.map(|mut t| t.take()).transpose()?;
+    Ok(guarded(py, move || core::validate_with_trace(&text, format, trace))?)
+}
+
+/// The trace formats `workload.trace.format` accepts.
+#[pyfunction]
+fn trace_formats() -> Vec<&'static str> {
+    core::workload::TRACE_FORMATS.to_vec()
 }
 
 /// The catalog (GPUs, models, policies) as JSON.
@@ -382,6 +480,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<RunResult>()?;
     m.add_class::<Checker>()?;
+    m.add_class::<TraceLoader>()?;
+    m.add_class::<LoadedTrace>()?;
+    m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
     m.add_function(wrap_pyfunction!(bug_names, m)?)?;
     m.add_function(wrap_pyfunction!(status_names, m)?)?;
     m.add_function(wrap_pyfunction!(reason_names, m)?)?;

@@ -107,6 +107,7 @@ pub fn presets() -> Outcome {
         v["bugs"] = serde_json::json!(core::config::BUGS);
         v["status_names"] = serde_json::json!(core::STATUS_NAMES);
         v["reason_names"] = serde_json::json!(core::REASON_NAMES);
+        v["trace_formats"] = serde_json::json!(core::workload::TRACE_FORMATS);
         Ok(v.to_string())
     })
 }
@@ -143,6 +144,18 @@ pub fn routes(topology: &[u8], src: &[u8], dst: &[u8], down: &[u8]) -> Outcome {
 /// Errors name fields under `topology.` as they would inside a scenario.
 pub fn topology(input: &[u8]) -> Outcome {
     guarded(|| core::topology_json(text_of(input)?).map_err(|e| e.under("topology")))
+}
+
+/// Read a trace given inline: `spec` is a `workload.trace` table as JSON (`{"format":
+/// "auto", "text": …}`); the output is `{"format", "requests", "span_s"}` (the detected
+/// format, the requests kept, seconds from the first to the last arrival or null), or the
+/// error a run would give, naming the line.
+pub fn trace_info(spec: &[u8]) -> Outcome {
+    guarded(|| {
+        let spec = core::workload::TraceSpec::from_json(text_of(spec)?)?;
+        let t = spec.load_inline()?;
+        Ok(serde_json::json!({"format": t.format(), "requests": t.len(), "span_s": t.span_s()}).to_string())
+    })
 }
 
 /// Model-check a (small) scenario; `options` is JSON `{"max_states", "timeliness_steps"}`
@@ -371,6 +384,16 @@ pub unsafe extern "C" fn o1_routes(
 pub unsafe extern "C" fn o1_topology(ptr: *const u8, len: usize) -> u32 {
     install_hook();
     publish(topology(input(ptr, len)))
+}
+
+/// See [`trace_info`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_trace_info(ptr: *const u8, len: usize) -> u32 {
+    install_hook();
+    publish(trace_info(input(ptr, len)))
 }
 
 /// See [`presets`].

@@ -1,8 +1,9 @@
 """The o1sim dashboard, a Streamlit app: ``o1sim dashboard`` (or ``streamlit run`` this file).
 
 The sidebar builds a scenario: a preset or an uploaded TOML/JSON file (editable as text),
-an optional request trace (CSV) replayed as an explicit workload, and overrides of the
-common fields. The main area runs the chosen policy and the ones to compare, and shows the
+an optional request trace (any format the core reads: Azure, Mooncake, Vidur, BLIS,
+inference-perf, vLLM, plain CSV/JSONL) replayed as the workload through the core's trace
+reader, and overrides of the common fields. The main area runs the chosen policy and the ones to compare, and shows the
 summary, latency CDFs, KV use and queues over time, a GPU × time heatmap, a load sweep,
 the deployment and downloads. A scenario error is shown under the input it concerns.
 
@@ -27,7 +28,7 @@ import streamlit as st
 import o1sim
 from o1sim.dashboard import charts
 from o1sim.dashboard.check_tab import check_tab
-from o1sim.dashboard.scenarios import FIELDS, PRESETS, Field, base_value, preset_scenario, trace_requests
+from o1sim.dashboard.scenarios import FIELDS, PRESETS, Field, base_value, preset_scenario, trace_workload
 
 st.set_page_config(page_title="o1sim dashboard", layout="wide")
 
@@ -58,6 +59,12 @@ def run_cached(text: str, fmt: str) -> o1sim.Result:
 @st.cache_data(show_spinner=False, max_entries=64)
 def validate_cached(text: str, fmt: str) -> dict[str, Any]:
     return o1sim.Scenario.from_text(text, fmt).validate()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def trace_info_cached(text: str, fmt: str) -> dict[str, Any]:
+    """The detected format and request count of an uploaded trace (errors raised)."""
+    return o1sim.workload.trace_info(text, fmt)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -99,7 +106,7 @@ def csv_cached(text: str, fmt: str) -> str:
 def _error_slot_for(field: Optional[str], slots: Mapping[str, Any]) -> Any:
     """The placeholder under the input an error's field belongs to (else the editor's)."""
     if field:
-        if field.startswith("trace"):
+        if field.startswith(("trace", "workload.trace")):
             return slots[ERROR_SLOT_TRACE]
         if field.startswith("events") and ERROR_SLOT_EVENTS in slots:
             m = re.match(r"events\[(\d+)\]", field)
@@ -245,9 +252,16 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     elif base_fmt == "json":
         fmt = "toml"
 
-    trace = st.sidebar.file_uploader("Request trace (CSV, optional)", type=["csv"], key="trace",
-                                     help="Columns arrival_ms (or arrival_s / timestamp in s), prompt_tokens, "
-                                          "output_tokens, optional priority: replayed as the workload's explicit requests.")
+    trace = st.sidebar.file_uploader(
+        "Request trace (optional)", type=["csv", "jsonl", "json", "txt"], key="trace",
+        help="Replayed as the workload: Azure LLM inference (TIMESTAMP, ContextTokens, GeneratedTokens), Mooncake "
+             "JSONL (timestamp, input_length, output_length, hash_ids), Vidur, BLIS trace v2, inference-perf's "
+             "per-request JSON, a vLLM benchmark result, or CSV/JSONL with arrival_ms, prompt_tokens, output_tokens.")
+    trace_format = "auto"
+    if trace is not None:
+        trace_format = st.sidebar.selectbox("Trace format", o1sim.workload.TRACE_FORMATS, key="trace_format",
+                                            help="auto: told apart by the file's first line.")
+    trace_caption = st.sidebar.empty()
     slots[ERROR_SLOT_TRACE] = st.sidebar.empty()
 
     catalog = o1sim.presets()
@@ -270,9 +284,12 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
         # scenario below reports the error (a widget may already correct it).
         resolved = {}
     if trace is not None:
+        trace_text = trace.getvalue().decode("utf-8", errors="replace")
+        data["workload"] = trace_workload(trace_text, trace_format)
+        resolved["workload"] = data["workload"]
         try:
-            data["workload"] = {"requests": trace_requests(trace.getvalue().decode("utf-8", errors="replace"))}
-            resolved["workload"] = data["workload"]
+            info = trace_info_cached(trace_text, trace_format)
+            trace_caption.caption(f"{trace.name}: {info['format']} · {info['requests']:,} requests")
         except o1sim.ConfigError as e:
             error = error or (e, "trace")
     shown = resolved or data
@@ -368,6 +385,8 @@ def metrics_row(summary: Mapping[str, Any]) -> None:
         ("Preemptions", _fmt(s["preemptions"], "", 0)),
         ("Rejected", _fmt(s["rejected"], "", 0)),
     ]
+    if s.get("prefix_cache_hit_rate") is not None:  # the core reports prefix caching
+        cells.insert(5, ("Prefix-cache hits", _fmt(s["prefix_cache_hit_rate"], "%", 1, 100.0)))
     for col, (label, value) in zip(st.columns(len(cells)), cells):
         col.metric(label, value)
 
@@ -391,8 +410,18 @@ def run_all(scenario: o1sim.Scenario, names: list[str]) -> tuple[dict[str, o1sim
 
 
 def _offered_rate(data: Mapping[str, Any]) -> Optional[float]:
-    """The scenario's offered load in req/s (a generated rate, or an explicit list's mean)."""
+    """The scenario's offered load in req/s (a generated rate, or an explicit list's or an
+    uploaded trace's mean)."""
     wl = data.get("workload", {})
+    trace = wl.get("trace")
+    if isinstance(trace, Mapping) and isinstance(trace.get("text"), str):
+        try:
+            info = trace_info_cached(trace["text"], str(trace.get("format", "auto")))
+        except o1sim.SimError:
+            return None
+        span = info.get("span_s")
+        scale = float(trace.get("rate_scale", 1.0))
+        return info["requests"] / span * scale if span else None
     arrival = wl.get("arrival")
     if isinstance(arrival, Mapping) and isinstance(arrival.get("rate"), (int, float)):
         return float(arrival["rate"])
@@ -406,7 +435,9 @@ def _offered_rate(data: Mapping[str, Any]) -> Optional[float]:
 def _at_load(data: dict[str, Any], factor: float) -> dict[str, Any]:
     """The scenario with its offered load multiplied by ``factor``."""
     wl = data["workload"]
-    if isinstance(wl.get("arrival"), Mapping):
+    if isinstance(wl.get("trace"), Mapping):
+        wl["trace"] = {**wl["trace"], "rate_scale": float(wl["trace"].get("rate_scale", 1.0)) * factor}
+    elif isinstance(wl.get("arrival"), Mapping):
         wl["arrival"] = {**wl["arrival"], "rate": wl["arrival"]["rate"] * factor}
     else:
         wl["requests"] = [{**r, "arrival_ms": r["arrival_ms"] / factor} for r in wl["requests"]]

@@ -423,12 +423,22 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, float], ...] = (
     ("preemptions", "preemptions", 1.0),
     ("rejected", "rejected", 1.0),
 )
+#: Shown when the runs report prefix caching: prompt tokens served from the cache.
+PREFIX_HIT_COLUMN = ("prefix hit %", "prefix_cache_hit_rate", 100.0)
 
 
 def summary_frame(summaries: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per run (``{label: Result.summary}``), the comparison columns of ``o1sim compare``."""
-    rows = {name: {h: float(_get(s, path)) * scale for h, path, scale in SUMMARY_COLUMNS} for name, s in summaries.items()}
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[h for h, _, _ in SUMMARY_COLUMNS])
+    columns = SUMMARY_COLUMNS
+    if any(_get(s, "prefix_cache_hit_rate") is not None for s in summaries.values()):
+        columns = columns + (PREFIX_HIT_COLUMN,)  # the core reports prefix caching
+
+    def value(s: Mapping[str, Any], path: str, scale: float) -> float:
+        v = _get(s, path)
+        return float("nan") if v is None else float(v) * scale
+
+    rows = {name: {h: value(s, path, scale) for h, path, scale in columns} for name, s in summaries.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[h for h, _, _ in columns])
     frame.index.name = "policy"
     return frame
 

@@ -1,18 +1,16 @@
-"""The dashboard's scenario side, without Streamlit: presets, the override fields shown as
-widgets, and request traces (CSV) turned into explicit workloads."""
+"""The dashboard's scenario side, without Streamlit: presets and the override fields shown
+as widgets. (An uploaded request trace goes to the core's trace reader as inline text:
+``trace_workload``.)"""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..api import Scenario
-from ..errors import config_error
 
-__all__ = ["FIELDS", "PRESETS", "Field", "base_value", "preset_scenario", "trace_requests"]
+__all__ = ["FIELDS", "PRESETS", "Field", "base_value", "preset_scenario", "trace_workload"]
 
 _SMALL = """\
 # Llama-3-8B on one H100 with a KV pool of 400 blocks: small enough that the policies
@@ -129,49 +127,7 @@ def base_value(resolved: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-_ARRIVAL = ("arrival_ms", "arrival_s", "timestamp", "timestamp_s")
-_PROMPT = ("prompt_tokens", "input_tokens", "context_tokens", "num_prefill_tokens")
-_OUTPUT = ("output_tokens", "generated_tokens", "num_decode_tokens")
-
-
-def trace_requests(text: str) -> list[dict[str, Any]]:
-    """A request trace (CSV with a header) → ``workload.requests`` entries.
-
-    Columns (case-insensitive): arrival time as ``arrival_ms``, or ``arrival_s`` /
-    ``timestamp`` in seconds; ``prompt_tokens`` (or ``input_tokens``, ``context_tokens``);
-    ``output_tokens`` (or ``generated_tokens``); optional ``priority``. Arrivals are made
-    relative to the first one. Raises ``ConfigError`` naming the trace row or column.
-    """
-    reader = csv.DictReader(io.StringIO(text))
-    header = {h.strip().lower(): h for h in (reader.fieldnames or [])}
-
-    def pick(names: tuple[str, ...], what: str) -> str:
-        for n in names:
-            if n in header:
-                return header[n]
-        raise config_error("trace", f"no {what} column (expected one of {', '.join(names)}; got {', '.join(header) or 'none'})")
-
-    arrival = pick(_ARRIVAL, "arrival time")
-    scale = 1.0 if header.get("arrival_ms") == arrival else 1000.0
-    prompt, output = pick(_PROMPT, "prompt length"), pick(_OUTPUT, "output length")
-    priority = header.get("priority")
-    rows: list[dict[str, Any]] = []
-    for i, row in enumerate(reader, start=1):
-        try:
-            entry: dict[str, Any] = {
-                "arrival_ms": float(row[arrival]) * scale,
-                "prompt_tokens": int(float(row[prompt])),
-                "output_tokens": int(float(row[output])),
-            }
-            if priority is not None and row.get(priority, "").strip():
-                entry["priority"] = int(float(row[priority]))
-        except (TypeError, ValueError):
-            raise config_error(f"trace[row {i}]", f"not a number in {row!r}") from None
-        rows.append(entry)
-    if not rows:
-        raise config_error("trace", "the trace has no requests")
-    rows.sort(key=lambda r: r["arrival_ms"])
-    t0 = rows[0]["arrival_ms"]
-    for r in rows:
-        r["arrival_ms"] = round(r["arrival_ms"] - t0, 6)
-    return rows
+def trace_workload(text: str, format: str = "auto") -> dict[str, Any]:
+    """The workload replaying an uploaded trace: its text inline, read by the core's trace
+    reader like a file (every format o1sim reads; ``auto`` detects it)."""
+    return {"trace": {"format": format, "text": text}}

@@ -200,6 +200,7 @@ fn replay_scenario(base: &Scenario, e: &Engine, path: &[Action], plan: &Plan, pr
                 prompt_tokens: Some(r.prompt),
                 output_tokens: Some(r.output),
                 priority: (r.priority != 0).then_some(r.priority),
+                ..Default::default()
             }
         })
         .collect();

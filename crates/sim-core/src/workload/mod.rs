@@ -1,12 +1,23 @@
 //! The scenario's `workload` section: which requests arrive, when, and how long they are.
 //!
-//! Two forms are accepted (never mixed):
+//! Its forms (never mixed):
 //!
 //! * **Generated** — an arrival process plus length distributions:
 //!   `{"arrival": {"kind": "poisson", "rate": 2.0}, "num_requests": 1000,
 //!     "prompt": {"kind": "fixed", "value": 512}, "output": {"kind": "uniform", "min": 16, "max": 256}}`
-//!   (or `"duration_s"` instead of `"num_requests"`, and an optional `"priority"`).
-//! * **Explicit** — a trace: `{"requests": [{"arrival_ms": 0, "prompt_tokens": 100, "output_tokens": 20}]}`.
+//!   (or `"duration_s"` instead of `"num_requests"`, or `"arrival": {"stages": [{"rate",
+//!   "duration_s"}, …]}` for load that changes over time, and an optional `"priority"`).
+//!   Instead of `prompt`/`output`, `shared_prefix` generates inference-perf's shared-prefix
+//!   data ([`shared`]) and `sessions` multi-turn conversations ([`sessions`]).
+//! * **Explicit** — a list: `{"requests": [{"arrival_ms": 0, "prompt_tokens": 100, "output_tokens": 20}]}`,
+//!   each request optionally naming shared tokens (`prefix_group` + `prefix_length`, or
+//!   `hash_ids`) or a session turn (`session_id`, `turn`, `think_ms`); see [`assemble`].
+//! * **Trace** — `{"trace": {"format": "azure", "path": "trace.csv"}}`: a real service's
+//!   requests ([`trace`]).
+//!
+//! Token identity: requests carry [`Segment`]s naming which of their prompt tokens other
+//! prompts share ([`keys`] keeps the sources apart), for prefix caching; a session's later
+//! turns carry [`After`], for the closed loop.
 //!
 //! Deserialization is deliberately permissive about *which* fields are present (every field is
 //! optional in the serde types) so that [`WorkloadSpec::validate`] can report precise,
@@ -23,6 +34,24 @@ use serde::{Deserialize, Serialize};
 use crate::error::{check, Result, SimError};
 use crate::rng::SimRng;
 
+mod arrival;
+pub mod assemble;
+mod dist;
+pub mod keys;
+mod sample;
+pub mod sessions;
+pub mod shared;
+pub mod trace;
+
+pub use arrival::StageSpec;
+pub use dist::{IdValue, Len, SecondsDist, SecondsSpec};
+pub use sessions::SessionsSpec;
+pub use shared::SharedPrefixSpec;
+pub use trace::{LoadedTrace, TraceReader, TraceSpec, TRACE_FORMATS};
+
+use arrival::{resolve_arrival, Stop};
+use sample::*;
+
 /// The most requests one workload may contain (generated or explicit). Why: every request
 /// is materialized up front (24 bytes each, plus per-request engine state), so this bounds
 /// memory at about a gigabyte and rejects typos such as a rate in req/ms.
@@ -34,8 +63,6 @@ const STREAM_ARRIVALS: u64 = 1;
 const STREAM_PROMPT: u64 = 2;
 const STREAM_OUTPUT: u64 = 3;
 
-/// Valid values of `arrival.kind`.
-const ARRIVAL_KINDS: &[&str] = &["poisson", "gamma", "constant"];
 /// Valid values of `prompt.kind` / `output.kind`.
 const LENGTH_KINDS: &[&str] = &["fixed", "uniform", "normal", "lognormal", "zipf"];
 
@@ -59,7 +86,9 @@ pub struct RequestSpec {
     /// cover (all of them for `(0, 0)`) are unique to this request.
     pub segs: (u32, u32),
     /// Closed loop (a session's later turn): the request is sent `think_ns` after request
-    /// `parent` finishes, not at `arrival_ns`.
+    /// `parent` finishes, and not before `arrival_ns` (a trace's recorded send time, the
+    /// scheduled slot of inference-perf's multi-turn chat, or the session's start, which
+    /// any parent finish follows).
     pub after: Option<After>,
 }
 
@@ -105,17 +134,25 @@ pub struct Workload {
 
 /// The arrival process of a generated workload (`arrival` in the section).
 ///
-/// Inter-arrival gaps are i.i.d.; the first request arrives at t = 0.
+/// Inter-arrival gaps are i.i.d.; the first request arrives at t = 0. With `stages`, each
+/// stage is its own process at its own rate (see [`arrival`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArrivalSpec {
     /// `"poisson"` (exponential gaps), `"gamma"` (gamma-distributed gaps, burstiness set by
-    /// `cv`) or `"constant"` (every gap is exactly `1/rate`). Required.
+    /// `cv`), `"constant"` (every gap is exactly `1/rate`) or `"poisson_count"` (exactly
+    /// rate × duration arrivals per stage at exponential gaps scaled to the stage:
+    /// inference-perf's `constant` load type). Required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// Mean arrival rate in requests per second (> 0). Required.
+    /// Mean arrival rate in requests per second (> 0). Required, unless `stages` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// Load over time, as inference-perf's `load.stages`: `[{rate, duration_s}, …]`, one
+    /// after the other from t = 0; generation ends with the last stage (so `num_requests`
+    /// and `duration_s` are not given). Replaces `rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<StageSpec>>,
     /// Coefficient of variation of the gaps (std / mean, > 0): 1 is Poisson-like, > 1 is
     /// burstier. Required for, and only allowed with, `kind = "gamma"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -143,7 +180,7 @@ impl ArrivalSpec {
             kind: Some("gamma".into()),
             rate: Some(rate),
             cv: Some(cv),
-            max_gap_s: None,
+            ..Default::default()
         }
     }
 
@@ -152,6 +189,15 @@ impl ArrivalSpec {
         ArrivalSpec {
             kind: Some("constant".into()),
             rate: Some(rate),
+            ..Default::default()
+        }
+    }
+
+    /// Arrivals of `kind` in stages of `(rate per second, duration in seconds)`.
+    pub fn staged(kind: &str, stages: &[(f64, f64)]) -> Self {
+        ArrivalSpec {
+            kind: Some(kind.into()),
+            stages: Some(stages.iter().map(|&(r, d)| StageSpec::new(r, d)).collect()),
             ..Default::default()
         }
     }
@@ -274,10 +320,18 @@ impl LengthSpec {
 }
 
 /// One request of an explicit list (`requests[i]` in the section).
+///
+/// Shared tokens, for prefix caching: `prefix_group` + `prefix_length` (the first
+/// `prefix_length` prompt tokens are the same in every request of the group, the rest
+/// unique: BLIS's workload-spec convention), or `hash_ids` (Mooncake's: one id per
+/// `hash_block_tokens` of prompt, equal ids at equal positions being equal content). A
+/// session turn (`session_id`, `turn`) shares the whole conversation before it; its
+/// `prompt_tokens` counts the whole prompt, earlier turns included (see [`assemble`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitRequest {
-    /// Arrival time in milliseconds since the start (finite, ≥ 0). Required. The list need
+    /// Arrival time in milliseconds since the start (finite, ≥ 0). Required, except on a
+    /// session's later turns (which then wait only for the previous turn). The list need
     /// not be sorted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_ms: Option<f64>,
@@ -290,6 +344,30 @@ pub struct ExplicitRequest {
     /// Priority, lower = more urgent; 0 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
+    /// Name of the group whose first `prefix_length` tokens this prompt starts with (a
+    /// string or an integer; `3` and `"3"` are the same group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_group: Option<IdValue>,
+    /// Tokens of the group's shared prefix (1..=prompt_tokens). Required with
+    /// `prefix_group`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_length: Option<u32>,
+    /// Block ids of the prompt, one per `hash_block_tokens` tokens (the last block may be
+    /// partial): exactly ⌈prompt_tokens / hash_block_tokens⌉ non-negative integers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_ids: Option<Vec<u64>>,
+    /// The conversation this request is a turn of (a string or an integer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<IdValue>,
+    /// The turn's number in its session (turns are ordered by it; without it, by their
+    /// order in the list). Give it on every turn of a session or on none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Think time in milliseconds: the turn is sent this long after the previous turn
+    /// finishes (and not before its `arrival_ms`, when given). Default 0; ignored on a
+    /// session's first turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ms: Option<f64>,
 }
 
 impl ExplicitRequest {
@@ -300,7 +378,7 @@ impl ExplicitRequest {
             arrival_ms: Some(arrival_ms),
             prompt_tokens: Some(prompt_tokens),
             output_tokens: Some(output_tokens),
-            priority: None,
+            ..Default::default()
         }
     }
 }
@@ -336,6 +414,19 @@ pub struct WorkloadSpec {
     /// Explicit form: the list of requests (cannot be combined with the fields above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<ExplicitRequest>>,
+    /// Explicit form: tokens per `hash_ids` entry (≥ 1; default 512, Mooncake's block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_block_tokens: Option<u32>,
+    /// Generated form: inference-perf's shared-prefix data instead of `prompt`/`output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix: Option<SharedPrefixSpec>,
+    /// Generated form: multi-turn sessions (starts follow `arrival`) instead of
+    /// `prompt`/`output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionsSpec>,
+    /// Trace form: replay a trace file (cannot be combined with any other field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSpec>,
 }
 
 impl Default for WorkloadSpec {
@@ -348,15 +439,14 @@ impl Default for WorkloadSpec {
             duration_s: None,
             prompt: Some(LengthSpec::fixed(512)),
             output: Some(LengthSpec::fixed(128)),
-            priority: None,
-            requests: None,
+            ..WorkloadSpec::empty()
         }
     }
 }
 
 impl WorkloadSpec {
-    /// An explicit-form workload from a list of requests.
-    pub fn explicit(requests: Vec<ExplicitRequest>) -> Self {
+    /// A section with no field set (not valid by itself: a starting point for the forms).
+    pub fn empty() -> Self {
         WorkloadSpec {
             arrival: None,
             num_requests: None,
@@ -364,23 +454,41 @@ impl WorkloadSpec {
             prompt: None,
             output: None,
             priority: None,
-            requests: Some(requests),
+            requests: None,
+            hash_block_tokens: None,
+            shared_prefix: None,
+            sessions: None,
+            trace: None,
         }
+    }
+
+    /// An explicit-form workload from a list of requests.
+    pub fn explicit(requests: Vec<ExplicitRequest>) -> Self {
+        WorkloadSpec { requests: Some(requests), ..WorkloadSpec::empty() }
+    }
+
+    /// A trace-form workload.
+    pub fn from_trace(trace: TraceSpec) -> Self {
+        WorkloadSpec { trace: Some(trace), ..WorkloadSpec::empty() }
     }
 
     /// Check every rule; errors name paths relative to the section (`arrival.rate`,
     /// `prompt.max`, `requests[3].prompt_tokens`). `max_model_len` (tokens) bounds
-    /// `prompt_tokens + output_tokens` of explicit requests; generated requests are not
-    /// checked against it (the engine rejects those individually, with a reason).
+    /// `prompt_tokens + output_tokens` of explicit requests; generated and traced requests
+    /// are not checked against it (the engine rejects those individually, with a reason).
+    /// An inline trace is parsed whole; a trace given by `path` cannot be checked here.
     pub fn validate(&self, max_model_len: u32) -> Result<()> {
-        self.resolve(max_model_len).map(|_| ())
+        match &self.trace {
+            Some(t) if self.only_field() == "trace" && t.text.is_none() => TraceReader::new(t).map(|_| ()),
+            _ => self.resolve(max_model_len).map(|_| ()),
+        }
     }
 
     /// Generate all requests, sorted by `(arrival_ns, id)`.
     ///
-    /// `id` is the 0-based position in an explicit list (its order in the list, even when
-    /// `arrival_ms` is not sorted), the generation order otherwise. Explicit requests whose
-    /// `prompt_tokens + output_tokens > max_model_len` are a config error naming
+    /// `id` is the 0-based position in an explicit list or a trace (its order there, even
+    /// when arrivals are not sorted), the generation order otherwise. Explicit requests
+    /// whose `prompt_tokens + output_tokens > max_model_len` are a config error naming
     /// `requests[i].prompt_tokens`; generated ones are not filtered. The result depends only
     /// on the spec and `seed`.
     pub fn generate(&self, seed: u64, max_model_len: u32) -> Result<Vec<RequestSpec>> {
@@ -389,41 +497,100 @@ impl WorkloadSpec {
 
     /// [`WorkloadSpec::generate`] with the segment arena the requests' `segs` index.
     pub fn generate_workload(&self, seed: u64, max_model_len: u32) -> Result<Workload> {
-        let requests = match self.resolve(max_model_len)? {
-            Resolved::Explicit(list) => list,
-            Resolved::Generated(g) => g.generate(seed)?,
-        };
-        Ok(Workload { requests, segments: Vec::new() })
+        self.generate_with(seed, max_model_len, None)
+    }
+
+    /// [`WorkloadSpec::generate_workload`], taking a trace a front end has already loaded
+    /// (from `trace.path`) instead of parsing `trace.text`. The loaded trace must have been
+    /// read with this section's trace options.
+    pub fn generate_with(&self, seed: u64, max_model_len: u32, loaded: Option<LoadedTrace>) -> Result<Workload> {
+        match self.resolve(max_model_len)? {
+            Resolved::Explicit(rows) => rows.assemble(),
+            Resolved::Generated(g) => Ok(Workload { requests: g.generate(seed)?, segments: Vec::new() }),
+            Resolved::Shared(g) => g.generate(seed, max_model_len),
+            Resolved::Sessions(g) => g.generate(seed, max_model_len),
+            Resolved::Trace(spec) => {
+                let trace = match loaded {
+                    Some(t) if t.matches(spec) => t,
+                    Some(_) => {
+                        return Err(SimError::config("trace", "the loaded trace was read with other options than this scenario's"))
+                    }
+                    None => spec.load_inline()?,
+                };
+                trace.into_workload(seed)
+            }
+        }
     }
 
     /// Number of requests without generating: `num_requests`, or the length of the
-    /// explicit list; `None` in duration mode (the count is random).
+    /// explicit list; `None` otherwise (duration mode, stages, sessions, traces).
     pub fn num_requests_hint(&self) -> Option<u64> {
         match &self.requests {
             Some(list) => Some(list.len() as u64),
+            None if self.shared_prefix.is_some() || self.arrival.as_ref().is_some_and(|a| a.stages.is_some()) => {
+                self.num_requests
+            }
+            None if self.sessions.is_some() || self.trace.is_some() => None,
             None => self.num_requests,
         }
     }
 
+    /// The fields present, by name, in a fixed order.
+    fn present(&self) -> [(&'static str, bool); 11] {
+        [
+            ("arrival", self.arrival.is_some()),
+            ("num_requests", self.num_requests.is_some()),
+            ("duration_s", self.duration_s.is_some()),
+            ("prompt", self.prompt.is_some()),
+            ("output", self.output.is_some()),
+            ("priority", self.priority.is_some()),
+            ("requests", self.requests.is_some()),
+            ("hash_block_tokens", self.hash_block_tokens.is_some()),
+            ("shared_prefix", self.shared_prefix.is_some()),
+            ("sessions", self.sessions.is_some()),
+            ("trace", self.trace.is_some()),
+        ]
+    }
+
+    /// `"trace"` when the trace is the only field given.
+    fn only_field(&self) -> &'static str {
+        let present: Vec<&str> = self.present().iter().filter(|(_, p)| *p).map(|(n, _)| *n).collect();
+        if present == ["trace"] {
+            "trace"
+        } else {
+            ""
+        }
+    }
+
     /// Validate and turn the optional-field representation into a typed model.
-    fn resolve(&self, max_model_len: u32) -> Result<Resolved> {
-        if let Some(list) = &self.requests {
-            let generated_fields = [
-                ("arrival", self.arrival.is_some()),
-                ("num_requests", self.num_requests.is_some()),
-                ("duration_s", self.duration_s.is_some()),
-                ("prompt", self.prompt.is_some()),
-                ("output", self.output.is_some()),
-                ("priority", self.priority.is_some()),
-            ];
-            if let Some((name, _)) = generated_fields.iter().find(|(_, present)| *present) {
-                return Err(SimError::config(
+    fn resolve(&self, max_model_len: u32) -> Result<Resolved<'_>> {
+        let present = self.present();
+        let reject_others = |form: &str, allowed: &[&str]| -> Result<()> {
+            match present.iter().find(|(name, p)| *p && *name != form && !allowed.contains(name)) {
+                Some((name, _)) => Err(SimError::config(
                     *name,
-                    "cannot be combined with an explicit `requests` list (use either the generated \
-                     form or `requests`, not both; per-request priority goes in requests[i].priority)",
-                ));
+                    format!(
+                        "cannot be combined with `{form}` (a workload is either generated, an explicit `requests` list or a `trace`{})",
+                        if form == "requests" { "; per-request priority goes in requests[i].priority" } else { "" }
+                    ),
+                )),
+                None => Ok(()),
             }
-            return resolve_explicit(list, max_model_len).map(Resolved::Explicit);
+        };
+        if let Some(list) = &self.requests {
+            reject_others("requests", &["hash_block_tokens"])?;
+            let block = self.hash_block_tokens.unwrap_or(assemble::DEFAULT_HASH_BLOCK_TOKENS);
+            if block == 0 {
+                return Err(SimError::config("hash_block_tokens", "must be >= 1 token (got 0)"));
+            }
+            return assemble::explicit_rows(list, max_model_len, block).map(Resolved::Explicit);
+        }
+        if let Some(t) = &self.trace {
+            reject_others("trace", &[])?;
+            return Ok(Resolved::Trace(t));
+        }
+        if self.hash_block_tokens.is_some() {
+            return Err(SimError::config("hash_block_tokens", "only applies to an explicit `requests` list (a trace sets trace.hash_block_tokens)"));
         }
 
         let arrival = match &self.arrival {
@@ -432,26 +599,73 @@ impl WorkloadSpec {
                 return Err(SimError::config(
                     "arrival",
                     "required: give either a generated workload (arrival, num_requests or \
-                     duration_s, prompt, output) or an explicit `requests` list",
+                     duration_s, prompt, output), an explicit `requests` list or a `trace`",
                 ))
             }
         };
-        let stop = match (self.num_requests, self.duration_s) {
-            (Some(_), Some(_)) => {
-                return Err(SimError::config(
-                    "duration_s",
-                    "cannot be combined with num_requests; give exactly one of them",
-                ))
+        let staged = !arrival.stages.is_empty();
+        let kinds = [("shared_prefix", self.shared_prefix.is_some()), ("sessions", self.sessions.is_some())];
+        let form = kinds.iter().find(|(_, p)| *p).map(|(n, _)| *n);
+        if let Some(form) = form {
+            for (name, p) in [("prompt", self.prompt.is_some()), ("output", self.output.is_some())]
+                .into_iter()
+                .chain(kinds.into_iter().filter(|(n, _)| *n != form))
+            {
+                if p {
+                    return Err(SimError::config(name, format!("cannot be combined with `{form}` (it sets the lengths itself)")));
+                }
             }
-            (None, None) => {
-                return Err(SimError::config(
-                    "num_requests",
-                    "required: give exactly one of num_requests or duration_s",
-                ))
+        }
+        let priority = self.priority.unwrap_or(0);
+        if form == Some("sessions") {
+            if self.num_requests.is_some() {
+                return Err(SimError::config("num_requests", "not used by `sessions` (give sessions.count, duration_s or arrival.stages)"));
             }
+            let bound = match (self.duration_s, staged) {
+                (Some(_), true) => return Err(self.stages_conflict("duration_s")),
+                (Some(d), false) => {
+                    check::positive("duration_s", d)?;
+                    Some(Stop::Duration(d))
+                }
+                (None, true) => Some(Stop::Stages),
+                (None, false) => None,
+            };
+            let spec = self.sessions.as_ref().expect("form is sessions");
+            return spec.resolve(arrival, bound, priority).map(Resolved::Sessions);
+        }
+        let stop = self.stop(&arrival, staged)?;
+        if let Some(spec) = &self.shared_prefix {
+            return spec.resolve(arrival, stop, priority).map(Resolved::Shared);
+        }
+        let prompt = match &self.prompt {
+            Some(p) => resolve_length(p, "prompt")?,
+            None => return Err(SimError::config("prompt", "required for a generated workload (or give shared_prefix or sessions)")),
+        };
+        let output = match &self.output {
+            Some(o) => resolve_length(o, "output")?,
+            None => return Err(SimError::config("output", "required for a generated workload")),
+        };
+        Ok(Resolved::Generated(Generated { arrival, stop, prompt, output, priority }))
+    }
+
+    fn stages_conflict(&self, field: &str) -> SimError {
+        SimError::config(field, "cannot be combined with arrival.stages (the stages' durations set the length)")
+    }
+
+    /// When generation stops: `num_requests`, `duration_s` or the end of the stages.
+    fn stop(&self, arrival: &arrival::ArrivalModel, staged: bool) -> Result<Stop> {
+        match (self.num_requests, self.duration_s) {
+            (Some(_), _) if staged => Err(self.stages_conflict("num_requests")),
+            (_, Some(_)) if staged => Err(self.stages_conflict("duration_s")),
+            (None, None) if staged => Ok(Stop::Stages),
+            (Some(_), Some(_)) => Err(SimError::config("duration_s", "cannot be combined with num_requests; give exactly one of them")),
+            (None, None) => Err(SimError::config(
+                "num_requests",
+                "required: give exactly one of num_requests or duration_s (or arrival.stages)",
+            )),
             (Some(n), None) => {
                 check::in_range("num_requests", n, 1, MAX_REQUESTS)?;
-                Stop::Count(n)
+                Ok(Stop::Count(n))
             }
             (None, Some(d)) => {
                 check::positive("duration_s", d)?;
@@ -459,10 +673,7 @@ impl WorkloadSpec {
                 if expected > MAX_REQUESTS as f64 {
                     return Err(SimError::config(
                         "duration_s",
-                        format!(
-                            "arrival.rate × duration_s = {expected} expected requests, more than the \
-                             limit of {MAX_REQUESTS}"
-                        ),
+                        format!("arrival.rate × duration_s = {expected} expected requests, more than the limit of {MAX_REQUESTS}"),
                     ));
                 }
                 if let Some(cap) = arrival.max_gap_s {
@@ -471,45 +682,29 @@ impl WorkloadSpec {
                         return Err(SimError::config(
                             "duration_s",
                             format!(
-                                "duration_s / arrival.max_gap_s = {at_least}: at least that many \
-                                 requests, more than the limit of {MAX_REQUESTS}"
+                                "duration_s / arrival.max_gap_s = {at_least}: at least that many requests, more than the limit of {MAX_REQUESTS}"
                             ),
                         ));
                     }
                 }
-                Stop::Duration(d)
+                Ok(Stop::Duration(d))
             }
-        };
-        let prompt = match &self.prompt {
-            Some(p) => resolve_length(p, "prompt")?,
-            None => {
-                return Err(SimError::config(
-                    "prompt",
-                    "required for a generated workload",
-                ))
-            }
-        };
-        let output = match &self.output {
-            Some(o) => resolve_length(o, "output")?,
-            None => {
-                return Err(SimError::config(
-                    "output",
-                    "required for a generated workload",
-                ))
-            }
-        };
-        Ok(Resolved::Generated(Generated {
-            arrival,
-            stop,
-            prompt,
-            output,
-            priority: self.priority.unwrap_or(0),
-        }))
+        }
     }
 }
 
-mod sample;
-use sample::*;
+/// The validated, typed form of a [`WorkloadSpec`].
+enum Resolved<'a> {
+    /// An explicit list's rows, validated.
+    Explicit(assemble::Rows),
+    Generated(Generated),
+    Shared(shared::SharedGen),
+    Sessions(sessions::SessionGen),
+    Trace(&'a TraceSpec),
+}
 
+
+#[cfg(test)]
+mod forms_tests;
 #[cfg(test)]
 mod tests;

@@ -1,55 +1,7 @@
 //! Resolved workload models and their samplers (validated specs → numbers).
 
+use super::arrival::{ArrivalModel, Stop};
 use super::*;
-
-/// The validated, typed form of a [`WorkloadSpec`].
-pub(super) enum Resolved {
-    /// An explicit list, already converted and sorted.
-    Explicit(Vec<RequestSpec>),
-    /// A generated workload's model.
-    Generated(Generated),
-}
-
-/// When generation stops.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Stop {
-    /// After this many requests.
-    Count(u64),
-    /// At the first arrival at or after this time (seconds).
-    Duration(f64),
-}
-
-/// The typed inter-arrival gap distribution (seconds).
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Gap {
-    Poisson { rate: f64 },
-    Gamma { shape: f64, scale: f64 },
-    Constant { gap_s: f64 },
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ArrivalModel {
-    /// Mean rate, requests per second (for the duration-mode size check).
-    pub(super) rate: f64,
-    pub(super) gap: Gap,
-    /// Cap on each gap, seconds.
-    pub(super) max_gap_s: Option<f64>,
-}
-
-impl ArrivalModel {
-    /// The next inter-arrival gap in seconds (≥ 0).
-    pub(super) fn next_gap(&self, rng: &mut SimRng) -> f64 {
-        let g = match self.gap {
-            Gap::Poisson { rate } => rng.exponential(rate),
-            Gap::Gamma { shape, scale } => rng.gamma(shape, scale),
-            Gap::Constant { gap_s } => gap_s,
-        };
-        match self.max_gap_s {
-            Some(cap) if g > cap => cap,
-            _ => g,
-        }
-    }
-}
 
 /// The typed length distribution (before rounding and clamping).
 #[derive(Debug, Clone)]
@@ -189,6 +141,7 @@ pub(super) fn log1p_over_x(x: f64) -> f64 {
     }
 }
 
+/// A plain generated workload: an arrival process and two length distributions.
 #[derive(Debug, Clone)]
 pub(super) struct Generated {
     pub(super) arrival: ArrivalModel,
@@ -203,24 +156,18 @@ impl Generated {
         let mut arrivals = SimRng::stream(seed, STREAM_ARRIVALS);
         let mut prompts = SimRng::stream(seed, STREAM_PROMPT);
         let mut outputs = SimRng::stream(seed, STREAM_OUTPUT);
-        let capacity = match self.stop {
-            Stop::Count(n) => n,
-            Stop::Duration(d) => (self.arrival.rate * d).min(MAX_REQUESTS as f64) as u64,
+        let mut out = Vec::with_capacity(self.arrival.expected(self.stop) as usize);
+        let bound = match self.stop {
+            Stop::Stages => "arrival.stages",
+            _ => "duration_s",
         };
-        let mut out = Vec::with_capacity(capacity as usize);
-        let mut t_s = 0.0_f64;
-        loop {
+        self.arrival.for_each(&mut arrivals, self.stop, |t_s, _| {
             let n = out.len() as u64;
-            match self.stop {
-                Stop::Count(limit) if n >= limit => break,
-                Stop::Duration(d) if t_s.is_nan() || t_s >= d => break,
-                Stop::Duration(_) if n >= MAX_REQUESTS => {
-                    return Err(SimError::config(
-                        "duration_s",
-                        format!("the arrival process produced more than {MAX_REQUESTS} requests in this duration"),
-                    ))
-                }
-                _ => {}
+            if n >= MAX_REQUESTS {
+                return Err(SimError::config(
+                    bound,
+                    format!("the arrival process produced more than {MAX_REQUESTS} requests in this duration"),
+                ));
             }
             out.push(RequestSpec::new(
                 n as u32,
@@ -229,8 +176,8 @@ impl Generated {
                 self.output.sample(&mut outputs),
                 self.priority,
             ));
-            t_s += self.arrival.next_gap(&mut arrivals);
-        }
+            Ok(true)
+        })?;
         Ok(out)
     }
 }
@@ -238,67 +185,6 @@ impl Generated {
 /// Seconds (f64) to integer nanoseconds, rounded; saturates at the u64 range.
 pub(super) fn seconds_to_ns(t_s: f64) -> u64 {
     (t_s * 1e9).round() as u64
-}
-
-/// Validate the arrival process.
-pub(super) fn resolve_arrival(a: &ArrivalSpec) -> Result<ArrivalModel> {
-    let kind = a.kind.as_deref().ok_or_else(|| {
-        SimError::config(
-            "arrival.kind",
-            format!("required: one of {}", ARRIVAL_KINDS.join(", ")),
-        )
-    })?;
-    if !ARRIVAL_KINDS.contains(&kind) {
-        return Err(check::unknown_name(
-            "arrival.kind",
-            "arrival kind",
-            kind,
-            ARRIVAL_KINDS,
-        ));
-    }
-    let rate = a
-        .rate
-        .ok_or_else(|| SimError::config("arrival.rate", "required (requests per second)"))?;
-    check::positive("arrival.rate", rate)?;
-    if let Some(cap) = a.max_gap_s {
-        check::positive("arrival.max_gap_s", cap)?;
-    }
-    let gap = match kind {
-        "gamma" => {
-            let cv =
-                a.cv.ok_or_else(|| SimError::config("arrival.cv", "required for kind 'gamma'"))?;
-            check::positive("arrival.cv", cv)?;
-            let shape = 1.0 / (cv * cv);
-            let scale = 1.0 / (rate * shape);
-            if !shape.is_finite() || !scale.is_finite() || scale <= 0.0 {
-                return Err(SimError::config(
-                    "arrival.cv",
-                    format!(
-                        "cv = {cv} with rate = {rate} gives an unrepresentable gamma distribution"
-                    ),
-                ));
-            }
-            Gap::Gamma { shape, scale }
-        }
-        other => {
-            if a.cv.is_some() {
-                return Err(SimError::config(
-                    "arrival.cv",
-                    format!("only used by kind 'gamma', not '{other}'"),
-                ));
-            }
-            if other == "poisson" {
-                Gap::Poisson { rate }
-            } else {
-                Gap::Constant { gap_s: 1.0 / rate }
-            }
-        }
-    };
-    Ok(ArrivalModel {
-        rate,
-        gap,
-        max_gap_s: a.max_gap_s,
-    })
 }
 
 /// A required token count (≥ 1) at `prefix.name`.
@@ -442,52 +328,4 @@ pub(super) fn resolve_length(spec: &LengthSpec, prefix: &str) -> Result<LengthMo
         }
     };
     Ok(LengthModel { dist, lo, hi })
-}
-
-/// Validate an explicit list and convert it to sorted [`RequestSpec`]s.
-pub(super) fn resolve_explicit(list: &[ExplicitRequest], max_model_len: u32) -> Result<Vec<RequestSpec>> {
-    if list.is_empty() {
-        return Err(SimError::config(
-            "requests",
-            "must contain at least one request",
-        ));
-    }
-    if list.len() as u64 > MAX_REQUESTS {
-        return Err(SimError::config(
-            "requests",
-            format!(
-                "too many requests ({}); the limit is {MAX_REQUESTS}",
-                list.len()
-            ),
-        ));
-    }
-    let mut out = Vec::with_capacity(list.len());
-    for (i, r) in list.iter().enumerate() {
-        let path = |field: &str| format!("requests[{i}].{field}");
-        let arrival_ms = r
-            .arrival_ms
-            .ok_or_else(|| SimError::config(path("arrival_ms"), "required (milliseconds)"))?;
-        check::non_negative(&path("arrival_ms"), arrival_ms)?;
-        let prompt = r
-            .prompt_tokens
-            .ok_or_else(|| SimError::config(path("prompt_tokens"), "required"))?;
-        tokens_at_least_one(&path("prompt_tokens"), prompt)?;
-        let output = r
-            .output_tokens
-            .ok_or_else(|| SimError::config(path("output_tokens"), "required"))?;
-        tokens_at_least_one(&path("output_tokens"), output)?;
-        let total = u64::from(prompt) + u64::from(output);
-        if total > u64::from(max_model_len) {
-            return Err(SimError::config(
-                path("prompt_tokens"),
-                format!(
-                    "prompt_tokens + output_tokens = {total} exceeds the model's max_model_len ({max_model_len})"
-                ),
-            ));
-        }
-        out.push(RequestSpec::new(i as u32, (arrival_ms * 1e6).round() as u64, prompt, output, r.priority.unwrap_or(0)));
-    }
-    // Stable order: by arrival, ties by list position.
-    out.sort_by_key(|r| (r.arrival_ns, r.id));
-    Ok(out)
 }

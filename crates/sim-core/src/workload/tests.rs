@@ -15,8 +15,7 @@ fn generated(
         duration_s: None,
         prompt: Some(prompt),
         output: Some(output),
-        priority: None,
-        requests: None,
+        ..WorkloadSpec::empty()
     }
 }
 
@@ -167,7 +166,7 @@ fn duration_mode() {
         prompt: Some(LengthSpec::fixed(3)),
         output: Some(LengthSpec::fixed(4)),
         priority: Some(-2),
-        requests: None,
+        ..WorkloadSpec::empty()
     };
     assert_eq!(w.num_requests_hint(), None);
     let reqs = w.generate(9, MML).unwrap();
