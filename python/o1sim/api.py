@@ -310,7 +310,9 @@ class Result:
     @cached_property
     def requests(self) -> pd.DataFrame:
         """One row per request; ``status``/``reason`` are categoricals, times in ms
-        (``first_token_ms`` is NaN for requests that never produced a token)."""
+        (``first_token_ms`` is NaN for requests that never produced a token). With
+        ``workload.adversarial``, a boolean ``adversarial`` column marks the attackers
+        (``summary["classes"]`` has the per-class metrics)."""
         import pandas as pd
 
         cols = self._raw.columns()

@@ -47,10 +47,15 @@ pub struct RequestColumns {
     pub status: Vec<u8>,
     /// Index into [`REASON_NAMES`].
     pub reason: Vec<u8>,
+    /// Whether each request is an attacker (`workload.adversarial`); empty (and not
+    /// written) when the workload has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub adversarial: Vec<bool>,
 }
 
 pub const STATUS_NAMES: &[&str] = &["finished", "rejected"];
-pub const REASON_NAMES: &[&str] = &["", "prompt exceeds max_model_len", "kv cache too small", "dispatch queue full"];
+pub const REASON_NAMES: &[&str] =
+    &["", "prompt exceeds max_model_len", "kv cache too small", "dispatch queue full", "template depth"];
 
 /// Per-replica time series, bucketed at `interval_ms`: means over the time the replica
 /// was busy in each bucket (batch size, tokens per step, KV use, queue lengths) and the busy
@@ -495,6 +500,10 @@ fn collect(built: Built) -> SimResult {
     }
     let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
     let mut summary = summarize(reqs, &stats, &kv, REASON_NAMES, slo);
+    if reqs.iter().any(|r| r.adversarial) {
+        summary["classes"] = crate::metrics::class_summary(reqs, REASON_NAMES);
+        cols.adversarial = reqs.iter().map(|r| r.adversarial).collect();
+    }
     let links = fabric.map(|mut f| {
         summary["topology"] = topology_summary(&f);
         f.link_table(end_ns)

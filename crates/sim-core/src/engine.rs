@@ -103,6 +103,8 @@ pub struct Engine {
     /// Start steps without pricing them (no duration, step metrics or completion event):
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
+    /// Deepest prompt template admitted (o1pro: 8, seed §4.4); `None`: no check.
+    pub(crate) max_template_depth: Option<u16>,
     /// Latency of one scheduling decision (o1pro, seed §3.3), ns; 0 for the other policies
     /// (their decision is part of the step's CPU time). See [`Engine::decision_exposed_ns`].
     pub(crate) decision_ns: u64,
@@ -181,6 +183,8 @@ impl Engine {
                     blocks: Vec::new(),
                     order: 0,
                     queued_ns: s.arrival_ns,
+                    template_depth: s.template_depth,
+                    adversarial: s.adversarial,
                 })
                 .collect();
             v.sort_by_key(|r| r.id);
@@ -238,6 +242,8 @@ impl Engine {
             dropped_steps: Vec::new(),
             unpriced_steps: false,
             decision_ns: 0,
+            max_template_depth: (scenario.scheduler.policy == "o1pro")
+                .then_some(crate::workload::adversarial::O1PRO_MAX_TEMPLATE_DEPTH),
             content,
         }
     }
@@ -353,6 +359,10 @@ impl Engine {
         let total = r.prompt as u64 + r.output as u64;
         if total > self.max_model_len as u64 {
             return self.reject(id, Reason::TooLong, self.now_ns);
+        }
+        // o1pro's admission control (seed §4.4): a template nested deeper than its limit.
+        if self.max_template_depth.is_some_and(|d| r.template_depth > d) {
+            return self.reject(id, Reason::TemplateDepth, self.now_ns);
         }
         // Never-fit: the most KV the request can ever hold (the last token's KV is never
         // written; Orca reserves prompt + output) must fit an empty pool.

@@ -27,6 +27,8 @@ pub enum Reason {
     TooLong = 1,
     KvTooSmall = 2,
     DispatchQueueFull = 3,
+    /// o1pro's admission control: the prompt's template nests deeper than 8 (seed §4.4).
+    TemplateDepth = 4,
 }
 
 /// Sentinel for "no time yet".
@@ -67,6 +69,10 @@ pub struct Req {
     pub reason: Reason,
     /// Position key in the waiting queue: (priority, order).
     pub order: i64,
+    /// Nesting depth of the prompt's template (0 = none).
+    pub template_depth: u16,
+    /// An attacker of `workload.adversarial` (the metrics' `adversarial` class).
+    pub adversarial: bool,
     /// When it last entered the router's dispatch queue: its arrival, or the moment a
     /// stopped replica's request found no live replica to move to. The dispatch timeout
     /// counts from here.

@@ -209,6 +209,9 @@ impl RunResult {
         d.set_item("replica", r.replica.clone().into_pyarray(py))?;
         d.set_item("status", r.status.clone().into_pyarray(py))?;
         d.set_item("reason", r.reason.clone().into_pyarray(py))?;
+        if !r.adversarial.is_empty() {
+            d.set_item("adversarial", r.adversarial.clone().into_pyarray(py))?;
+        }
         Ok(d)
     }
 
