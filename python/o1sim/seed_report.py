@@ -661,12 +661,113 @@ def fragmentation() -> Claim:
     return c
 
 
+# --------------------------------------------------------------------------- §4.4 adversarial
+
+#: The §4.4 experiments' normal traffic: Llama-3-8B on one H100, 400 requests at 8 req/s.
+FLOOD_BASE: dict[str, Any] = {
+    "seed": 5, "model": "llama-3-8b", "gpu": "h100",
+    "workload": {"num_requests": 400, "arrival": {"kind": "poisson", "rate": 8.0},
+                 "prompt": {"kind": "lognormal", "mean": 600, "sigma": 0.6, "max": 4000},
+                 "output": {"kind": "uniform", "min": 16, "max": 200}},
+}
+
+
+def _flood(policy: str, attack: Optional[dict[str, Any]], scheduler: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """The normal class's summary (the whole summary without attackers) and the run's."""
+    sc = json.loads(json.dumps(FLOOD_BASE))
+    sc["scheduler"] = {"policy": policy, **(scheduler or {})}
+    if attack is not None:
+        sc["workload"]["adversarial"] = attack
+    r = simulate(sc)
+    s: dict[str, Any] = r.summary
+    normal: dict[str, Any] = s["classes"]["normal"] if "classes" in s else s
+    return {"normal": normal, "all": s, "deployment": r.deployment}
+
+
+def adversarial_flood() -> Claim:
+    c = Claim(
+        "§4.4", "Under a malicious-prompt flood, admission control keeps the service responsive (latency ∞ → 127 ms)",
+        "Prompts nesting `{{` 1,024 deep, 512 at a time, exhaust the scheduler; with a template "
+        "nesting limit of 8 and at most 2,048 tokens of a request per step, mean response latency "
+        "goes from unbounded (timeouts) to 127 ms.",
+        "`workload.adversarial` mixed into 400 normal requests (Llama-3-8B, one H100, 8 req/s): "
+        "as many attackers as normal requests, arriving within 5 s from t = 10 s — deep "
+        "templates (depth 64), a plain flood of 512-token prompts, and the same flood classed one "
+        "priority below the normal traffic; and 20% long prompts (32,000 tokens) spread over the "
+        "run. The normal class's P99 TTFT against the same run without attackers.",
+    )
+    attacks: list[tuple[str, dict[str, Any]]] = [
+        ("deep templates", {"share": 0.5, "kind": "deep_template", "start_s": 10.0, "duration_s": 5.0}),
+        ("flood", {"share": 0.5, "kind": "flood", "start_s": 10.0, "duration_s": 5.0}),
+        ("flood, attackers at priority 1", {"share": 0.5, "kind": "flood", "start_s": 10.0, "duration_s": 5.0, "priority": 1}),
+        ("long prompts (20%)", {"share": 0.2, "kind": "long_prompt"}),
+    ]
+    rows = [["attack", "policy", "normal P99 TTFT, no attack (ms)", "under attack (ms)", "× no attack", "attackers rejected"]]
+    ratios: dict[tuple[str, str], float] = {}
+    for name, attack in attacks:
+        for pol in ("vllm", "o1pro"):
+            base = _flood(pol, None)["normal"]["ttft_ms"]["p99"]
+            run = _flood(pol, attack)
+            hit = run["normal"]["ttft_ms"]["p99"]
+            adv = run["all"]["classes"]["adversarial"]
+            ratios[(name, pol)] = hit / base
+            rows.append([name, pol, _f(base), _f(hit), f"{hit / base:.2f}", f"{adv['rejected']:,} / {adv['num_requests']:,}"])
+    c.table = rows
+    kept = ratios[("deep templates", "o1pro")] <= 1.5 and ratios[("deep templates", "vllm")] > 1.5
+    c.verdict = REPRODUCED if kept else REFUTED
+    c.why = (
+        f"Against the seed's attack, deep templates, o1pro keeps the normal traffic's P99 TTFT at "
+        f"{ratios[('deep templates', 'o1pro')]:.2f}× its no-attack value (every attacker rejected at arrival, "
+        f"reason `template depth`) while vLLM, which serves them, goes to {ratios[('deep templates', 'vllm')]:.1f}×. "
+        "The defence is specific to that attack: a flood of ordinary prompts is indistinguishable from "
+        f"traffic, and o1pro fares like vLLM ({ratios[('flood', 'o1pro')]:.1f}× vs {ratios[('flood', 'vllm')]:.1f}×); "
+        f"classed one priority lower, the flood costs o1pro {ratios[('flood, attackers at priority 1', 'o1pro')]:.1f}× "
+        "(its priority order; the attackers already admitted still share the steps). Long prompts cost both "
+        f"({ratios[('long prompts (20%)', 'o1pro')]:.1f}× and {ratios[('long prompts (20%)', 'vllm')]:.1f}×): o1pro's "
+        "2,048-token cap spreads each prompt over more steps but does not make it cheaper. The seed's "
+        "'∞ → 127 ms' names no model or load, so its numbers are not comparable."
+    )
+    return c
+
+
+def adversarial_memory() -> Claim:
+    c = Claim(
+        "§4.4", "Peak memory under the attack: 4.2 GB → 312 MB with the limits",
+        "With the nesting limit and the per-request token cap, the attack's peak memory falls "
+        "from 4.2 GB to 312 MB.",
+        "The deep-template flood above: the simulator has no template parser or process memory, "
+        "so what it can show is the memory the attackers hold in the engine — the KV cache at its "
+        "peak (peak utilisation × the pool's bytes) and the requests held in queues.",
+    )
+    rows = [["policy", "peak KV in use (GB)", "no attack (GB)", "attackers served"]]
+    got = {}
+    for pol in ("vllm", "o1pro"):
+        run = _flood(pol, {"share": 0.5, "kind": "deep_template", "start_s": 10.0, "duration_s": 5.0})
+        base = _flood(pol, None)
+        d = run["deployment"]
+        pool_gb = d["kv_capacity_tokens"] * d["memory"]["kv_bytes_per_token"] * d["tp"] * d["pp"] / 1e9
+        peak = run["all"]["kv_utilization_peak"] * pool_gb
+        got[pol] = peak
+        adv = run["all"]["classes"]["adversarial"]
+        rows.append([pol, _f(peak, 2), _f(base["all"]["kv_utilization_peak"] * pool_gb, 2), f"{adv['finished']:,} / {adv['num_requests']:,}"])
+    c.table = rows
+    c.verdict = NOT_REPRODUCIBLE
+    c.why = (
+        "The 4.2 GB and 312 MB are the attacked process's memory (a template parser's buffers), which "
+        "the simulator does not model. In the engine, o1pro's rejection at arrival keeps the attackers "
+        f"out of the KV cache (peak {_f(got['o1pro'], 2)} GB, the normal traffic's) while vLLM holds them "
+        f"(peak {_f(got['vllm'], 2)} GB)."
+    )
+    return c
+
+
 # --------------------------------------------------------------------------- report
 
 #: The claims, in the seed's order.
 CLAIMS: tuple[Callable[[], Claim], ...] = (
     fusion_rules, fusion_effect, alpha_table, hysteresis, tiles, remap, model_check, decision_latency,
     cold_start, topology_switch, python_figures, p99_order, ordering_sweep, fragmentation,
+    adversarial_flood, adversarial_memory,
 )
 
 
