@@ -94,7 +94,7 @@ pub const POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro"];
 /// topology).
 pub const ALL_POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro", "disagg"];
 /// The bug classes `scheduler.inject_bug` can switch on (model checking only).
-pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"];
+pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue", "no_seat_preempt"];
 /// The router policies.
 pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens", "topology_aware"];
 
@@ -129,7 +129,7 @@ pub struct SchedulerConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_waiting: Option<u32>,
     /// Model checking only: switch on one known bug class inside the real scheduler
-    /// (`leak_on_preempt`, `double_admit`, `no_preempt`, `drop_on_requeue`) to show that
+    /// (`leak_on_preempt`, `double_admit`, `no_preempt`, `drop_on_requeue`, `no_seat_preempt`) to show that
     /// `o1sim check` catches it. Absent in every normal scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inject_bug: Option<String>,

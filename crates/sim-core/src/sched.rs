@@ -75,6 +75,9 @@ pub enum Bug {
     NoPreempt,
     /// A preempted request is not put back in the waiting queue.
     DropOnRequeue,
+    /// Priority preemption only when the KV cache is full: with every seat of the batch
+    /// taken (`max_num_seqs`), an urgent request waits like any other.
+    NoSeatPreempt,
 }
 
 impl Bug {
@@ -86,6 +89,7 @@ impl Bug {
             Some("double_admit") => Bug::DoubleAdmit,
             Some("no_preempt") => Bug::NoPreempt,
             Some("drop_on_requeue") => Bug::DropOnRequeue,
+            Some("no_seat_preempt") => Bug::NoSeatPreempt,
             _ => Bug::None,
         }
     }
@@ -104,7 +108,8 @@ pub struct Params {
     /// Prompts may be split over steps.
     pub chunked: bool,
     pub victim: Victim,
-    /// A more urgent waiting request may preempt less urgent running ones (o1pro).
+    /// A more urgent waiting request may preempt less urgent running ones (o1pro), when
+    /// the KV cache cannot hold it or when the batch is full (`max_num_seqs`).
     pub priority_preemption: bool,
     /// Waiting order honours priority (else strict FCFS).
     pub priority_order: bool,
@@ -456,7 +461,10 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
 /// Admit waiting requests in queue order while seats, budget and KV allow.
 fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64) {
     let mut prefill_admitted = false;
-    while st.budget_left > 0 && (st.running.len() as u32) < p.max_num_seqs {
+    while st.budget_left > 0 {
+        if (st.running.len() as u32) >= p.max_num_seqs && !(p.priority_preemption && preempt_for_seat(st, p, reqs)) {
+            break;
+        }
         let Some(id) = st.waiting.peek() else { break };
         let r = &reqs[id as usize];
         let len = r.num_tokens();
@@ -495,6 +503,22 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], now_ns: u64)
         st.budget_left = st.budget_left.saturating_sub(n);
         prefill_admitted = true;
     }
+}
+
+/// o1pro with the batch full: the head of the waiting queue takes the seat of the least
+/// urgent running request (latest admitted among equals) when it is strictly more urgent.
+/// Returns whether a seat was freed.
+fn preempt_for_seat(st: &mut SchedState, p: &Params, reqs: &mut [Req]) -> bool {
+    if p.bug == Bug::NoSeatPreempt {
+        return false;
+    }
+    let Some(id) = st.waiting.peek() else { return false };
+    let Some(victim) = st.pick_victim(p, reqs) else { return false };
+    if reqs[victim as usize].priority <= reqs[id as usize].priority {
+        return false;
+    }
+    st.preempt(p, reqs, victim);
+    true
 }
 
 /// o1pro: make room for the urgent waiting request `id` by preempting strictly less urgent

@@ -27,7 +27,7 @@ from .. import _core
 from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, VERDICTS, Claim
 from .mechanisms import alpha_table, decision_latency, fusion_effect, fusion_rules, hysteresis, model_check, remap, tiles
 from .serving import (adversarial_flood, adversarial_memory, cold_start, fragmentation, ordering_sweep, p99_order,
-                      python_figures, topology_switch)
+                      python_figures, topology_switch, urgent_requests)
 
 __all__ = ["Claim", "CLAIMS", "VERDICTS", "run_claims", "render_markdown", "render_html", "write"]
 
@@ -35,7 +35,7 @@ __all__ = ["Claim", "CLAIMS", "VERDICTS", "run_claims", "render_markdown", "rend
 
 #: The claims, in the seed's order.
 CLAIMS: tuple[Callable[[], Claim], ...] = (
-    fusion_rules, fusion_effect, alpha_table, hysteresis, tiles, remap, model_check, decision_latency,
+    fusion_rules, fusion_effect, alpha_table, hysteresis, tiles, remap, model_check, urgent_requests, decision_latency,
     cold_start, topology_switch, python_figures, p99_order, ordering_sweep, fragmentation,
     adversarial_flood, adversarial_memory,
 )
