@@ -296,40 +296,6 @@ pub fn summarize(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentile_matches_numpy_linear() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 50.0), 2.5);
-        assert!((percentile(&v, 99.0) - 3.97).abs() < 1e-12);
-        assert_eq!(percentile(&[7.0], 90.0), 7.0);
-    }
-
-    #[test]
-    fn a_step_is_split_over_the_buckets_it_spans() {
-        let mut s = Series::default(); // 10 ms buckets
-        s.record(&StepSample { start_ns: 5_000_000, dur_ns: 25_000_000, batch: 4, tokens: 4, kv_usage: 0.5, waiting: 2, running: 4 });
-        let mut ts = crate::api::TimeSeries::default();
-        s.emit(0, &mut ts);
-        assert_eq!(ts.time_ms, vec![0.0, 10.0, 20.0]);
-        assert_eq!(ts.busy, vec![0.5, 1.0, 1.0]);
-        assert_eq!(ts.batch_size, vec![4.0, 4.0, 4.0]);
-    }
-
-    #[test]
-    fn series_stays_bounded() {
-        let mut s = Series::default();
-        for i in 0..100_000u64 {
-            s.record(&StepSample { start_ns: i * 50_000_000, dur_ns: 1, batch: 1, tokens: 1, kv_usage: 0.5, waiting: 0, running: 1 });
-        }
-        assert!(s.buckets.len() <= MAX_BUCKETS);
-        assert!(s.interval_ns > 10_000_000);
-    }
-}
-
 /// Metrics per traffic class when the workload mixes attackers in (`workload.adversarial`):
 /// `{normal: …, adversarial: …}`, each with its request count, finished and rejected
 /// requests, rejections by reason, and TTFT / TPOT / E2E distributions (ms).
@@ -365,3 +331,38 @@ pub fn class_summary(reqs: &[Req], reason_names: &[&str]) -> Value {
     };
     json!({"normal": one(false), "adversarial": one(true)})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_matches_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), 2.5);
+        assert!((percentile(&v, 99.0) - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&[7.0], 90.0), 7.0);
+    }
+
+    #[test]
+    fn a_step_is_split_over_the_buckets_it_spans() {
+        let mut s = Series::default(); // 10 ms buckets
+        s.record(&StepSample { start_ns: 5_000_000, dur_ns: 25_000_000, batch: 4, tokens: 4, kv_usage: 0.5, waiting: 2, running: 4 });
+        let mut ts = crate::api::TimeSeries::default();
+        s.emit(0, &mut ts);
+        assert_eq!(ts.time_ms, vec![0.0, 10.0, 20.0]);
+        assert_eq!(ts.busy, vec![0.5, 1.0, 1.0]);
+        assert_eq!(ts.batch_size, vec![4.0, 4.0, 4.0]);
+    }
+
+    #[test]
+    fn series_stays_bounded() {
+        let mut s = Series::default();
+        for i in 0..100_000u64 {
+            s.record(&StepSample { start_ns: i * 50_000_000, dur_ns: 1, batch: 1, tokens: 1, kv_usage: 0.5, waiting: 0, running: 1 });
+        }
+        assert!(s.buckets.len() <= MAX_BUCKETS);
+        assert!(s.interval_ns > 10_000_000);
+    }
+}
+
