@@ -71,6 +71,15 @@ CASES = [
     (with_("workload.timeout_s", 0.0), o1sim.ConfigError, "workload.timeout_s", "> 0"),
     (with_("workload.timeout_s", -2.5), o1sim.ConfigError, "workload.timeout_s", "> 0"),
     (with_("workload.timeout_s", float("inf")), o1sim.ConfigError, "workload.timeout_s", "finite"),
+    # seed §4.4 and §2.4: adversarial traffic, template depths, a TPU with GPU-only options
+    (with_("workload.adversarial", {"share": 1.5, "kind": "flood"}), o1sim.ConfigError, "workload.adversarial.share", "[0, 1)"),
+    (with_("workload.adversarial", {"share": -0.2, "kind": "flood"}), o1sim.ConfigError, "workload.adversarial.share", "[0, 1)"),
+    (with_("workload.adversarial", {"share": 0.2, "kind": "deep_template", "template_depth": -4}), o1sim.ConfigError,
+     "workload.adversarial.template_depth", "0..=65535"),
+    (with_("workload", {"requests": [{"arrival_ms": 0, "prompt_tokens": 10, "output_tokens": 5, "template_depth": 10**9}]}),
+     o1sim.ConfigError, "workload.requests[0].template_depth", "0..=65535"),
+    (with_("gpu", {"preset": "tpu-v5e", "nvlink_gbps": 600}), o1sim.ConfigError, "gpu.nvlink_gbps", "GPU-only"),
+    (with_("gpu", {"preset": "tpu-v5e", "descriptor_cache_entries": 64}), o1sim.ConfigError, "gpu.descriptor_cache_entries", "GPU-only"),
 ]
 
 

@@ -142,7 +142,7 @@ def test_errors_name_the_field() -> None:
     with pytest.raises(o1sim.ConfigError) as e:
         o1sim.check(no_blocks)
     assert e.value.field == "scheduler.num_gpu_blocks"
-    assert o1sim.bug_names() == ["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"]
+    assert o1sim.bug_names() == ["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue", "no_seat_preempt"]
 
 
 def test_result_json_and_pnml() -> None:

@@ -417,6 +417,24 @@ def test_topology_layout_is_deterministic_and_complete() -> None:
     assert spec["layer"]
 
 
+def test_steps_tab_shows_a_steps_kernels() -> None:
+    at = _app()
+    at.toggle(key="steps_on").set_value(True).run()
+    _no_exception(at)
+    sc = o1sim.Scenario.default()
+    r = o1sim.simulate(sc, record_steps=True)
+    first = r.step_anatomy(0)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"**Step 0** · replica {first.attrs['replica']}" in text and f"{len(first):,} kernels" in text
+    table = next(d.value for d in at.dataframe if d.value.index.name == "operator")
+    assert list(table.index) == list(dict.fromkeys(first.name))
+    assert int(table["kernels"].sum()) == len(first)
+    at.number_input(key="anatomy_step").set_value(25).run()
+    _no_exception(at)
+    other = r.step_anatomy(25)
+    assert f"**Step 25** · replica {other.attrs['replica']}" in " ".join(m.value for m in at.markdown)
+
+
 def test_a_trace_workload_sweeps_its_rate_scale() -> None:
     at = _app()
     rows = "".join(f"{i * 0.5:.1f},{200 + 10 * i},{20 + i}\n" for i in range(41))  # 40 s, 41 requests

@@ -4,6 +4,7 @@ import { Charts } from "./charts.js";
 import { TopologyPanel } from "./topology.js";
 import { CheckPanel } from "./check.js";
 import { CapacityPanel } from "./capacity.js";
+import { StepsPanel } from "./steps.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
@@ -347,6 +348,7 @@ async function run() {
     if (n > 0) {
       renderSummary(results);
       charts.render(results.filter((r) => r.ok));
+      steps.setRuns(list.filter((_, i) => results[i].ok));
       topology.showResult(results.find((r) => r.ok)?.links);
     }
     statusEl.textContent = `${n}/${results.length} policies simulated in ${coreMs.toFixed(1)} ms (core, WASM) · ${wall.toFixed(1)} ms end to end`;
@@ -411,6 +413,8 @@ function renderSummary(results) {
 }
 
 // ---------------------------------------------------------------------------------------
+const steps = (window.o1simSteps = new StepsPanel({ root: $("#steps"), ask }));
+
 const topology = new TopologyPanel({
   select: $("#topology-preset"),
   root: $("#topology-body"),

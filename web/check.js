@@ -6,7 +6,7 @@
 
 /** The bug classes `scheduler.inject_bug` accepts (Python's `o1sim.bug_names()`; a test
  *  keeps them equal). */
-export const BUGS = ["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"];
+export const BUGS = ["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue", "no_seat_preempt"];
 const NO_BUG = "";
 
 const el = (tag, props = {}, ...kids) => {

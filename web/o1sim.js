@@ -218,6 +218,25 @@ export function simulate(scenario, { format } = {}) {
   return call("o1_simulate", [asText(scenario)], [formatCode(format)]);
 }
 
+/**
+ * Run a scenario recording every scheduler step; returns the steps JSON text
+ * (`[{replica, start_ms, end_ms, scheduled, preempted, finished, free_blocks_after, shape}]`,
+ * Python's `Result.steps`).
+ */
+export function simulateSteps(scenario, { format } = {}) {
+  return call("o1_simulate_steps", [asText(scenario)], [formatCode(format)]);
+}
+
+/**
+ * The kernels of one recorded step (an element of `simulateSteps`' output, object or JSON)
+ * under the run's scenario: `{step_ms, graph, pipelined, sms, recorded_ms, kernels: {name,
+ * layer, part, parts, launched_us, start_us, end_us, stream, source, ctas, sm_occupancy}}`
+ * (Python's `Result.step_anatomy`).
+ */
+export function stepAnatomy(scenario, step, { format } = {}) {
+  return JSON.parse(call("o1_step_anatomy", [asText(scenario), asText(step)], [formatCode(format)]));
+}
+
 /** Validate and resolve a scenario; returns `{scenario, deployment}` (parsed). */
 export function validate(scenario, { format } = {}) {
   return JSON.parse(call("o1_validate", [asText(scenario)], [formatCode(format)]));
@@ -332,7 +351,7 @@ export function traceInfo(spec) {
 }
 
 /** Which optional entry points this build has (`predictStep`, `routes`, `topology`, `check`,
- *  `traceInfo`, `capacity`). */
+ *  `traceInfo`, `capacity`, `stepAnatomy`). */
 export function features() {
   ready();
   return {
@@ -342,6 +361,7 @@ export function features() {
     check: !!wasm.o1_check,
     traceInfo: !!wasm.o1_trace_info,
     capacity: !!wasm.o1_capacity_next,
+    stepAnatomy: !!wasm.o1_step_anatomy,
   };
 }
 

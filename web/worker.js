@@ -1,7 +1,7 @@
 // The page's simulation worker: owns the WASM instance so runs never block the UI thread.
 // Messages in:  {id, op, args}  with op one of init | simulate | runAll | validate | check
-//               | modelCheck | predictStep | routes | topology | traceInfo | capacity | plan
-//               | defaultPrices
+//               | modelCheck | steps | anatomy | predictStep | routes | topology | traceInfo
+//               | capacity | plan | defaultPrices
 // Messages out: {id, ok: true, result, ms} or {id, ok: false, error: {name, message, field}};
 //               capacity and plan also send {id, progress} while they run.
 // The module's download starts with the worker, alongside o1sim.js's (not after it).
@@ -13,6 +13,8 @@ const lib = import("./o1sim.js").then((m) => (o1sim = m));
 const search = import("./search.js");
 
 let ready = null;
+// Recorded steps of the step timeline, by policy label: {scenario, steps}.
+const recorded = new Map();
 
 // What the page needs from one result (the full text stays here unless asked for).
 function digest(text) {
@@ -86,6 +88,28 @@ const ops = {
     sc.scheduler = { ...(sc.scheduler || {}), policy };
     if (bug) sc.scheduler.inject_bug = bug;
     return o1sim.check(sc, opts);
+  },
+  // The step timeline: record a policy's steps (kept here by label) and send a digest;
+  // a step's anatomy is priced from the kept record.
+  steps(label, scenario) {
+    const steps = JSON.parse(o1sim.simulateSteps(scenario));
+    recorded.set(label, { scenario, steps });
+    const d = { start_ms: [], end_ms: [], replica: [], tokens: [], kind: [], replicas: 1 };
+    for (const s of steps) {
+      d.start_ms.push(s.start_ms);
+      d.end_ms.push(s.end_ms);
+      d.replica.push(s.replica);
+      d.tokens.push(s.scheduled.reduce((a, e) => a + e[1], 0));
+      const pre = s.shape.prefill.length;
+      d.kind.push(pre === 0 ? 0 : s.shape.decode_seqs === 0 ? 1 : 2);
+      d.replicas = Math.max(d.replicas, s.replica + 1);
+    }
+    return d;
+  },
+  anatomy(label, index) {
+    const r = recorded.get(label);
+    if (!r || !r.steps[index]) throw Object.assign(new Error(`no recorded step ${index} for ${label}`), { name: "ConfigError" });
+    return o1sim.stepAnatomy(r.scenario, r.steps[index]);
   },
   predictStep: (request) => o1sim.predictStep(request),
   routes: (topology, src, dst, options) => o1sim.routes(topology, src, dst, options),

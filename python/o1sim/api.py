@@ -13,7 +13,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
@@ -292,6 +292,11 @@ def _as_scenario(scenario: ScenarioLike) -> Scenario:
 
 # --------------------------------------------------------------------------- results
 
+#: Columns of :meth:`Result.step_anatomy`, in order.
+ANATOMY_COLUMNS: tuple[str, ...] = (
+    "name", "layer", "part", "parts", "launched_us", "start_us", "end_us", "stream", "source", "ctas", "sm_occupancy",
+)
+
 
 class Result:
     """The outcome of one simulation. Tables are built on first access."""
@@ -320,7 +325,9 @@ class Result:
         ``first_token_ms``/``finish_ms`` when the engine produced the first/last token and
         ``client_first_token_ms``/``client_finish_ms`` when the client received them (NaN
         for requests that never produced a token); ``cached_tokens``: prompt tokens found in
-        the prefix cache at its first admission."""
+        the prefix cache at its first admission. With ``workload.adversarial``, a boolean
+        ``adversarial`` column marks the attackers (``summary["classes"]`` has the per-class
+        metrics)."""
         import numpy as np
         import pandas as pd
 
@@ -374,6 +381,47 @@ class Result:
         steps: list[dict[str, Any]] = json.loads(self._raw.steps_json())
         return steps
 
+    def step_anatomy(self, i: int) -> pd.DataFrame:
+        """The kernels of scheduler step ``i`` (an index into :attr:`steps`; negative counts
+        from the end), one row each in launch order: ``name`` (the operator, fused groups
+        joined by ``+``), ``layer`` (-1 outside the layers), ``part``/``parts`` (which of
+        the operator's kernels), ``launched_us``, ``start_us``, ``end_us`` (since the step
+        started), ``stream`` (``compute``, ``communication`` or ``cpu``), ``source`` (where
+        its time came from: ``table``, ``interpolated``, ``roofline``, ``model``), ``ctas``
+        and ``sm_occupancy`` (thread blocks vs the GPU's SMs, an estimate).
+
+        ``df.attrs`` holds the step: ``step``, ``replica``, ``start_ms``, ``recorded_ms``
+        (what the run charged), ``step_ms`` (the timeline's end; within 0.2% of it),
+        ``graph``, ``pipelined``, ``sms``. A result run without ``record_steps=True`` is run
+        again with it once (same scenario, same run)."""
+        import pandas as pd
+
+        steps = self._anatomy_steps()
+        n = len(steps)
+        if not -n <= i < n:
+            raise IndexError(f"step {i} out of range: the run has {n} steps")
+        step = steps[i]
+        if self.scenario is None:
+            raise ValueError("the result has no scenario to price its steps with")
+        text, fmt = self.scenario.payload()
+        a = json.loads(_core.step_anatomy_json(text, fmt, json.dumps(step)))
+        df = pd.DataFrame(a.pop("kernels"), columns=list(ANATOMY_COLUMNS))
+        df.attrs.update(a)
+        df.attrs.update(step=i % n, replica=step["replica"], start_ms=step["start_ms"])
+        return df
+
+    def _anatomy_steps(self) -> list[dict[str, Any]]:
+        """The steps, re-run once and kept when they were not recorded."""
+        if self._record_steps:
+            return self.steps
+        cached: Optional[list[dict[str, Any]]] = getattr(self, "_rerun_steps", None)
+        if cached is None:
+            from .exports import steps_of
+
+            cached = steps_of(self)
+            self._rerun_steps = cached
+        return cached
+
     def to_json(self) -> str:
         """The whole result as JSON, byte-for-byte what every o1sim front end produces."""
         return self._raw.to_json()
@@ -388,13 +436,18 @@ class Result:
         deployment: dict[str, Any] = json.loads(self._raw.to_json())["deployment"]
         return deployment
 
-    def to_chrome_trace(self, path: Union[str, os.PathLike[str], None] = None) -> str:
+    def to_chrome_trace(
+        self, path: Union[str, os.PathLike[str], None] = None, *, kernels: Union[bool, Iterable[int]] = False
+    ) -> str:
         """The run as a Chrome/Perfetto trace (Trace Event Format JSON), written to ``path``
         when given. Needs the steps: a result run without ``record_steps=True`` is re-run
-        with it (same scenario, same run). See :func:`o1sim.exports.chrome_trace`."""
+        with it (same scenario, same run). ``kernels``: also lay out the kernels of the steps
+        given by index (``True``: every step; a long run has thousands of kernels per step)
+        on per-replica kernel tracks (:meth:`step_anatomy`). See
+        :func:`o1sim.exports.chrome_trace`."""
         from .exports import write_chrome_trace
 
-        return write_chrome_trace(self, path)
+        return write_chrome_trace(self, path, kernels=kernels)
 
     def to_prometheus(self, *, model_name: Optional[str] = None) -> str:
         """The run as Prometheus text exposition with vLLM's metric names (histograms of

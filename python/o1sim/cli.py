@@ -899,6 +899,30 @@ def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
         server.server_close()
 
 
+@main.command(name="seed-report")
+@click.option("-o", "--output", "output", default="docs/seed-claims.md", show_default=True,
+              type=click.Path(dir_okay=False), help="Markdown report; the HTML one goes next to it.")
+@click.option("--html", "html_out", default=None, type=click.Path(dir_okay=False),
+              help="HTML report (default: the Markdown path with .html).")
+@_handle_errors
+def seed_report_cmd(output: str, html_out: Optional[str]) -> None:
+    """Test the seed article's numeric claims: run each under a stated setup and write the
+    verdicts (reproduced / refuted / not reproducible, and why) as Markdown and HTML."""
+    from pathlib import Path
+
+    from . import seed_report
+
+    out = _out()
+
+    def on_claim(c: seed_report.Claim) -> None:
+        out.print(f"{c.section} {c.title}: [bold]{c.verdict}[/bold] ({c.seconds:.1f} s)")
+
+    claims = seed_report.write(Path(output), Path(html_out) if html_out else None, on_claim=on_claim)
+    counts = {v: sum(c.verdict == v for c in claims) for v in seed_report.VERDICTS}
+    html_path = html_out or str(Path(output).with_suffix(".html"))
+    out.print(f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + f" → {output}, {html_path}")
+
+
 @main.command(name="routes")
 @click.argument("topology")
 @click.argument("src")

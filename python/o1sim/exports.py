@@ -121,7 +121,46 @@ def _us(ms: float) -> float:
     return round(ms * 1000.0, 3)
 
 
-def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]] = None) -> dict[str, Any]:
+#: Trace thread ids of a replica's kernel tracks, by stream (``kernels=`` in :func:`chrome_trace`).
+KERNEL_TIDS: dict[str, tuple[int, str]] = {
+    "compute": (2, "kernels: compute stream"),
+    "communication": (3, "kernels: communication stream"),
+    "cpu": (4, "host (launch, scheduler)"),
+}
+
+
+def _kernel_events(result: Result, steps: Sequence[Mapping[str, Any]], which: Union[bool, Iterable[int]]) -> list[dict[str, Any]]:
+    """Complete slices of the kernels of the chosen steps, on per-stream tracks of their replica."""
+    if which is False:
+        return []
+    indices = range(len(steps)) if which is True else sorted({int(i) % len(steps) for i in which}) if steps else []
+    if result.scenario is None:
+        raise ValueError("the result has no scenario to price its steps with")
+    from . import _core
+
+    text, fmt = result.scenario.payload()
+    events: list[dict[str, Any]] = []
+    for i in indices:
+        step = steps[i]
+        a = json.loads(_core.step_anatomy_json(text, fmt, json.dumps(step)))
+        k = a["kernels"]
+        pid = int(step["replica"]) + 1
+        t0 = float(step["start_ms"]) * 1000.0
+        for j, name in enumerate(k["name"]):
+            tid = KERNEL_TIDS[k["stream"][j]][0]
+            start, end = k["start_us"][j], k["end_us"][j]
+            label = name if k["parts"][j] == 1 else f"{name} [{k['part'][j] + 1}/{k['parts'][j]}]"
+            events.append({
+                "ph": "X", "name": label, "cat": "kernel", "pid": pid, "tid": tid,
+                "ts": round(t0 + start, 3), "dur": round(end - start, 3),
+                "args": {"step": i, "layer": k["layer"][j], "source": k["source"][j],
+                         "ctas": k["ctas"][j], "sm_occupancy": round(k["sm_occupancy"][j], 4)},
+            })
+    return events
+
+
+def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]] = None,
+                 kernels: Union[bool, Iterable[int]] = False) -> dict[str, Any]:
     """The run as a Trace Event Format object (``{"traceEvents": [...]}``), for Perfetto or
     ``chrome://tracing``.
 
@@ -130,7 +169,11 @@ def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]]
     blocks), nested async slices per request (``request N`` ⊃ queued → prefill → decode),
     and counters for KV use (from the steps) and the waiting/running queues (from the time
     series). Requests rejected before reaching a replica sit in the "router" process.
-    Timestamps are µs since the start of the run; events are sorted by time.
+    ``kernels`` (step indices, or ``True`` for all) adds each chosen step's kernels
+    (:meth:`~o1sim.Result.step_anatomy`) as slices on the replica's "kernels: compute
+    stream", "kernels: communication stream" and "host" tracks (args: step, layer, source,
+    CTAs, SM occupancy). Timestamps are µs since the start of the run; events are sorted by
+    time.
     """
     steps = steps_of(result) if steps is None else steps
     deployment = result.deployment
@@ -172,6 +215,13 @@ def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]]
             used = 1.0 - float(step["free_blocks_after"]) / total_blocks
             events.append({"ph": "C", "name": "KV cache used (%)", "pid": pid, "tid": 0, "ts": end,
                            "args": {"used": round(100.0 * used, 4)}})
+
+    kernel_events = _kernel_events(result, steps, kernels)
+    if kernel_events:
+        for r in sorted({e["pid"] for e in kernel_events}):
+            for tid, label in KERNEL_TIDS.values():
+                meta.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "ts": 0, "args": {"name": label}})
+        events += kernel_events
 
     ts = result.timeseries
     for r, rows in ts.groupby("replica", sort=True):
@@ -215,9 +265,10 @@ def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]]
     }
 
 
-def write_chrome_trace(result: Result, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+def write_chrome_trace(result: Result, path: Union[str, "os.PathLike[str]", None] = None, *,
+                       kernels: Union[bool, Iterable[int]] = False) -> str:
     """The trace as compact JSON text, also written to ``path`` when given."""
-    text = json.dumps(chrome_trace(result), separators=(",", ":"))
+    text = json.dumps(chrome_trace(result, kernels=kernels), separators=(",", ":"))
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text

@@ -173,3 +173,19 @@ test("the topology golden carries per-link results", () => {
   assert.equal(r.links.up[6], false);
   assert.equal(r.summary.topology.events_applied, 2);
 });
+
+test("simulateSteps and stepAnatomy: a recorded step's kernels end where the step ended", () => {
+  assert.ok(o1sim.features().stepAnatomy);
+  const toml = readFileSync(golden + "policy_vllm.toml", "utf8");
+  const steps = JSON.parse(o1sim.simulateSteps(toml, { format: "toml" }));
+  assert.ok(steps.length > 100 && steps.every((s) => s.shape && Array.isArray(s.shape.prefill)));
+  const a = o1sim.stepAnatomy(toml, steps[10], { format: "toml" });
+  const recorded = steps[10].end_ms - steps[10].start_ms;
+  assert.ok(Math.abs(a.step_ms / recorded - 1) < 2e-3, `${a.step_ms} vs ${recorded}`);
+  assert.equal(a.recorded_ms, recorded);
+  assert.ok(a.kernels.name.length > 100 && a.kernels.name.includes("qkv"));
+  assert.throws(
+    () => o1sim.stepAnatomy(toml, { shape: { decode_seqs: -1 } }, { format: "toml" }),
+    (e) => e.name === "ConfigError" && e.field === "step.shape.decode_seqs",
+  );
+});

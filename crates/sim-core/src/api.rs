@@ -58,14 +58,25 @@ pub struct RequestColumns {
     /// Prompt tokens found in the prefix cache at the request's first admission (vLLM's
     /// `num_cached_tokens`, the usage's `cached_tokens`); 0 when never admitted.
     pub cached_tokens: Vec<u32>,
+    /// Whether each request is an attacker (`workload.adversarial`); empty (and not
+    /// written) when the workload has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub adversarial: Vec<bool>,
 }
 
 pub const STATUS_NAMES: &[&str] = &["finished", "rejected"];
 /// Why a request was rejected, by [`crate::request::Reason`] code. `timeout`: its client
 /// gave up (`workload.timeout_s`); `session aborted`: an earlier turn of its session did
-/// not finish, so it was never sent.
-pub const REASON_NAMES: &[&str] =
-    &["", "prompt exceeds max_model_len", "kv cache too small", "dispatch queue full", "timeout", "session aborted"];
+/// not finish, so it was never sent; `template depth`: o1pro's admission control (seed §4.4).
+pub const REASON_NAMES: &[&str] = &[
+    "",
+    "prompt exceeds max_model_len",
+    "kv cache too small",
+    "dispatch queue full",
+    "timeout",
+    "session aborted",
+    "template depth",
+];
 
 /// Per-replica time series, bucketed at `interval_ms`: means over the time the replica
 /// was busy in each bucket (batch size, tokens per step, KV use, queue lengths), the busy
@@ -109,6 +120,33 @@ pub struct StepRecord {
     /// (request id, tokens found in the prefix cache) for the requests admitted in this
     /// step with a hit: their computed tokens start there (not scheduled, no budget).
     pub cached: Vec<(u32, u32)>,
+    /// What the execution-time model priced the step by ([`step_anatomy`] rebuilds its
+    /// kernels from it).
+    pub shape: StepShape,
+}
+
+/// The batch aggregates a step was priced by, and what was added to the model's price.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StepShape {
+    /// `(new tokens, tokens already cached)` of each prefill entry, in plan order.
+    pub prefill: Vec<(u32, u32)>,
+    /// Decoding sequences.
+    pub decode_seqs: u64,
+    /// Σ over decodes of the KV length after the step.
+    pub decode_context_sum: u64,
+    /// Σ over all entries of the KV length after the step.
+    pub context_sum_after: u64,
+    /// Rows through lm_head and the sampler.
+    pub sampled: u64,
+    /// Σ over decodes of (KV length − 1) · 1024 / block size (per-request block sizes).
+    pub decode_blocks_1024: u64,
+    /// Communication priced on the topology for this step (TP AllReduces, PP transfers),
+    /// ms; 0 without a topology (the model prices them itself).
+    pub comm_ms: f64,
+    /// Scheduling-decision latency the step waited for (o1pro, when async dispatch could
+    /// not hide it), ms.
+    pub decision_ms: f64,
 }
 
 /// Everything a run produces.
@@ -270,14 +308,7 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         }
     };
     crate::client::check_sessions(&workload.requests)?;
-    let perf = if scenario.topology.is_some() {
-        StepCostModel::new_external_comm(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
-    } else {
-        StepCostModel::new(&scenario.cost_model, &model, &gpu, d.tp, d.pp)
-    }
-    .map_err(|e| e.under("cost_model"))?
-    .with_block_size(s.block_size)
-    .with_max_num_seqs(s.max_num_seqs);
+    let perf = cost_model(&scenario, &model, &gpu)?;
     let fabric = match &scenario.topology {
         None => None,
         Some(input) => Some(build_fabric(&scenario, input, &model, plan.kv_bytes_per_token)?),
@@ -303,6 +334,10 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
         engine.attach_scaler(crate::scaling::Autoscaler::new(cfg, d.replicas, d.tp * d.pp, weights_bytes_per_gpu));
     }
+    if s.policy == "o1pro" {
+        let decision_s = crate::perf::seed::o1pro_decision_latency_s(&gpu, d.tp);
+        engine.set_decision_latency_ns(crate::perf::round_u64(decision_s * 1e9));
+    }
     if let Some(f) = fabric {
         let ids = |stages: &Vec<Vec<u32>>| -> Vec<String> {
             stages.iter().flatten().map(|&g| f.topo.nodes[g as usize].id.clone()).collect()
@@ -311,6 +346,98 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         engine.attach_fabric(f);
     }
     Ok(Built { scenario, deployment, engine })
+}
+
+/// The execution-time model of a scenario's replicas: the cost model priced for its model,
+/// GPU and parallelism, communication left to the topology when there is one, and the
+/// block-table remap of its KV manager (Orca's contiguous reservation has none; o1pro's
+/// blocks are sized per request; the others' are `block_size`).
+fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu: &crate::catalog::Gpu) -> Result<StepCostModel> {
+    let (d, s) = (&scenario.deployment, &scenario.scheduler);
+    let perf = if scenario.topology.is_some() {
+        StepCostModel::new_external_comm(&scenario.cost_model, model, gpu, d.tp, d.pp)
+    } else {
+        StepCostModel::new(&scenario.cost_model, model, gpu, d.tp, d.pp)
+    }
+    .map_err(|e| e.under("cost_model"))?
+    .with_max_num_seqs(s.max_num_seqs);
+    Ok(match crate::sched::Params::for_policy(s).1 {
+        crate::kv::KvMode::Contiguous => perf,
+        crate::kv::KvMode::PagedPerRequest => perf.with_per_request_blocks(),
+        crate::kv::KvMode::Paged => perf.with_block_size(s.block_size),
+    })
+}
+
+/// Most prefill entries a step's anatomy lays out (each is one kernel per layer).
+const MAX_ANATOMY_PREFILLS: u32 = 16_384;
+
+/// The anatomy of one recorded step ([`crate::perf::Anatomy`]) as JSON: `step_json` is a
+/// step of `steps_json()` (an object with its `shape`; `start_ms`/`end_ms` when present add
+/// `recorded_ms`, the duration the run charged) or a bare [`StepShape`]; the scenario is the
+/// run's, which gives the cost model. Output: `{step_ms, graph, pipelined, sms, kernels:
+/// {name, layer, part, parts, launched_us, start_us, end_us, stream, source, ctas,
+/// sm_occupancy}, recorded_ms?}`. Errors name the field under `step` (`step.shape.prefill`).
+pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<String> {
+    guard(|| {
+        let scenario = Scenario::parse(text, format)?;
+        scenario.validate_local()?;
+        let model = resolve_model(&scenario.model)?;
+        let gpu = resolve_gpu(&scenario.gpu)?;
+        let perf = cost_model(&scenario, &model, &gpu)?;
+        let v: serde_json::Value =
+            serde_json::from_str(step_json).map_err(|e| SimError::config("step", format!("invalid JSON: {e}")))?;
+        let (shape_v, path) = match v.get("shape") {
+            Some(sh) => (sh.clone(), "step.shape"),
+            None => (v.clone(), "step"),
+        };
+        let shape: StepShape = serde_path_to_error::deserialize(shape_v).map_err(|e| {
+            let p = e.path().to_string();
+            SimError::config(if p == "." { path.to_string() } else { format!("{path}.{p}") }, e.into_inner().to_string())
+        })?;
+        for (name, x) in [("comm_ms", shape.comm_ms), ("decision_ms", shape.decision_ms)] {
+            crate::error::check::non_negative(&format!("{path}.{name}"), x)?;
+        }
+        // Counts a step of this scenario can hold (a step has at most max_num_seqs entries,
+        // of at most max_model_len tokens each); past them the shape is not a step's.
+        let seqs = u64::from(scenario.scheduler.max_num_seqs);
+        let tokens = seqs * u64::from(scenario.scheduler.max_model_len.unwrap_or(model.max_context).max(1));
+        for (name, x, limit) in [
+            ("decode_seqs", shape.decode_seqs, seqs),
+            ("sampled", shape.sampled, seqs),
+            ("decode_context_sum", shape.decode_context_sum, tokens),
+            ("context_sum_after", shape.context_sum_after, tokens),
+            ("decode_blocks_1024", shape.decode_blocks_1024, tokens * 1024),
+        ] {
+            if x > limit {
+                return Err(SimError::config(format!("{path}.{name}"), format!("{x} is more than a step of this scenario holds ({limit})")));
+            }
+        }
+        // Each prefill entry is a kernel per layer.
+        let most = scenario.scheduler.max_num_seqs.min(MAX_ANATOMY_PREFILLS) as usize;
+        if shape.prefill.len() > most {
+            return Err(SimError::config(
+                format!("{path}.prefill"),
+                format!("{} prefill entries: a step of this scenario holds at most {most}", shape.prefill.len()),
+            ));
+        }
+        let items: Vec<crate::perf::PrefillItem> =
+            shape.prefill.iter().map(|&(n, c)| crate::perf::PrefillItem { new_tokens: n, context_before: c }).collect();
+        let b = crate::perf::BatchShape {
+            prefill: &items,
+            prefill_tokens: items.iter().map(|i| u64::from(i.new_tokens)).sum(),
+            decode_seqs: shape.decode_seqs,
+            decode_context_sum: shape.decode_context_sum,
+            context_sum_after: shape.context_sum_after,
+            sampled: shape.sampled,
+            decode_blocks_1024: shape.decode_blocks_1024,
+        };
+        let a = perf.anatomy(&b, shape.comm_ms * 1e-3, shape.decision_ms * 1e-3);
+        let mut out = serde_json::to_value(&a).map_err(|e| SimError::Internal { message: e.to_string() })?;
+        if let (Some(s), Some(e)) = (v.get("start_ms").and_then(|x| x.as_f64()), v.get("end_ms").and_then(|x| x.as_f64())) {
+            out["recorded_ms"] = serde_json::json!(e - s);
+        }
+        Ok(crate::json::to_string(&out).unwrap_or_default())
+    })
 }
 
 /// The topology side of a scenario: resolve, place, price, resolve the events.
@@ -548,6 +675,10 @@ fn collect(built: Built) -> SimResult {
     let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client);
     if let Some(sc) = engine.scaler.as_ref() {
         scaling_results(sc, end_ns, &stats, &mut summary, &mut ts);
+    }
+    if reqs.iter().any(|r| r.adversarial) {
+        summary["classes"] = crate::metrics::class_summary(reqs, REASON_NAMES);
+        cols.adversarial = reqs.iter().map(|r| r.adversarial).collect();
     }
     let links = fabric.map(|mut f| {
         summary["topology"] = topology_summary(&f);

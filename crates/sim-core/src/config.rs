@@ -73,9 +73,10 @@ pub struct Deployment {
     pub pp: u32,
     /// Number of identical replicas.
     pub replicas: u32,
-    /// `round_robin`, `least_outstanding_tokens` or `topology_aware` (with `disagg`: the
-    /// decode replica with the best route score from the prefill replica; otherwise as
-    /// `least_outstanding_tokens`).
+    /// `round_robin`, `least_outstanding_tokens` or `topology_aware` (with a topology:
+    /// outstanding tokens weighed by the pace of each replica's links as they are — degraded,
+    /// down or shared — and with `disagg` the decode replica with the best route score from
+    /// the prefill replica; without a topology as `least_outstanding_tokens`).
     pub router: String,
     /// How long an arrival may wait in the router's dispatch queue for room in some
     /// replica's waiting queue before it is rejected ("dispatch queue full"). Seed: 500 ms.
@@ -109,7 +110,7 @@ pub const POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro"];
 /// topology).
 pub const ALL_POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro", "disagg"];
 /// The bug classes `scheduler.inject_bug` can switch on (model checking only).
-pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue"];
+pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue", "no_seat_preempt"];
 /// The values of `scheduler.scheduling_policy` (vLLM's `--scheduling-policy`).
 pub const SCHEDULING_POLICIES: &[&str] = &["fcfs", "priority"];
 /// The policies built on vLLM's scheduler, which take `scheduling_policy`.
@@ -158,7 +159,7 @@ pub struct SchedulerConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub async_scheduling: Option<bool>,
     /// Model checking only: switch on one known bug class inside the real scheduler
-    /// (`leak_on_preempt`, `double_admit`, `no_preempt`, `drop_on_requeue`) to show that
+    /// (`leak_on_preempt`, `double_admit`, `no_preempt`, `drop_on_requeue`, `no_seat_preempt`) to show that
     /// `o1sim check` catches it. Absent in every normal scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inject_bug: Option<String>,

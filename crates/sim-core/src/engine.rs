@@ -12,7 +12,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::api::{StepRecord, SimOptions};
+use crate::api::{SimOptions, StepRecord};
 use crate::client::Sessions;
 use crate::config::Scenario;
 use crate::error::{Result, SimError};
@@ -51,6 +51,14 @@ pub struct Replica {
     /// waiting queue once a later step has started (the step after the running one was
     /// already scheduled), or at once when the replica would otherwise have nothing to run.
     pub(crate) inbox: Vec<(u32, i64, u64)>,
+    /// When the last step ended and how long it ran, ns: a scheduling decision made while
+    /// it ran (async dispatch) is hidden if the next step starts as it ends.
+    pub(crate) last_end_ns: u64,
+    pub(crate) last_dur_ns: u64,
+    /// What the step in flight added to the cost model's price: communication priced on
+    /// the topology (s) and exposed decision latency (ns); kept for its [`StepRecord`].
+    pub(crate) last_comm_s: f64,
+    pub(crate) last_decision_ns: u64,
 }
 
 /// Router policies.
@@ -58,8 +66,11 @@ pub struct Replica {
 pub enum Router {
     RoundRobin,
     LeastOutstandingTokens,
-    /// With `disagg`: decode replica by best route score from the prefill replica; arrivals
-    /// as [`Router::LeastOutstandingTokens`].
+    /// Arrivals weigh each replica's links ([`Engine::pick_by_links`]): outstanding tokens
+    /// times the pace of a step on its links as they are now (degraded, down, shared), so it
+    /// leaves least-outstanding-tokens once links are shared or degraded. With `disagg` the
+    /// decode replica is the one with the best route score from the prefill replica.
+    /// Without a topology: as [`Router::LeastOutstandingTokens`].
     TopologyAware,
 }
 
@@ -140,6 +151,11 @@ pub struct Engine {
     /// The autoscaler (only with a `scaling` section): replica slots join and leave
     /// ([`crate::scaling`]).
     pub(crate) scaler: Option<Box<crate::scaling::Autoscaler>>,
+    /// Deepest prompt template admitted (o1pro: 8, seed §4.4); `None`: no check.
+    pub(crate) max_template_depth: Option<u16>,
+    /// Latency of one scheduling decision (o1pro, seed §3.3), ns; 0 for the other policies
+    /// (their decision is part of the step's CPU time). See [`Engine::decision_exposed_ns`].
+    pub(crate) decision_ns: u64,
 }
 
 impl Engine {
@@ -194,6 +210,8 @@ impl Engine {
                     blocks: Vec::new(),
                     order: 0,
                     queued_ns: s.arrival_ns.saturating_add(u64::from(frontend.ingest_ns(s.prompt_tokens))),
+                    template_depth: s.template_depth,
+                    adversarial: s.adversarial,
                 })
                 .collect();
             v.sort_by_key(|r| r.id);
@@ -225,6 +243,10 @@ impl Engine {
                 stats: ReplicaStats::default(),
                 steady: Steady::default(),
                 inbox: Vec::new(),
+                last_end_ns: u64::MAX,
+                last_dur_ns: 0,
+                last_comm_s: 0.0,
+                last_decision_ns: 0,
             })
             .collect();
         Engine {
@@ -275,6 +297,9 @@ impl Engine {
             #[cfg(test)]
             unguarded: false,
             scaler: None,
+            decision_ns: 0,
+            max_template_depth: (scenario.scheduler.policy == "o1pro")
+                .then_some(crate::workload::adversarial::O1PRO_MAX_TEMPLATE_DEPTH),
         }
     }
 
@@ -457,6 +482,10 @@ impl Engine {
         if total > self.max_model_len as u64 {
             return self.reject(id, Reason::TooLong, self.now_ns);
         }
+        // o1pro's admission control (seed §4.4): a template nested deeper than its limit.
+        if self.max_template_depth.is_some_and(|d| r.template_depth > d) {
+            return self.reject(id, Reason::TemplateDepth, self.now_ns);
+        }
         // Never-fit: the most KV the request can ever hold (the last token's KV is never
         // written; Orca reserves prompt + output) must fit an empty pool.
         let pool = &self.replicas[0].sched.kv;
@@ -489,9 +518,12 @@ impl Engine {
         }
     }
 
-    /// The replica the router picks for the next request, among those with queue room.
-    fn pick_replica(&mut self) -> Option<usize> {
+    /// The replica the router picks for request `id`, among those with queue room.
+    fn pick_replica(&mut self, id: u32) -> Option<usize> {
         let n = self.arrival_replicas();
+        if self.router == Router::TopologyAware && self.fabric.is_some() {
+            return self.pick_by_links(id, n);
+        }
         match self.router {
             Router::RoundRobin => {
                 for k in 0..n {
@@ -509,6 +541,46 @@ impl Engine {
         }
     }
 
+    /// The topology-aware router: the replica that would finish its outstanding work plus
+    /// this request soonest, each replica's pace taken from a step of this request's prompt
+    /// priced on its own links as they are now (degraded, down, or shared with other
+    /// replicas' steps and KV transfers; [`crate::fabric::Fabric::probe_comm_s`]):
+    /// `(outstanding tokens + this request's) × (compute + its communication)`. The compute
+    /// part is the same on every replica, so with identical links this is
+    /// least-outstanding-tokens (exact ties fall back to it, then to the replica index).
+    fn pick_by_links(&mut self, id: u32, n: usize) -> Option<usize> {
+        let r = &self.reqs[id as usize];
+        let need = u64::from(r.prompt) + u64::from(r.output);
+        // The reference step: this prompt joining a batch of the replicas' mean running
+        // requests (one size for all replicas, so that only their links tell them apart).
+        let running: usize = (0..n).map(|i| self.replicas[i].sched.running.len()).sum();
+        let m = (r.prompt as usize + running / n.max(1)).clamp(1, 65_536) as u32;
+        let item = [crate::perf::PrefillItem { new_tokens: m, context_before: 0 }];
+        let shape = BatchShape {
+            prefill: &item,
+            prefill_tokens: u64::from(m),
+            decode_seqs: 0,
+            decode_context_sum: 0,
+            context_sum_after: u64::from(m),
+            sampled: 1,
+            decode_blocks_1024: 0,
+        };
+        let compute_s = self.perf.step_ns_plus(&shape, 0.0) as f64 * 1e-9;
+        let mut best: Option<(f64, u64, usize)> = None;
+        for i in 0..n {
+            if !self.has_room(i) {
+                continue;
+            }
+            let comm_s = self.fabric.as_mut().map_or(0.0, |f| f.probe_comm_s(i, f64::from(m)));
+            let out = self.replicas[i].outstanding_tokens;
+            let key = ((out + need) as f64 * (compute_s + comm_s), out, i);
+            if best.is_none_or(|b| key.0.total_cmp(&b.0).then(key.1.cmp(&b.1)).then(key.2.cmp(&b.2)).is_lt()) {
+                best = Some(key);
+            }
+        }
+        best.map(|b| b.2)
+    }
+
     /// Move requests from the router's queue to replicas while there is room; requests
     /// that waited past the timeout are rejected at their deadline. Room only appears at
     /// step boundaries, where this runs, so the lazy check is exact.
@@ -520,7 +592,7 @@ impl Engine {
                 self.reject(id, Reason::DispatchQueueFull, deadline);
                 continue;
             }
-            let Some(rep) = self.pick_replica() else { break };
+            let Some(rep) = self.pick_replica(id) else { break };
             self.dispatch.pop_front();
             self.order_counter += 1;
             let order = self.order_counter;
@@ -666,19 +738,31 @@ impl Engine {
             decode_context_sum: sh.decode_ctx,
             context_sum_after: sh.ctx_after,
             sampled: sh.sampled,
+            decode_blocks_1024: sh.decode_blocks_1024,
         };
         // Clamped so that nanosecond sums stay far from u64::MAX; a step this long ends the
         // run at the time horizon anyway.
+        let mut comm_s = 0.0;
         let dur = match &mut self.fabric {
             None => self.perf.step_ns(&shape),
             Some(f) if self.perf.stages() > 1 => {
                 let mb = self.perf.micro_batches(&shape);
                 let (ar, x) = f.step_comm_pipeline(rep, sh.tokens, mb);
+                comm_s = ar * f64::from(mb) + x;
                 self.perf.step_ns_pipeline(&shape, mb, ar, x)
             }
-            Some(f) => self.perf.step_ns_plus(&shape, f.step_comm_s(rep, sh.tokens)),
+            Some(f) => {
+                comm_s = f.step_comm_s(rep, sh.tokens);
+                self.perf.step_ns_plus(&shape, comm_s)
+            }
         }
         .clamp(1, MAX_TIME_NS);
+        let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
+        let dur = dur + decision;
+        replica.last_comm_s = comm_s;
+        replica.last_decision_ns = decision;
+        replica.last_end_ns = now.saturating_add(dur);
+        replica.last_dur_ns = dur;
         replica.busy = true;
         replica.step_start_ns = now;
         // Metrics of the step (KV state as allocated for it).
@@ -717,6 +801,25 @@ impl Engine {
         });
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
         true
+    }
+
+    /// Set the latency of one scheduling decision (o1pro; see [`Engine::decision_exposed_ns`]).
+    pub(crate) fn set_decision_latency_ns(&mut self, ns: u64) {
+        self.decision_ns = ns;
+    }
+
+    /// The part of a scheduling decision of `decision_ns` that delays a step starting at
+    /// `now` on a replica whose last step ended at `last_end_ns` after `last_dur_ns` (seed §2.2, §3.3): with async dispatch the next decision is made
+    /// while the current step runs, so it is hidden when the step starts back to back with
+    /// the previous one and that one lasted at least as long as the decision; after an idle
+    /// gap (or behind a shorter step) the GPU waits for it.
+    #[inline]
+    fn decision_exposed_ns(decision_ns: u64, last_end_ns: u64, last_dur_ns: u64, now: u64) -> u64 {
+        if decision_ns == 0 || (last_end_ns == now && last_dur_ns >= decision_ns) {
+            0
+        } else {
+            decision_ns
+        }
     }
 
     /// Apply a completed step: progress, tokens, finishes, freed blocks.
@@ -801,7 +904,8 @@ impl Engine {
             let bytes = std::mem::size_of::<StepRecord>()
                 + 8 * st.plan.len()
                 + 4 * (st.preempted.len() + self.finished_buf.len())
-                + std::mem::size_of_val(st.admitted_hits.as_slice());
+                + std::mem::size_of_val(st.admitted_hits.as_slice())
+                + 8 * st.prefill_items.len();
             self.log_bytes = self.log_bytes.saturating_add(bytes as u64);
             let len = self.steps_log.len();
             let grown = if len == self.steps_log.capacity() {
@@ -831,6 +935,16 @@ impl Engine {
                     finished: self.finished_buf.clone(),
                     free_blocks_after: st.kv.free_units() as u64,
                     cached: st.admitted_hits.clone(),
+                    shape: crate::api::StepShape {
+                        prefill: st.prefill_items.iter().map(|p| (p.new_tokens, p.context_before)).collect(),
+                        decode_seqs: st.shape.decode_seqs,
+                        decode_context_sum: st.shape.decode_ctx,
+                        context_sum_after: st.shape.ctx_after,
+                        sampled: st.shape.sampled,
+                        decode_blocks_1024: st.shape.decode_blocks_1024,
+                        comm_ms: replica.last_comm_s * 1e3,
+                        decision_ms: replica.last_decision_ns as f64 / 1e6,
+                    },
                 });
             }
         }

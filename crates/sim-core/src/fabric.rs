@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Result, SimError};
-use crate::topo::collective::{flow, hop_key, Comm, CommLanes, Flow};
+use crate::topo::collective::{flow, frontier_flows, hop_key, Comm, CommLanes, Flow};
 use crate::topo::events::{self, Action, TopoEvent};
 use crate::topo::placement::{self, Placement};
 use crate::topo::route::RouteTable;
@@ -46,6 +46,9 @@ struct KvFlow {
     rate: f64,
     /// Set once the data is through: the time the last byte lands.
     done_at: Option<u64>,
+    /// One part of a transfer split over its pair's frontier (`routing.multipath_kv`): it
+    /// keeps its own path while that path is up, instead of following the chosen route.
+    pinned: bool,
 }
 
 /// Counters reported in `summary.topology`.
@@ -293,6 +296,28 @@ impl Fabric {
         &self.scratch
     }
 
+    /// Communication seconds a step of `tokens` tokens would cost on `rep` if it started now,
+    /// with its links shared as they are at this moment (the topology-aware router's probe:
+    /// nothing is counted or marked in flight). A replica whose links are degraded, or
+    /// shared with other replicas' steps and KV transfers, answers more; one that lost a
+    /// peer answers infinity.
+    pub fn probe_comm_s(&mut self, rep: usize, tokens: f64) -> f64 {
+        if !self.alive[rep] {
+            return f64::INFINITY;
+        }
+        let (steps, kv) = (&self.hop_steps, &self.hop_kv);
+        let lanes = &self.lanes[rep];
+        // Its own step in flight does not share with its next one.
+        let own = u32::from(self.in_flight[rep] && self.overlap[rep]);
+        let others = |h: usize| steps[h] - own + kv[h];
+        let shared = (self.overlap[rep] || self.kv_busy > 0) && lanes.hops.iter().any(|&h| others(h) > 0);
+        if !shared {
+            return self.comm[rep].step_s(tokens, self.hidden);
+        }
+        lanes.price(|h| f64::from(1 + others(h)), &mut self.scratch);
+        self.scratch.step_s(tokens, self.hidden)
+    }
+
     #[inline]
     fn begin_step(&mut self, rep: usize) {
         self.in_flight[rep] = true;
@@ -415,14 +440,22 @@ impl Fabric {
             .zip(self.placement[to].iter().flatten())
             .map(|(&a, &b)| (a, b))
             .collect();
+        let multipath = self.topo.routing.multipath_kv;
         for (a, b) in pairs {
-            let fl = flow(&self.topo, &mut self.routes, a, b).unwrap_or(Flow { hops: Vec::new(), latency_s: 0.0 });
-            for &(l, _) in &fl.hops {
-                self.link_bytes[l as usize] += bytes;
+            let split = if multipath { frontier_flows(&self.topo, &mut self.routes, a, b) } else { None };
+            let split = split.unwrap_or_else(|| {
+                vec![(flow(&self.topo, &mut self.routes, a, b).unwrap_or(Flow { hops: Vec::new(), latency_s: 0.0 }), 1.0)]
+            });
+            let pinned = split.len() > 1;
+            for (fl, share) in split {
+                let part = bytes * share;
+                for &(l, _) in &fl.hops {
+                    self.link_bytes[l as usize] += part;
+                }
+                self.flows.push(KvFlow { req, src: a, dst: b, flow: fl, remaining: part, rate: 0.0, done_at: None, pinned });
+                parts += 1;
             }
             self.stats.kv_bytes += bytes;
-            self.flows.push(KvFlow { req, src: a, dst: b, flow: fl, remaining: bytes, rate: 0.0, done_at: None });
-            parts += 1;
         }
         self.pending.insert(req, (parts, to as u32, now));
         self.stats.kv_transfers += 1;
@@ -627,6 +660,9 @@ impl Fabric {
         // engine then recomputes that request's KV at the destination).
         let mut flows = std::mem::take(&mut self.flows);
         for f in flows.iter_mut().filter(|f| f.done_at.is_none()) {
+            if f.pinned && f.src != u32::MAX && f.flow.hops.iter().all(|h| self.topo.links[h.0 as usize].up) {
+                continue; // a multipath part keeps its own path while it is up
+            }
             let ok = f.src != u32::MAX && f.dst != u32::MAX;
             match ok.then(|| flow(&self.topo, &mut self.routes, f.src, f.dst)).flatten() {
                 Some(fl) => f.flow = fl,

@@ -363,6 +363,42 @@ pub fn summarize(
     })
 }
 
+/// Metrics per traffic class when the workload mixes attackers in (`workload.adversarial`):
+/// `{normal: …, adversarial: …}`, each with its request count, finished and rejected
+/// requests, rejections by reason, and TTFT / TPOT / E2E distributions (ms).
+pub fn class_summary(reqs: &[Req], reason_names: &[&str]) -> Value {
+    let one = |adversarial: bool| {
+        let (mut ttft, mut tpot, mut e2e) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut n, mut finished, mut rejected) = (0u64, 0u64, 0u64);
+        let mut rejections = vec![0u64; reason_names.len()];
+        for r in reqs.iter().filter(|r| r.adversarial == adversarial) {
+            n += 1;
+            match r.status {
+                Status::Finished => {
+                    finished += 1;
+                    ttft.push((r.first_token_ns - r.arrival_ns) as f64 / 1e6);
+                    e2e.push((r.finish_ns - r.arrival_ns) as f64 / 1e6);
+                    if r.output > 1 {
+                        tpot.push((r.finish_ns - r.first_token_ns) as f64 / 1e6 / (r.output - 1) as f64);
+                    }
+                }
+                Status::Rejected => {
+                    rejected += 1;
+                    rejections[r.reason as usize] += 1;
+                }
+                _ => {}
+            }
+        }
+        let mut rej = Map::new();
+        for (i, name) in reason_names.iter().enumerate().skip(1) {
+            rej.insert((*name).to_string(), json!(rejections[i]));
+        }
+        json!({"num_requests": n, "finished": finished, "rejected": rejected, "rejections": rej,
+               "ttft_ms": dist(ttft), "tpot_ms": dist(tpot), "e2e_ms": dist(e2e)})
+    };
+    json!({"normal": one(false), "adversarial": one(true)})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,3 +469,4 @@ mod tests {
         assert!(s.interval_ns > 10_000_000);
     }
 }
+

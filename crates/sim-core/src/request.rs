@@ -39,6 +39,8 @@ pub enum Reason {
     Timeout = 4,
     /// A session's earlier turn was rejected or timed out, so this turn was never sent.
     SessionAborted = 5,
+    /// o1pro's admission control: the prompt's template nests deeper than 8 (seed §4.4).
+    TemplateDepth = 6,
 }
 
 /// Sentinel for "no time yet".
@@ -82,6 +84,10 @@ pub struct Req {
     pub apc_private: bool,
     /// Position key in the waiting queue: (priority, order).
     pub order: i64,
+    /// Nesting depth of the prompt's template (0 = none).
+    pub template_depth: u16,
+    /// An attacker of `workload.adversarial` (the metrics' `adversarial` class).
+    pub adversarial: bool,
     /// When it last entered the router's dispatch queue: its arrival, or the moment a
     /// stopped replica's request found no live replica to move to. The dispatch timeout
     /// counts from here.

@@ -61,6 +61,12 @@ pub struct PlanShape {
     pub ctx_after: u64,
     /// Entries that produce a token (decodes, prefills completing their target).
     pub sampled: u64,
+    /// Σ over decode entries of (KV length after the step − 1) · 1024 / the request's block
+    /// size ([`crate::perf::BatchShape::decode_blocks_1024`]).
+    pub decode_blocks_1024: u64,
+    /// Σ over decode entries of 1024 / the request's block size: what a steady step (every
+    /// context one token longer) adds to `decode_blocks_1024`.
+    pub decode_block_step_1024: u64,
 }
 
 /// Which victim a policy preempts when a running request cannot grow.
@@ -94,6 +100,9 @@ pub enum Bug {
     NoPreempt,
     /// A preempted request is not put back in the waiting queue.
     DropOnRequeue,
+    /// Priority preemption only when the KV cache is full: with every seat of the batch
+    /// taken (`max_num_seqs`), an urgent request waits like any other.
+    NoSeatPreempt,
 }
 
 impl Bug {
@@ -105,6 +114,7 @@ impl Bug {
             Some("double_admit") => Bug::DoubleAdmit,
             Some("no_preempt") => Bug::NoPreempt,
             Some("drop_on_requeue") => Bug::DropOnRequeue,
+            Some("no_seat_preempt") => Bug::NoSeatPreempt,
             _ => Bug::None,
         }
     }
@@ -123,7 +133,8 @@ pub struct Params {
     /// Prompts may be split over steps.
     pub chunked: bool,
     pub victim: Victim,
-    /// A more urgent waiting request may preempt less urgent running ones (o1pro).
+    /// A more urgent waiting request may preempt less urgent running ones (o1pro), when
+    /// the KV cache cannot hold it or when the batch is full (`max_num_seqs`).
     pub priority_preemption: bool,
     /// Waiting order honours priority (else strict FCFS).
     pub priority_order: bool,
@@ -449,6 +460,10 @@ fn add_to_shape(sh: &mut PlanShape, items: &mut Vec<PrefillItem>, r: &Req, n: u3
         sh.decode_seqs += 1;
         sh.decode_ctx += after;
         sh.sampled += 1;
+        // 1024 / block as a shift: block sizes are powers of two in 1..=1024.
+        let per_block = 1024u64 >> r.req_block.trailing_zeros().min(10);
+        sh.decode_blocks_1024 += (after - 1) * per_block;
+        sh.decode_block_step_1024 += per_block;
     }
 }
 
@@ -568,7 +583,10 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
         (false, true) => Admission::Stopped, // unless the loop below says otherwise
         (false, false) => Admission::Other,
     };
-    while st.budget_left > 0 && (st.running.len() as u32) < p.max_num_seqs {
+    while st.budget_left > 0 {
+        if (st.running.len() as u32) >= p.max_num_seqs && !(p.priority_preemption && preempt_for_seat(st, p, reqs, apc)) {
+            break;
+        }
         let Some(id) = st.waiting.peek() else { break };
         if fcfs {
             st.admission = Admission::Other;
@@ -631,6 +649,22 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
         st.budget_left = st.budget_left.saturating_sub(n);
         prefill_admitted = true;
     }
+}
+
+/// o1pro with the batch full: the head of the waiting queue takes the seat of the least
+/// urgent running request (latest admitted among equals) when it is strictly more urgent.
+/// Returns whether a seat was freed.
+fn preempt_for_seat(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc) -> bool {
+    if p.bug == Bug::NoSeatPreempt {
+        return false;
+    }
+    let Some(id) = st.waiting.peek() else { return false };
+    let Some(victim) = st.pick_victim(p, reqs) else { return false };
+    if reqs[victim as usize].priority <= reqs[id as usize].priority {
+        return false;
+    }
+    st.preempt(p, reqs, apc, victim);
+    true
 }
 
 /// o1pro: make room for the urgent waiting request `id` by preempting strictly less urgent

@@ -156,6 +156,7 @@ impl Steady {
         let b = st.plan.len() as u64;
         st.shape.decode_ctx += b;
         st.shape.ctx_after += b;
+        st.shape.decode_blocks_1024 += st.shape.decode_block_step_1024;
         true
     }
 

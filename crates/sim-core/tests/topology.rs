@@ -362,3 +362,80 @@ fn a_replica_restarted_mid_step_ignores_its_old_step() {
     let checked = simulate(&text, Format::Json, SimOptions { check_invariants: true, ..SimOptions::default() }).unwrap();
     assert_eq!(checked.to_json(), r.to_json(), "invariants hold after every instant");
 }
+
+/// Llama-3-70B TP 4 × 2 replicas on an HGX H200 whose gpu1 ↔ NVSwitch link runs at
+/// `gpu1_gbps` (replica 0 holds gpu0–3), 300 requests at 10 req/s, routed by `router`.
+fn hgx_with_gpu1_at(gpu1_gbps: f64, router: &str) -> SimResult {
+    let mut v = base(300, 10.0);
+    v["deployment"]["router"] = json!(router);
+    v["topology"] = json!({"preset": "hgx-h200",
+        "links": [{"src": "gpu1", "dst": "nvswitch0", "kind": "nvswitch", "bandwidth_gbps": gpu1_gbps, "latency_us": 1}]});
+    run(&v)
+}
+
+#[test]
+fn a_degraded_link_steers_the_topology_aware_router_to_the_healthy_replica() {
+    // Healthy links: the topology-aware router is least-outstanding-tokens, byte for byte.
+    let (lot, aware) = (hgx_with_gpu1_at(450.0, "least_outstanding_tokens"), hgx_with_gpu1_at(450.0, "topology_aware"));
+    assert_eq!(lot.to_json(), aware.to_json());
+    // gpu1's link at 10%: replica 0's AllReduces run ~8× slower. Least-outstanding-tokens
+    // does not look at links and breaks the first tie (both replicas empty) by index; the
+    // topology-aware router sends that request to the healthy replica 1, and keeps the
+    // degraded replica's backlog (outstanding tokens) at about half the other's after.
+    let (lot, aware) = (hgx_with_gpu1_at(45.0, "least_outstanding_tokens"), hgx_with_gpu1_at(45.0, "topology_aware"));
+    assert_eq!(lot.requests.replica[0], 0);
+    assert_eq!(aware.requests.replica[0], 1);
+    let moved = (0..300).filter(|&i| lot.requests.replica[i] != aware.requests.replica[i]).count();
+    assert!(moved > 100, "{moved} requests placed differently");
+    // Near saturation (10 req/s) the tail gains: the degraded replica no longer holds a
+    // backlog as deep as the healthy one's. The mean stays within 1%.
+    let e2e = |r: &SimResult, q: &str| r.summary["e2e_ms"][q].as_f64().unwrap();
+    eprintln!(
+        "E2E mean / p99: least-outstanding-tokens {:.0} / {:.0} ms, topology-aware {:.0} / {:.0} ms; {moved} of 300 placed differently",
+        e2e(&lot, "mean"), e2e(&lot, "p99"), e2e(&aware, "mean"), e2e(&aware, "p99")
+    );
+    assert!(e2e(&aware, "p99") < 0.95 * e2e(&lot, "p99"));
+    assert!(e2e(&aware, "mean") < 1.01 * e2e(&lot, "mean"));
+}
+
+/// disagg on two GPUs joined by two paths: p → x → d (10 GB/s per link, 1 µs: the
+/// shortest) and p → y → d (40 GB/s, 3 µs), with routing knobs `routing`.
+fn two_paths(routing: Value) -> SimResult {
+    let nodes = json!([{"id": "p", "kind": "gpu", "gpu": "h200"}, {"id": "d", "kind": "gpu", "gpu": "h200"},
+                       {"id": "x", "kind": "switch"}, {"id": "y", "kind": "switch"}]);
+    let link = |a: &str, b: &str, gbps: f64, us: f64| json!({"src": a, "dst": b, "kind": "eth", "bandwidth_gbps": gbps, "latency_us": us});
+    let links = json!([link("p", "x", 10.0, 1.0), link("x", "d", 10.0, 1.0), link("p", "y", 40.0, 3.0), link("y", "d", 40.0, 3.0)]);
+    let mut v = base(40, 2.0);
+    v["model"] = json!("llama-3-8b");
+    v["deployment"] = json!({"tp": 1, "replicas": 2, "prefill_replicas": 1, "router": "topology_aware"});
+    v["scheduler"]["policy"] = json!("disagg");
+    v["topology"] = json!({"nodes": nodes, "links": links, "routing": routing});
+    run(&v)
+}
+
+#[test]
+fn the_frontier_route_alpha_picks_carries_the_kv_and_multipath_splits_it() {
+    let kv_ms = |r: &SimResult| r.summary["topology"]["kv_transfer_ms"]["mean"].as_f64().unwrap();
+    // α = 0: latency alone, the short narrow path; α = 0.65 (default): the wide one.
+    let (short, wide) = (two_paths(json!({"alpha": 0.0})), two_paths(json!({})));
+    let split = two_paths(json!({"multipath_kv": true}));
+    for r in [&short, &wide, &split] {
+        assert_eq!(r.summary["finished"], 40);
+    }
+    let (s, w, m) = (kv_ms(&short), kv_ms(&wide), kv_ms(&split));
+    eprintln!("mean KV transfer: shortest path {s:.3} ms, alpha's frontier choice {w:.3} ms, multipath {m:.3} ms");
+    // 4× the bandwidth: about a quarter of the time; both paths (50 GB/s): a fifth.
+    assert!(w < 0.3 * s && w > 0.2 * s, "{w} vs {s}");
+    assert!(m < w && m > 0.75 * w, "{m} vs {w}");
+    let link_bytes = |r: &SimResult, src: &str, dst: &str| {
+        let l = r.links.as_ref().unwrap();
+        (0..l.src.len()).find(|&i| l.src[i] == src && l.dst[i] == dst).map(|i| l.bytes[i]).unwrap()
+    };
+    // The KV bytes went p → x alone at α = 0, p → y alone at α = 0.65, and 1 : 4 (by
+    // bandwidth) over both with multipath.
+    let (sx, sy) = (link_bytes(&short, "p", "x"), link_bytes(&short, "p", "y"));
+    let (wx, wy) = (link_bytes(&wide, "p", "x"), link_bytes(&wide, "p", "y"));
+    let (mx, my) = (link_bytes(&split, "p", "x"), link_bytes(&split, "p", "y"));
+    assert!(sx > 0.0 && sy == 0.0 && wx == 0.0 && wy > 0.0, "{sx} {sy} {wx} {wy}");
+    assert!((my / mx - 4.0).abs() < 1e-9 && (mx + my - wy).abs() < 1e-6 * wy, "{mx} {my}");
+}

@@ -226,6 +226,9 @@ impl RunResult {
         d.set_item("status", r.status.clone().into_pyarray(py))?;
         d.set_item("reason", r.reason.clone().into_pyarray(py))?;
         d.set_item("cached_tokens", r.cached_tokens.clone().into_pyarray(py))?;
+        if !r.adversarial.is_empty() {
+            d.set_item("adversarial", r.adversarial.clone().into_pyarray(py))?;
+        }
         Ok(d)
     }
 
@@ -473,6 +476,15 @@ fn topology_json(py: Python<'_>, topology: String) -> PyResult<String> {
     Ok(guarded(py, move || core::topology_json(&topology))?)
 }
 
+/// The anatomy of one recorded step (JSON: a step of `steps_json()` or its shape) under
+/// the run's scenario, as JSON columns.
+#[pyfunction]
+#[pyo3(signature = (text, format, step))]
+fn step_anatomy_json(py: Python<'_>, text: String, format: &str, step: String) -> PyResult<String> {
+    let format = core::Format::parse(format).map_err(PySimError)?;
+    Ok(guarded(py, move || core::step_anatomy(&text, format, &step))?)
+}
+
 /// Names of the topology presets.
 #[pyfunction]
 fn topology_presets() -> Vec<&'static str> {
@@ -556,6 +568,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calibration_fidelity_json, m)?)?;
     m.add_function(wrap_pyfunction!(routes_json, m)?)?;
     m.add_function(wrap_pyfunction!(topology_json, m)?)?;
+    m.add_function(wrap_pyfunction!(step_anatomy_json, m)?)?;
     m.add_function(wrap_pyfunction!(topology_presets, m)?)?;
     m.add_function(wrap_pyfunction!(run_summary_json, m)?)?;
     m.add_function(wrap_pyfunction!(flat_metrics_json, m)?)?;

@@ -77,6 +77,24 @@ pub fn simulate(input: &[u8], format: u32) -> Outcome {
     })
 }
 
+/// Simulate a scenario recording every scheduler step; the output is the steps JSON
+/// (`[{replica, start_ms, end_ms, scheduled, preempted, finished, free_blocks_after,
+/// shape}]`, Python's `Result.steps`). The run is the one [`simulate`] makes.
+pub fn simulate_steps(input: &[u8], format: u32) -> Outcome {
+    guarded(|| {
+        let text = text_of(input)?;
+        let options = SimOptions { record_steps: true, ..SimOptions::default() };
+        Ok(core::simulate(text, format_of(format)?, options)?.steps_json())
+    })
+}
+
+/// The anatomy of one recorded step (a step of [`simulate_steps`]' output, JSON) under the
+/// run's scenario: the core's `{step_ms, graph, pipelined, sms, kernels: {...},
+/// recorded_ms}` (Python's `Result.step_anatomy`).
+pub fn step_anatomy(scenario: &[u8], format: u32, step: &[u8]) -> Outcome {
+    guarded(|| core::step_anatomy(text_of(scenario)?, format_of(format)?, text_of(step)?))
+}
+
 /// Validate a scenario: `{"scenario": resolved, "deployment": plan}`.
 pub fn validate(input: &[u8], format: u32) -> Outcome {
     guarded(|| core::validate(text_of(input)?, format_of(format)?))
@@ -333,6 +351,26 @@ pub extern "C" fn o1_abi_version() -> u32 {
 pub unsafe extern "C" fn o1_simulate(ptr: *const u8, len: usize, format: u32) -> u32 {
     install_hook();
     publish(simulate(input(ptr, len), format))
+}
+
+/// See [`simulate_steps`].
+///
+/// # Safety
+/// See [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn o1_simulate_steps(ptr: *const u8, len: usize, format: u32) -> u32 {
+    install_hook();
+    publish(simulate_steps(input(ptr, len), format))
+}
+
+/// See [`step_anatomy`].
+///
+/// # Safety
+/// See [`input`], for both buffers.
+#[no_mangle]
+pub unsafe extern "C" fn o1_step_anatomy(ptr: *const u8, len: usize, format: u32, step_ptr: *const u8, step_len: usize) -> u32 {
+    install_hook();
+    publish(step_anatomy(input(ptr, len), format, input(step_ptr, step_len)))
 }
 
 /// See [`validate`].

@@ -295,3 +295,35 @@ fn routes_and_topology_garbage_give_config_errors_with_paths() {
         assert_clean("routes junk down", &sim_wasm::routes(two, b"n0.gpu3", b"n1.gpu3", junk));
     }
 }
+
+#[test]
+fn step_anatomy_garbage_gives_config_errors() {
+    // A calibrated cost model (the small scenario's is linear: one row).
+    let scenario = std::fs::read_to_string(format!("{GOLDEN}/policy_vllm.toml")).unwrap();
+    let steps = sim_wasm::simulate_steps(scenario.as_bytes(), 1).expect("steps of the small scenario");
+    let steps: Value = serde_json::from_str(&steps).unwrap();
+    let step = steps.as_array().unwrap().iter().find(|s| !s["shape"]["prefill"].as_array().unwrap().is_empty()).unwrap().clone();
+    let ok = sim_wasm::step_anatomy(scenario.as_bytes(), 1, step.to_string().as_bytes()).expect("an anatomy");
+    let a: Value = serde_json::from_str(&ok).unwrap();
+    assert!(a["kernels"]["name"].as_array().unwrap().len() > 10, "{ok}");
+    let nasty: Vec<Value> =
+        serde_json::from_str(r#"[-1, 0, 1e308, 18446744073709551615, -9223372036854775808, 2.5, "", "x", [], {}, null, true]"#).unwrap();
+    let mut leaves = Vec::new();
+    collect_leaves(&step, &mut Vec::new(), &mut leaves);
+    for leaf in leaves.iter().filter(|l| l.first().is_some_and(|k| k == "shape")) {
+        for bad in &nasty {
+            let mut d = step.clone();
+            *pointer_mut(&mut d, leaf) = bad.clone();
+            assert_clean(&format!("{leaf:?} = {bad}"), &sim_wasm::step_anatomy(scenario.as_bytes(), 1, d.to_string().as_bytes()));
+        }
+    }
+    // Too many prefill entries for the scenario's max_num_seqs: refused, naming the field.
+    let mut d = step.clone();
+    d["shape"]["prefill"] = serde_json::json!(vec![[1, 0]; 100_000]);
+    let err: Value = serde_json::from_str(&sim_wasm::step_anatomy(scenario.as_bytes(), 1, d.to_string().as_bytes()).unwrap_err()).unwrap();
+    assert_eq!(err["error"]["field"], "step.shape.prefill", "{err}");
+    for junk in [&b""[..], b"{", b"[]", b"\xff", b"null", b"3"] {
+        assert_clean("step junk", &sim_wasm::step_anatomy(scenario.as_bytes(), 1, junk));
+        assert_clean("scenario junk", &sim_wasm::step_anatomy(junk, 1, step.to_string().as_bytes()));
+    }
+}

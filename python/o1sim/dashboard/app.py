@@ -84,6 +84,17 @@ def trace_cached(text: str, fmt: str) -> str:
     return run_cached(text, fmt).to_chrome_trace()
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def steps_run_cached(text: str, fmt: str) -> o1sim.Result:
+    """The run again with every step recorded (the Steps tab asks for it)."""
+    return o1sim.simulate(o1sim.Scenario.from_text(text, fmt), record_steps=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def anatomy_cached(text: str, fmt: str, step: int) -> pd.DataFrame:
+    return steps_run_cached(text, fmt).step_anatomy(step)
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def csv_cached(text: str, fmt: str) -> str:
     csv: str = run_cached(text, fmt).requests.to_csv(index=False)
@@ -508,6 +519,48 @@ def sweep_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
         _show(st, charts.sweep_chart(frame, metric, axis))
 
 
+STEPS_SHOWN = 400
+
+
+def steps_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
+    """The scheduler steps of one policy on a timeline (recorded on request); a click on a
+    step (or its number) shows its kernels: a waterfall by stream and a table per operator."""
+    if not st.toggle("Record the steps", key="steps_on",
+                     help="Runs the scenario again with every scheduler step recorded, to show them and their kernels."):
+        st.caption("Each scheduler step of a run, and what one step is made of: its kernels in launch order, "
+                   "their streams, time sources and SM occupancy. Switch on to record them.")
+        return
+    c1, c2, c3 = st.columns(3)
+    which = c1.selectbox("Policy", names, key="steps_policy")
+    text, fmt = _policy_scenario(scenario, which)
+    steps = steps_run_cached(text, fmt).steps
+    n = len(steps)
+    first = int(c2.number_input("First step shown", min_value=0, max_value=max(0, n - 1), value=0,
+                                step=STEPS_SHOWN // 2, key="steps_first"))
+    frame = charts.steps_frame(steps, first, STEPS_SHOWN)
+    chart = charts.steps_chart(frame)
+    # Altair's own theme: Streamlit's moves the legend under the plot and fits it all into
+    # the element's height, which leaves the lanes a few pixels.
+    sized = {"width": "stretch", "height": chart.height + 100} if _SIZED_CHARTS else {"use_container_width": True}
+    event = st.altair_chart(chart, on_select="rerun", key="steps_chart", theme=None, **sized)
+    picked = [int(p["step"]) for p in (event.selection.get("step") or []) if "step" in p] if event else []
+    if picked and picked[0] != st.session_state.get("anatomy_step"):
+        st.session_state["anatomy_step"] = picked[0]
+    step = int(c3.number_input("Step", min_value=0, max_value=max(0, n - 1), step=1, key="anatomy_step",
+                               help="Click a step above, or give its number."))
+    st.caption(f"{n:,} steps; showing {len(frame)} from step {first}.")
+    anatomy = anatomy_cached(text, fmt, step)
+    a = anatomy.attrs
+    st.markdown(f"**Step {step}** · replica {a['replica']} · at {a['start_ms']:,.3f} ms · {len(anatomy):,} kernels · "
+                f"{a['step_ms']:,.3f} ms ({'one CUDA-graph replay' if a['graph'] else 'eager launches'}; "
+                f"the run charged {a['recorded_ms']:,.3f} ms)")
+    _show(st, charts.anatomy_chart(anatomy, title=f"Kernels of step {step}"))
+    st.dataframe(charts.anatomy_table(anatomy), width="stretch", key="anatomy_table",
+                 column_config={"us": st.column_config.NumberColumn("µs", format="%.1f"),
+                                "share": st.column_config.NumberColumn("of step", format="percent"),
+                                "sm_occupancy": st.column_config.NumberColumn("SM occupancy", format="percent")})
+
+
 def topology_view(result: o1sim.Result, scenario: o1sim.Scenario) -> None:
     """The fabric graph with per-link utilisation and the busiest links."""
     links = result.links
@@ -644,7 +697,7 @@ def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: s
     st.subheader(f"Policy: {primary}")
     metrics_row(results[primary].summary)
 
-    tabs = st.tabs(["Compare", "Over time", "GPU heatmap", "Load sweep", "Deployment", "Requests", "Export",
+    tabs = st.tabs(["Compare", "Over time", "GPU heatmap", "Steps", "Load sweep", "Deployment", "Requests", "Export",
                     "Model check", "Capacity & plan"])
     with tabs[0]:
         frame = charts.summary_frame({n: r.summary for n, r in results.items()})
@@ -665,16 +718,18 @@ def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: s
         _show(st, charts.heatmap_chart(results[which], title=f"GPU × time utilisation · {which}"))
         st.caption("Busy fraction of each GPU per time column; a replica's TP·PP GPUs run its steps together.")
     with tabs[3]:
-        sweep_tab(scenario, list(results))
+        steps_tab(scenario, list(results))
     with tabs[4]:
-        deployment_tab(results[primary], scenario)
+        sweep_tab(scenario, list(results))
     with tabs[5]:
-        st.dataframe(results[primary].requests, width="stretch", height=420)
+        deployment_tab(results[primary], scenario)
     with tabs[6]:
-        export_tab(scenario, results, primary)
+        st.dataframe(results[primary].requests, width="stretch", height=420)
     with tabs[7]:
-        check_tab()
+        export_tab(scenario, results, primary)
     with tabs[8]:
+        check_tab()
+    with tabs[9]:
         capacity_tab(scenario, _offered_rate(scenario.to_dict()))
 
 

@@ -32,6 +32,10 @@ __all__ = [
     "over_time_chart",
     "summary_frame",
     "sweep_chart",
+    "steps_frame",
+    "steps_chart",
+    "anatomy_chart",
+    "anatomy_table",
 ]
 
 #: (column, axis title) of the per-request latencies shown as CDFs.
@@ -499,3 +503,84 @@ def charts_for(results: Mapping[str, Result], primary: Optional[str] = None,
                                    title=f"Topology · per-link utilisation · {first}")))
     return out
 
+
+
+# --------------------------------------------------------------------------- steps and their kernels
+
+#: The step kinds of :func:`steps_frame`, in legend order.
+STEP_KINDS: tuple[str, ...] = ("decode", "prefill", "mixed")
+#: The streams of a step's anatomy, top to bottom.
+STREAMS: tuple[str, ...] = ("cpu", "compute", "communication")
+
+
+def steps_frame(steps: Sequence[Mapping[str, Any]], first: int = 0, count: int = 400) -> pd.DataFrame:
+    """Steps ``first .. first + count`` as rows: ``step`` (index), ``replica``, ``start_ms``,
+    ``end_ms``, ``tokens``, ``batch`` and ``kind`` (decode, prefill or mixed)."""
+    rows = []
+    for i in range(max(0, first), min(len(steps), first + count)):
+        s = steps[i]
+        pre, dec = len(s["shape"]["prefill"]), int(s["shape"]["decode_seqs"])
+        rows.append({
+            "step": i, "replica": f"replica {s['replica']}", "start_ms": float(s["start_ms"]), "end_ms": float(s["end_ms"]),
+            "tokens": sum(int(t) for _, t in s["scheduled"]), "batch": len(s["scheduled"]),
+            "kind": "decode" if pre == 0 else ("prefill" if dec == 0 else "mixed"),
+        })
+    return pd.DataFrame(rows, columns=["step", "replica", "start_ms", "end_ms", "tokens", "batch", "kind"])
+
+
+def steps_chart(frame: pd.DataFrame, title: str = "Scheduler steps (click one for its kernels)") -> alt.Chart:
+    """The steps of :func:`steps_frame` as bars on a time axis, one lane per replica, with a
+    point selection ``step`` (the dashboard opens the clicked step's anatomy)."""
+    pick = alt.selection_point(name="step", fields=["step"], on="click")
+    lanes = sorted(frame["replica"].unique().tolist(), key=lambda r: int(str(r).split()[-1])) if len(frame) else []
+    chart: alt.Chart = (
+        alt.Chart(frame, title=title, width=WIDTH * 2 - 80, height=max(80, 40 * max(1, len(lanes))))
+        .mark_rect(stroke="white", strokeWidth=0.3)
+        .encode(
+            x=alt.X("start_ms:Q", title="simulated time (ms)", scale=alt.Scale(zero=False)), x2="end_ms:Q",
+            y=alt.Y("replica:N", sort=lanes, title=None),
+            color=alt.Color("kind:N", scale=alt.Scale(domain=list(STEP_KINDS), range=["#2f6fdf", "#e0752d", "#8e44ad"]),
+                            legend=alt.Legend(title="step")),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.55)),
+            tooltip=["step:Q", "replica:N", "kind:N", "tokens:Q", "batch:Q",
+                     alt.Tooltip("start_ms:Q", format=",.3f"), alt.Tooltip("end_ms:Q", format=",.3f")],
+        )
+        .add_params(pick)
+    )
+    return chart
+
+
+def anatomy_chart(anatomy: pd.DataFrame, title: Optional[str] = None) -> alt.Chart:
+    """A step's kernels (:meth:`~o1sim.Result.step_anatomy`) as a waterfall: one lane per
+    stream, one bar per kernel from its start to its end (µs), coloured by operator."""
+    data = anatomy.assign(kernel=range(len(anatomy)))[["kernel", "name", "layer", "start_us", "end_us", "stream", "source", "sm_occupancy"]]
+    chart: alt.Chart = (
+        alt.Chart(data, title=title or "Kernels of the step", width=WIDTH * 2 - 80, height=90)
+        .mark_bar()
+        .encode(
+            x=alt.X("start_us:Q", title="µs since the step started"), x2="end_us:Q",
+            y=alt.Y("stream:N", sort=list(STREAMS), title=None),
+            color=alt.Color("name:N", legend=None),
+            tooltip=["kernel:Q", "name:N", "layer:Q", "source:N", alt.Tooltip("sm_occupancy:Q", format=".0%"),
+                     alt.Tooltip("start_us:Q", format=",.2f"), alt.Tooltip("end_us:Q", format=",.2f")],
+        )
+    )
+    return chart
+
+
+def anatomy_table(anatomy: pd.DataFrame) -> pd.DataFrame:
+    """Per operator, in order of first launch: stream, kernels, µs, share of the step, the
+    time sources and the mean SM occupancy."""
+    a = anatomy.assign(us=anatomy["end_us"] - anatomy["start_us"])
+    total = float(a.attrs.get("step_ms", a["end_us"].max() / 1000.0)) * 1000.0 or 1.0
+    g = a.groupby("name", sort=False)
+    out = pd.DataFrame({
+        "stream": g["stream"].first(),
+        "kernels": g.size(),
+        "us": g["us"].sum(),
+        "share": g["us"].sum() / total,
+        "source": g["source"].agg(lambda v: ", ".join(dict.fromkeys(v))),
+        "sm_occupancy": g["sm_occupancy"].mean(),
+    })
+    out.index.name = "operator"
+    return out

@@ -13,8 +13,30 @@ use crate::error::{check, Result, SimError};
 /// profile (by its name) or, with [`ROOFLINE`], the datasheet roofline.
 pub const ROOFLINE: &str = "roofline";
 
+/// The matrix unit of an accelerator, which sets the tile its GEMMs are padded to (seed §2.4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatrixUnit {
+    /// CUDA tensor cores (every GPU preset): 16×16 tiles.
+    #[default]
+    TensorCore,
+    /// A TPU's matrix-multiply units, with the seed's 8×8 tile (a TPU v5e's MXU is 128×128
+    /// in fact: the seed's rule understates its padding).
+    Mxu,
+}
+
+impl MatrixUnit {
+    /// Names accepted for `matrix_unit`.
+    pub const NAMES: [&'static str; 2] = ["tensor_core", "mxu"];
+
+    fn is_tensor_core(&self) -> bool {
+        *self == MatrixUnit::TensorCore
+    }
+}
+
 /// One accelerator: its datasheet peaks, the fraction of them real kernels reach, and what
-/// prices its operators.
+/// prices its operators. A TPU is one too (`matrix_unit = "mxu"`): its ICI is its
+/// `nvlink_gbps`, its MXUs its `sms`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Gpu {
     /// Preset or user-chosen name (e.g. `h100`).
@@ -51,6 +73,10 @@ pub struct Gpu {
     /// ([`crate::calib::PROFILED_GPUS`]) or `roofline` (the datasheet peaks above at their
     /// efficiencies).
     pub priced_by: String,
+    /// The matrix unit: tensor cores (GPUs) or a TPU's MXUs. Not written for tensor cores, so
+    /// a GPU's record reads as before.
+    #[serde(skip_serializing_if = "MatrixUnit::is_tensor_core")]
+    pub matrix_unit: MatrixUnit,
 }
 
 impl Gpu {
@@ -146,6 +172,15 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 ///   192 GB HBM3 at 5.3 TB/s, 304 compute units — `sms` holds CUs —, 2,100 MHz peak engine
 ///   clock, Infinity Fabric 7 × 128 GB/s = 896 GB/s to its peers, PCIe Gen5 128 GB/s).
 ///   CUDA tile alignment is kept (an approximation).
+/// * `tpu-v5e`: Google Cloud's TPU v5e documentation, per chip: one TensorCore with four
+///   MXUs (`sms` holds them), BF16 197 TFLOP/s (INT8 393 TOP/s; no FP8), 16 GB HBM2 at
+///   819 GB/s, bidirectional ICI 400 GB/s over 4 ports (`nvlink_gbps`; a 2D torus of up to
+///   256 chips, `nvlink_gpus`), 8 chips per host with 2 × 100 Gb/s NICs (`pcie_gbps` holds a
+///   chip's share of the data-centre network, 3.125 GB/s). The clock is not published:
+///   1,500 MHz is what the peak implies (197 TFLOP/s / (4 MXUs × 128 × 128 × 2 FLOP)). Its
+///   GEMMs are padded to the seed's 8×8 MXU tile (§2.4); the remap is not priced (the seed
+///   gives no TPU figures). No CUDA graphs: a step is one compiled XLA program, priced as
+///   one launch like a graph replay.
 ///
 /// HBM capacities are taken as GiB (HBM stacks are binary), except the H200's measured one.
 ///
@@ -168,6 +203,9 @@ pub fn gpu_presets() -> Vec<Gpu> {
     /// Descriptor cache and efficiencies: (entries, miss cycles, compute, memory).
     type Tuning = (u32, f64, f64, f64);
     fn gpu(name: &str, p: Peaks, l: Links, t: Tuning, priced_by: &str) -> Gpu {
+        tpu(name, p, l, t, priced_by, MatrixUnit::TensorCore)
+    }
+    fn tpu(name: &str, p: Peaks, l: Links, t: Tuning, priced_by: &str, matrix_unit: MatrixUnit) -> Gpu {
         Gpu {
             name: name.to_string(),
             bf16_tflops: p.0,
@@ -184,11 +222,14 @@ pub fn gpu_presets() -> Vec<Gpu> {
             compute_efficiency: t.2,
             memory_efficiency: t.3,
             priced_by: priced_by.to_string(),
+            matrix_unit,
         }
     }
     const AMPERE: Tuning = (64, 4.0, 0.70, 0.80);
     const HOPPER: Tuning = (256, 2.0, 0.75, 0.85);
     const OTHER: Tuning = (256, 2.0, 0.70, 0.80);
+    // No block-table figures for a TPU in the seed: its remap is not priced (0 cycles).
+    const TPU: Tuning = (256, 0.0, 0.70, 0.80);
     vec![
         gpu("a100-80g", (312.0, 0.0, 80.0, 2.039, 108, 1410.0), (600.0, 8, 64.0), AMPERE, "a100-80g"),
         gpu("a100-40g", (312.0, 0.0, 40.0, 1.555, 108, 1410.0), (600.0, 8, 64.0), AMPERE, ROOFLINE),
@@ -200,12 +241,13 @@ pub fn gpu_presets() -> Vec<Gpu> {
         gpu("l40s", (362.05, 733.0, L40S_GIB, 0.864, 142, 2520.0), (64.0, 1, 64.0), OTHER, ROOFLINE),
         gpu("b200", (2250.0, 4500.0, 180.0, 8.0, 148, 1965.0), (1800.0, 8, 128.0), OTHER, ROOFLINE),
         gpu("mi300x", (1307.4, 2614.9, 192.0, 5.3, 304, 2100.0), (896.0, 8, 128.0), OTHER, ROOFLINE),
+        tpu("tpu-v5e", (197.0, 0.0, 16.0, 0.819, 4, 1500.0), (400.0, 256, 3.125), TPU, ROOFLINE, MatrixUnit::Mxu),
     ]
 }
 
 /// Names of the GPU presets, in catalog order.
 pub fn gpu_preset_names() -> Vec<&'static str> {
-    vec!["a100-80g", "a100-40g", "a100-80g-pcie", "h100", "h100-pcie", "h100-nvl", "h200", "l40s", "b200", "mi300x"]
+    vec!["a100-80g", "a100-40g", "a100-80g-pcie", "h100", "h100-pcie", "h100-nvl", "h200", "l40s", "b200", "mi300x", "tpu-v5e"]
 }
 
 pub(super) fn gpu_preset(name: &str) -> Option<Gpu> {
@@ -271,6 +313,25 @@ pub struct GpuFields {
     /// Overrides [`Gpu::priced_by`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priced_by: Option<String>,
+    /// Overrides [`Gpu::matrix_unit`] (`tensor_core` or `mxu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix_unit: Option<MatrixUnit>,
+    /// A TPU's bidirectional ICI bandwidth per chip, GB/s (sets `nvlink_gbps`; TPUs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ici_gbps: Option<f64>,
+}
+
+/// The fields of a `gpu` table that describe a GPU's NVLink or block-table hardware, which a
+/// TPU does not have: set on a TPU, they are errors naming the field.
+pub const GPU_ONLY_FIELDS: [&str; 4] = ["nvlink_gbps", "nvlink_gpus", "descriptor_cache_entries", "descriptor_miss_cycles"];
+
+impl GpuFields {
+    /// The GPU-only fields this table sets ([`GPU_ONLY_FIELDS`]).
+    pub fn gpu_only_set(&self) -> Vec<&'static str> {
+        let set = [self.nvlink_gbps.is_some(), self.nvlink_gpus.is_some(), self.descriptor_cache_entries.is_some(),
+                   self.descriptor_miss_cycles.is_some()];
+        GPU_ONLY_FIELDS.iter().zip(set).filter(|(_, s)| *s).map(|(n, _)| *n).collect()
+    }
 }
 
 /// Default compute efficiency of a custom GPU given without a preset.

@@ -19,8 +19,8 @@ mod model;
 mod presets;
 
 pub use gpu::{
-    gpu_preset_names, gpu_presets, Gpu, GpuFields, CUSTOM_GPU_COMPUTE_EFFICIENCY, CUSTOM_GPU_MEMORY_EFFICIENCY,
-    ROOFLINE,
+    gpu_preset_names, gpu_presets, Gpu, GpuFields, MatrixUnit, CUSTOM_GPU_COMPUTE_EFFICIENCY,
+    CUSTOM_GPU_MEMORY_EFFICIENCY, GPU_ONLY_FIELDS, ROOFLINE,
 };
 pub use model::{Activation, LocalAttention, LocalKind, Model, ModelFields, MAX_COUNT, MAX_WIDTH};
 pub use presets::{model_preset_names, model_presets, ModelPreset, MODEL_PRESETS};
@@ -314,6 +314,19 @@ pub fn resolve_gpu(input: &GpuInput) -> Result<Gpu> {
                 None => None,
             };
             let b = base.as_ref();
+            let unit = f.matrix_unit.or(b.map(|g| g.matrix_unit)).unwrap_or_default();
+            if unit == MatrixUnit::Mxu {
+                if let Some(field) = f.gpu_only_set().first() {
+                    return Err(SimError::config(
+                        format!("gpu.{field}"),
+                        "a GPU-only option: a TPU has no NVLink or paged-attention descriptor cache (set its ICI with \
+                         gpu.ici_gbps)",
+                    ));
+                }
+            } else if f.ici_gbps.is_some() {
+                return Err(SimError::config("gpu.ici_gbps", "only a TPU (matrix_unit = \"mxu\") has ICI links; a GPU sets nvlink_gbps"));
+            }
+            let nvlink = if f.ici_gbps.is_some() { &f.ici_gbps } else { &f.nvlink_gbps };
             Gpu {
                 name: pick("gpu.name", &f.name, b.map(|g| g.name.clone()), Some("custom".to_string()))?,
                 bf16_tflops: pick("gpu.bf16_tflops", &f.bf16_tflops, b.map(|g| g.bf16_tflops), None)?,
@@ -321,7 +334,7 @@ pub fn resolve_gpu(input: &GpuInput) -> Result<Gpu> {
                 hbm_gib: pick("gpu.hbm_gib", &f.hbm_gib, b.map(|g| g.hbm_gib), None)?,
                 hbm_tbps: pick("gpu.hbm_tbps", &f.hbm_tbps, b.map(|g| g.hbm_tbps), None)?,
                 sms: pick("gpu.sms", &f.sms, b.map(|g| g.sms), None)?,
-                nvlink_gbps: pick("gpu.nvlink_gbps", &f.nvlink_gbps, b.map(|g| g.nvlink_gbps), None)?,
+                nvlink_gbps: pick(if f.ici_gbps.is_some() { "gpu.ici_gbps" } else { "gpu.nvlink_gbps" }, nvlink, b.map(|g| g.nvlink_gbps), None)?,
                 nvlink_gpus: pick("gpu.nvlink_gpus", &f.nvlink_gpus, b.map(|g| g.nvlink_gpus), Some(8))?,
                 pcie_gbps: pick("gpu.pcie_gbps", &f.pcie_gbps, b.map(|g| g.pcie_gbps), Some(64.0))?,
                 sm_clock_mhz: pick("gpu.sm_clock_mhz", &f.sm_clock_mhz, b.map(|g| g.sm_clock_mhz), Some(1980.0))?,
@@ -358,6 +371,7 @@ pub fn resolve_gpu(input: &GpuInput) -> Result<Gpu> {
                     b.filter(|_| !changes_the_part(f)).map(|g| g.priced_by.clone()),
                     Some(ROOFLINE.to_string()),
                 )?,
+                matrix_unit: unit,
             }
         }
     };

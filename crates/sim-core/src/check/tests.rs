@@ -3,14 +3,27 @@
 use super::*;
 use serde_json::json;
 
-/// A small scenario: `reqs` are (prompt, output, priority); block size 4.
+/// A small scenario: `reqs` are (prompt, output, priority); block size 4, 8 seats a batch.
 pub(crate) fn small(policy: &str, bug: Option<&str>, blocks: u32, replicas: u32, budget: u32, reqs: &[(u32, u32, i32)]) -> String {
+    small_seats(policy, bug, blocks, replicas, budget, 8, reqs)
+}
+
+/// [`small`] with `seats` for `max_num_seqs`.
+pub(crate) fn small_seats(
+    policy: &str,
+    bug: Option<&str>,
+    blocks: u32,
+    replicas: u32,
+    budget: u32,
+    seats: u32,
+    reqs: &[(u32, u32, i32)],
+) -> String {
     let requests: Vec<_> = reqs
         .iter()
         .map(|&(p, o, pr)| json!({"arrival_ms": 0, "prompt_tokens": p, "output_tokens": o, "priority": pr}))
         .collect();
     let mut sched = json!({"policy": policy, "block_size": 4, "num_gpu_blocks": blocks,
-        "max_num_batched_tokens": budget, "chunk_size": budget, "max_num_seqs": 8, "max_tokens_per_request": budget});
+        "max_num_batched_tokens": budget, "chunk_size": budget, "max_num_seqs": seats, "max_tokens_per_request": budget});
     if let Some(b) = bug {
         sched["inject_bug"] = json!(b);
     }
@@ -35,6 +48,24 @@ fn configs() -> Vec<Config> {
         ("2 requests, 3 blocks", 3, 1, 16, vec![(4, 6, 1), (4, 6, 0)]),
         ("4 requests, 2 replicas × 4 blocks", 4, 2, 8, vec![(6, 3, 1), (5, 3, 0), (4, 3, 1), (3, 3, 0)]),
     ]
+}
+
+#[test]
+fn a_full_batch_is_preempted_for_an_urgent_request_and_the_checker_proves_it() {
+    // Ample KV (16 blocks) but 2 seats: only a full batch can keep the urgent requests waiting.
+    let reqs = [(4, 4, 1), (4, 4, 1), (3, 3, 0), (3, 3, 0)];
+    for policy in crate::config::POLICIES {
+        let r = run(&small_seats(policy, None, 16, 1, 8, 2, &reqs));
+        assert!(r.ok && r.complete, "{policy}: {:?}", r.violations.first().map(|v| (&v.property, &v.message)));
+    }
+    // Without preemption at a full batch (KV-full preemption only), o1pro keeps an urgent
+    // request waiting behind two less urgent ones: timeliness is broken, and the
+    // counterexample replays.
+    let r = run(&small_seats("o1pro", Some("no_seat_preempt"), 16, 1, 8, 2, &reqs));
+    let c = r.violations.first().expect("no_seat_preempt caught");
+    assert_eq!(c.property, props::TIMELINESS);
+    assert!(c.message.contains("less urgent"), "{}", c.message);
+    assert_eq!(c.reproduced, Some(true), "{:?} {:?}", c.replay_note, c.replay_message);
 }
 
 #[test]

@@ -60,13 +60,14 @@ fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
         decode_context_sum: seqs * ctx,
         context_sum_after: seqs * ctx,
         sampled: seqs,
+        decode_blocks_1024: 0,
     }
 }
 
 fn prefill(items: &[PrefillItem]) -> BatchShape<'_> {
     let tokens: u64 = items.iter().map(|i| u64::from(i.new_tokens)).sum();
     let ctx: u64 = items.iter().map(|i| u64::from(i.new_tokens) + u64::from(i.context_before)).sum();
-    BatchShape { prefill: items, prefill_tokens: tokens, decode_seqs: 0, decode_context_sum: 0, context_sum_after: ctx, sampled: items.len() as u64 }
+    BatchShape { prefill: items, prefill_tokens: tokens, decode_seqs: 0, decode_context_sum: 0, context_sum_after: ctx, sampled: items.len() as u64, decode_blocks_1024: 0 }
 }
 
 /// The breakdown line `op` (ms, summed over layers), 0 when absent.

@@ -28,7 +28,7 @@ use crate::memory::check_parallelism;
 
 pub use crate::calib::Source;
 pub use seed::Fusion;
-pub use step::OpCost;
+pub use step::{Anatomy, KernelColumns, OpCost};
 
 /// Default per-kernel GPU floor in a CUDA-graph replay (a tiny kernel's run time plus the
 /// gap to the next), µs. An estimate for Hopper (Nsight traces of graph-replayed decode steps
@@ -481,6 +481,11 @@ pub struct BatchShape<'a> {
     pub context_sum_after: u64,
     /// Rows that go through lm_head + sampling (decodes + prefills completing their prompt).
     pub sampled: u64,
+    /// Σ over decode requests of the KV tokens read (context after the step − 1) divided by
+    /// the request's own block size, in 1/1024 blocks: `(ctx − 1) · 1024 / block`, exact
+    /// because block sizes are powers of two ≤ 1024. Only a cache with per-request block
+    /// sizes (o1pro, [`StepCostModel::with_per_request_blocks`]) reads it; 0 elsewhere.
+    pub decode_blocks_1024: u64,
 }
 
 impl BatchShape<'_> {
@@ -539,6 +544,16 @@ impl StepCostModel {
                 }
             }
             CostModelSpec::Calibrated(s) | CostModelSpec::Roofline(s) => {
+                if gpu.matrix_unit == crate::catalog::MatrixUnit::Mxu {
+                    // A TPU runs a step as one compiled XLA program: CUDA graphs are a GPU option.
+                    let why = format!("a GPU-only option: {} runs each step as one compiled XLA program", gpu.name);
+                    if s.cuda_graph_max_tokens.is_some() {
+                        return Err(SimError::config("cuda_graph_max_tokens", why));
+                    }
+                    if !s.cuda_graphs {
+                        return Err(SimError::config("cuda_graphs", why));
+                    }
+                }
                 if s.dtype == Dtype::Fp8 && gpu.fp8_tflops <= 0.0 {
                     return Err(SimError::config(
                         "cost_model.dtype",
@@ -553,7 +568,8 @@ impl StepCostModel {
     }
 
     /// Use a paged KV cache of `block_size` tokens: decode attention pays the block-table
-    /// remap cost ([`seed::remap_s`]). The reference engine's contiguous cache does not.
+    /// remap cost ([`seed::remap_s`]). The reference engine's contiguous cache does not
+    /// (nor Orca's, which reserves one contiguous region per request: it has no block table).
     pub fn with_block_size(mut self, block_size: u32) -> Self {
         if let Inner::Step(s) = &mut self.inner {
             s.set_block_size(block_size);
@@ -566,6 +582,16 @@ impl StepCostModel {
     pub fn with_max_num_seqs(mut self, max_num_seqs: u32) -> Self {
         if let Inner::Step(s) = &mut self.inner {
             s.set_max_num_seqs(max_num_seqs);
+        }
+        self
+    }
+
+    /// Use a paged KV cache where each request has its own block size (o1pro: 16, 32 or 64
+    /// tokens by length): decode attention pays the remap cost of the blocks the batch's
+    /// requests actually hold, read from [`BatchShape::decode_blocks_1024`].
+    pub fn with_per_request_blocks(mut self) -> Self {
+        if let Inner::Step(s) = &mut self.inner {
+            s.set_per_request_blocks();
         }
         self
     }
@@ -649,6 +675,31 @@ impl StepCostModel {
             }
             Inner::Step(s) if !b.is_empty() => s.breakdown(b),
             Inner::Step(_) => (Vec::new(), false),
+        }
+    }
+
+    /// The step's kernels on a timeline ([`Anatomy`]): `comm_s` is the communication a
+    /// topology priced for it, `decision_s` the scheduling decision it waited for. A linear
+    /// model has no kernels: one `linear_model` row spans its price.
+    pub fn anatomy(&self, b: &BatchShape, comm_s: f64, decision_s: f64) -> Anatomy {
+        match &self.inner {
+            Inner::Step(s) => s.anatomy(b, comm_s, decision_s),
+            Inner::Linear { .. } => {
+                let ms = if b.is_empty() { 0.0 } else { self.linear_ms(b).iter().sum::<f64>() } + (comm_s + decision_s) * 1e3;
+                let mut k = KernelColumns::default();
+                k.name.push("linear_model".into());
+                k.layer.push(-1);
+                k.part.push(0);
+                k.parts.push(1);
+                k.launched_us.push(0.0);
+                k.start_us.push(0.0);
+                k.end_us.push(ms * 1e3);
+                k.stream.push("compute");
+                k.source.push(Source::Model);
+                k.ctas.push(0.0);
+                k.sm_occupancy.push(0.0);
+                Anatomy { step_ms: ms, graph: false, pipelined: false, sms: 0, kernels: k }
+            }
         }
     }
 

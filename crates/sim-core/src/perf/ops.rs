@@ -251,7 +251,10 @@ impl Rates {
             launch: spec.launch_us.unwrap_or(DEFAULT_LAUNCH_US) * 1e-6,
             link_bw: gpu.nvlink_gbps * 1e9 / 2.0,
             hop: spec.comm_latency_us * 1e-6,
-            tile: TileUnit::Cuda,
+            tile: match gpu.matrix_unit {
+                crate::catalog::MatrixUnit::TensorCore => TileUnit::Cuda,
+                crate::catalog::MatrixUnit::Mxu => TileUnit::TpuMxu,
+            },
             memo: Default::default(),
             bounds: Vec::new(),
             floors: Vec::new(),

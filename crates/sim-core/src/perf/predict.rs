@@ -153,6 +153,7 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
         decode_context_sum: decode_ctx,
         context_sum_after: ctx_after,
         sampled,
+        decode_blocks_1024: 0,
     };
     let (breakdown, graph) = cost.breakdown(&shape);
     Ok(Prediction {

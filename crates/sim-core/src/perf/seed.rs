@@ -176,7 +176,18 @@ pub fn remap_with(context_tokens: f64, decode_seqs: f64, block_size: f64, entrie
     if decode_seqs <= 0.0 || block_size <= 0.0 {
         return 0.0;
     }
-    let blocks = context_tokens / block_size + decode_seqs / 2.0;
+    remap_blocks(context_tokens / block_size, decode_seqs, entries, cycles, clock_hz)
+}
+
+/// [`remap_with`] given the blocks the sequences' context fills, `Σ ctx_i / block_i` (each
+/// request with its own block size, as o1pro's cache holds them), plus half a block of
+/// rounding per sequence.
+#[inline]
+pub fn remap_blocks(context_blocks: f64, decode_seqs: f64, entries: f64, cycles: f64, clock_hz: f64) -> f64 {
+    if decode_seqs <= 0.0 {
+        return 0.0;
+    }
+    let blocks = context_blocks + decode_seqs / 2.0;
     let misses = (blocks - entries * decode_seqs).max(0.0);
     misses * cycles / clock_hz
 }
@@ -195,6 +206,17 @@ pub fn l2_contention_cycles(sms: f64) -> f64 {
 /// SM clock. (The seed's 256 KiB at 600 GB/s is 437 ns, not 344 ns.)
 pub fn decision_latency_s(metadata_bytes: f64, link_gbps: f64, link_latency_s: f64, sms: f64, clock_hz: f64) -> f64 {
     metadata_bytes / (link_gbps * 1e9) + link_latency_s + l2_contention_cycles(sms) / clock_hz
+}
+
+/// Scheduler metadata one decision moves (§3.3: 256 KiB of control metadata).
+pub const DECISION_METADATA_BYTES: f64 = 256.0 * 1024.0;
+
+/// The decision latency of one o1pro scheduling step on a replica of `tp` GPUs (§3.3): the
+/// seed's 256 KiB of metadata over the GPU's NVLink (its `nvlink_gbps`, the seed's 600 GB/s on
+/// an A100; link latency left out, as the seed's lower bound does) plus L2 line contention
+/// among the `tp` ranks reading it (one SM each) at the SM clock. 0.46 µs on an A100 at TP 1.
+pub fn o1pro_decision_latency_s(gpu: &Gpu, tp: u32) -> f64 {
+    decision_latency_s(DECISION_METADATA_BYTES, gpu.nvlink_gbps, 0.0, f64::from(tp.max(1)), sm_clock_hz(gpu))
 }
 
 #[cfg(test)]

@@ -27,6 +27,9 @@
 
 use std::sync::OnceLock;
 
+mod anatomy;
+pub use anatomy::{Anatomy, KernelColumns};
+
 use crate::calib::{Source, ELEMENTWISE_OPS};
 use crate::catalog::Model;
 use crate::memory::kv_heads_per_gpu;
@@ -34,7 +37,7 @@ use crate::memory::kv_heads_per_gpu;
 use super::layer_mix::{local_pair_share, LayerMix};
 
 use super::ops::{OpT, Rates, NVLINK_MIN_GBPS};
-use super::seed::{descriptor_cache, plan_fusion, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
+use super::seed::{descriptor_cache, plan_fusion, remap_blocks, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
 use super::{BatchShape, Engine, StepSpec};
 
 /// One line of a step's breakdown: an operator (summed over layers), its time and source.
@@ -188,7 +191,14 @@ pub struct StepModel {
     graphs: bool,
     graph_max_tokens: u64,
     cpu_overhead: f64,
+    /// Tokens per KV block of a paged cache with one block size; 0 for a contiguous cache
+    /// (no block table, no remap) and for per-request blocks (see `per_request_blocks`).
     block_size: f64,
+    /// Each request has its own block size: the remap reads the batch's
+    /// [`BatchShape::decode_blocks_1024`].
+    per_request_blocks: bool,
+    /// The GPU's streaming multiprocessors (a step anatomy's occupancy estimate).
+    sms: f64,
     grid_m: Vec<f64>,
     /// The dense part's aggregates at each grid point, computed on first use.
     grid: Vec<OnceLock<Agg>>,
@@ -293,6 +303,8 @@ impl StepModel {
             ),
             cpu_overhead: spec.cpu_overhead_ms * 1e-3,
             block_size: 0.0,
+            per_request_blocks: false,
+            sms: f64::from(gpu.sms),
             grid_m: Vec::new(),
             grid: Vec::new(),
             epi: Vec::new(),
@@ -366,6 +378,13 @@ impl StepModel {
     /// Use a paged KV cache of `block_size` tokens (adds the block-table remap cost, §2.5).
     pub fn set_block_size(&mut self, block_size: u32) {
         self.block_size = f64::from(block_size);
+        self.per_request_blocks = false;
+    }
+
+    /// Use a paged KV cache with per-request block sizes (o1pro).
+    pub fn set_per_request_blocks(&mut self) {
+        self.block_size = 0.0;
+        self.per_request_blocks = true;
     }
 
     /// The scheduler's `max_num_seqs`: vLLM captures CUDA graphs up to
@@ -709,11 +728,24 @@ impl StepModel {
         i
     }
 
-    /// Block-remap cost of decode attention (see [`super::seed::remap_s`]).
+    /// Block-remap cost of one layer's decode attention over the batch's decode requests,
+    /// divided among `k` micro-batches, when the layer reads `t` of their `tokens` cached
+    /// tokens (a local layer reads its window); 0 for a contiguous cache (see
+    /// [`super::seed::remap_s`]).
     #[inline]
-    fn remap(&self, tokens: f64, seqs: f64) -> f64 {
+    fn remap(&self, b: &BatchShape, tokens: f64, t: f64, k: f64) -> f64 {
         let (entries, cycles, clock) = self.remap_consts;
-        remap_with(tokens, seqs, self.block_size, entries, cycles, clock)
+        let seqs = b.decode_seqs as f64 / k;
+        if self.per_request_blocks {
+            // A local layer walks the blocks of its window only: the same share of them.
+            let read = if tokens > 0.0 { t / tokens } else { 1.0 };
+            let blocks = b.decode_blocks_1024 as f64 / 1024.0 / k * read;
+            remap_blocks(blocks, seqs, entries, cycles, clock)
+        } else if self.block_size > 0.0 {
+            remap_with(t, seqs, self.block_size, entries, cycles, clock)
+        } else {
+            0.0
+        }
     }
 
     /// Prefill attention of `new` tokens after `context` cached ones in one layer, averaged
@@ -735,13 +767,15 @@ impl StepModel {
         }
     }
 
-    /// Decode attention's GPU time (s) in one layer, averaged over the layers, for `seqs`
-    /// sequences reading `tokens` cached tokens (with the block-remap cost). A local layer
-    /// reads at most its window of each sequence: `min(tokens, seqs · w)`, exact when every
-    /// sequence is longer than the window or none is (the step sees only the sum).
-    fn decode_attention_s(&self, tokens: f64, seqs: f64, exact: bool) -> f64 {
+    /// Decode attention's GPU time (s) in one layer, averaged over the layers, for the
+    /// batch's decodes split over `k` micro-batches: `b.decode_seqs / k` sequences reading
+    /// `tokens` cached tokens (with the block-remap cost). A local layer reads at most its
+    /// window of each sequence: `min(tokens, seqs · w)`, exact when every sequence is longer
+    /// than the window or none is (the step sees only the sum).
+    fn decode_attention_s(&self, b: &BatchShape, tokens: f64, k: f64, exact: bool) -> f64 {
+        let seqs = b.decode_seqs as f64 / k;
         let one = |t: f64| {
-            let remap = if self.block_size > 0.0 { self.remap(t, seqs) } else { 0.0 };
+            let remap = self.remap(b, tokens, t, k);
             let att = if exact { self.r.attention_decode_given_cpu(self.hkv, self.hd, t, self.decode_cpu).gpu_s } else { self.decode_s(t) };
             att + remap
         };
@@ -779,7 +813,7 @@ impl StepModel {
             if exact {
                 src = src.max(self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).src);
             }
-            let t = self.decode_attention_s(tokens, b.decode_seqs as f64, exact);
+            let t = self.decode_attention_s(b, tokens, 1.0, exact);
             sum += t;
             longest = longest.max(t);
             calls += 1.0;
@@ -818,11 +852,11 @@ impl StepModel {
             match detail {
                 Some(d) => {
                     let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
-                    t.gpu_s = self.decode_attention_s(tokens, b.decode_seqs as f64, true);
+                    t.gpu_s = self.decode_attention_s(b, tokens, 1.0, true);
                     g += t.gpu_s;
                     d.push(Named { name: "attention_decode".into(), t, kernels: 1.0 });
                 }
-                None => g += self.decode_attention_s(tokens, b.decode_seqs as f64, false),
+                None => g += self.decode_attention_s(b, tokens, 1.0, false),
             }
         }
         (g, c)
@@ -959,7 +993,7 @@ impl StepModel {
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            ga += self.decode_attention_s(tokens, b.decode_seqs as f64 / k, false);
+            ga += self.decode_attention_s(b, tokens, k, false);
             ca += self.decode_cpu;
         }
         if self.engine == Engine::Vllm {

@@ -51,7 +51,12 @@ pub fn flow(t: &Topology, routes: &mut RouteTable, u: u32, v: u32) -> Option<Flo
         return Some(Flow { hops: Vec::new(), latency_s: 0.0 });
     }
     let r = routes.get(t, u, v).route()?;
-    let p = &r.path;
+    Some(flow_on(t, r, u))
+}
+
+/// The flow from `u` along candidate `c` of `u`'s pair (its path oriented from `u`).
+pub fn flow_on(t: &Topology, c: &super::route::Candidate, u: u32) -> Flow {
+    let p = &c.path;
     let forward_path = p.nodes[0] == u;
     let n = p.links.len();
     let mut hops = Vec::with_capacity(n);
@@ -60,7 +65,20 @@ pub fn flow(t: &Topology, routes: &mut RouteTable, u: u32, v: u32) -> Option<Flo
         let li = p.links[j];
         hops.push((li, t.links[li as usize].src == from));
     }
-    Some(Flow { hops, latency_s: r.latency_us * 1e-6 })
+    Flow { hops, latency_s: c.latency_us * 1e-6 }
+}
+
+/// The flows `u → v` over every path of the pair's Pareto frontier, each with the fraction
+/// of the bytes it carries (its bottleneck bandwidth over the frontier's sum), best latency
+/// first; `None` when the pair has no path. `u == v` is one empty flow.
+pub fn frontier_flows(t: &Topology, routes: &mut RouteTable, u: u32, v: u32) -> Option<Vec<(Flow, f64)>> {
+    if u == v {
+        return Some(vec![(Flow { hops: Vec::new(), latency_s: 0.0 }, 1.0)]);
+    }
+    let r = routes.get(t, u, v);
+    r.route()?;
+    let total: f64 = r.frontier().map(|c| c.bandwidth_gbps).sum();
+    Some(r.frontier().map(|c| (flow_on(t, c, u), c.bandwidth_gbps / total)).collect())
 }
 
 /// Index of a (link, direction) hop in per-hop tables: `2·link + forward`.

@@ -51,6 +51,8 @@ pub enum LinkKind {
     Pcie,
     Ib,
     Eth,
+    /// A TPU's inter-chip interconnect.
+    Ici,
 }
 
 /// One node of the table form.
@@ -88,11 +90,20 @@ pub struct RoutingSpec {
     pub k_paths: u32,
     /// A route is replaced only when beaten by more than this fraction (0.03 = 3%).
     pub hysteresis: f64,
+    /// Split each KV transfer (`disagg`) over every path of its GPU pair's Pareto frontier,
+    /// in proportion to their bottleneck bandwidths, instead of sending it all on the chosen
+    /// route. Off by default.
+    #[serde(skip_serializing_if = "is_false")]
+    pub multipath_kv: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for RoutingSpec {
     fn default() -> Self {
-        RoutingSpec { alpha: 0.65, k_paths: 4, hysteresis: 0.03 }
+        RoutingSpec { alpha: 0.65, k_paths: 4, hysteresis: 0.03, multipath_kv: false }
     }
 }
 

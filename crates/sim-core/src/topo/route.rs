@@ -8,7 +8,8 @@
 //! events), D_max the largest candidate latency seen for this pair so far. The best-scoring
 //! candidate is chosen; afterwards a route is replaced only when a candidate beats it by
 //! more than the hysteresis (3%), or when it breaks (a link on it went down). Candidates
-//! not dominated in (higher B, lower D) form the Pareto frontier.
+//! not dominated in (higher B, lower D) form the Pareto frontier; the choice is made among
+//! them, and a KV transfer may split its bytes over all of them (`routing.multipath_kv`).
 
 use std::collections::BTreeMap;
 
@@ -373,6 +374,12 @@ impl PairRoute {
         self.chosen.map(|i| &self.cands[i])
     }
 
+    /// The frontier candidates (the paths a multipath transfer splits over), best latency
+    /// first; the chosen one among them.
+    pub fn frontier(&self) -> impl Iterator<Item = &Candidate> {
+        self.cands.iter().filter(|c| c.frontier)
+    }
+
     fn set_paths(&mut self, t: &Topology, paths: Vec<Path>) {
         self.cands = paths
             .into_iter()
@@ -413,7 +420,10 @@ impl PairRoute {
         } else {
             self.rescore(t);
         }
-        let best = (0..self.cands.len()).max_by(|&x, &y| {
+        // The decision is made on the Pareto frontier: α's score chooses among the paths no
+        // other beats in both bandwidth and latency (a dominated path scores no higher than
+        // its dominator anyway, so this states the rule rather than changing a choice).
+        let best = (0..self.cands.len()).filter(|&i| self.cands[i].frontier).max_by(|&x, &y| {
             // highest score; ties to the earlier (shorter) candidate
             self.cands[x].score.total_cmp(&self.cands[y].score).then(y.cmp(&x))
         });

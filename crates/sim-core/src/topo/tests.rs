@@ -144,6 +144,47 @@ fn pareto_frontier_of_a_small_graph() {
     }
 }
 
+/// The four-route graph of [`pareto_frontier_of_a_small_graph`] with routing knobs `routing`.
+fn four_routes(routing: &str) -> Topology {
+    let mut nodes = vec![r#"{"id": "s", "kind": "gpu"}"#.to_string(), r#"{"id": "t", "kind": "gpu"}"#.to_string()];
+    let mut links = Vec::new();
+    for (via, bw, lat) in [("a", 100, 1), ("b", 200, 2), ("c", 50, 3), ("d", 100, 2)] {
+        nodes.push(format!(r#"{{"id": "{via}", "kind": "switch"}}"#));
+        for (x, y) in [("s", via), (via, "t")] {
+            links.push(format!(r#"{{"src": "{x}", "dst": "{y}", "kind": "eth", "bandwidth_gbps": {bw}, "latency_us": {lat}}}"#));
+        }
+    }
+    table(&format!(r#"{{"nodes": [{}], "links": [{}], "routing": {routing}}}"#, nodes.join(","), links.join(","))).unwrap()
+}
+
+#[test]
+fn alpha_chooses_on_the_frontier_and_leaves_the_shortest_path_when_bandwidth_weighs() {
+    // Frontier: a (100 GB/s, 2 µs: the shortest) and b (200 GB/s, 4 µs). With B_min = 50
+    // and D_max = 6, a scores 2α + 3(1−α) and b 4α + 1.5(1−α): b from α = 3/7 ≈ 0.4286 on.
+    // The dominated c and d are never chosen.
+    let via = |alpha: f64| {
+        let t = four_routes(&format!(r#"{{"alpha": {alpha}}}"#));
+        let v = candidates_view(&t, 0, 1, &[]);
+        assert!(v.iter().filter(|c| c.chosen).all(|c| c.frontier), "alpha {alpha}: {v:?}");
+        (v[0].path[1].clone(), v.iter().find(|c| c.chosen).unwrap().path[1].clone())
+    };
+    for (alpha, want) in [(0.0, "a"), (0.2, "a"), (0.42, "a"), (0.43, "b"), (0.65, "b"), (1.0, "b")] {
+        let (shortest, chosen) = via(alpha);
+        assert_eq!(shortest, "a");
+        assert_eq!(chosen, want, "alpha {alpha}");
+    }
+    // The pair's frontier is what a multipath KV transfer splits over: 1/3 via a, 2/3 via b.
+    let t = four_routes(r#"{"multipath_kv": true}"#);
+    let mut routes = RouteTable::default();
+    let parts = collective::frontier_flows(&t, &mut routes, 0, 1).unwrap();
+    let got: Vec<(f64, f64)> = parts.iter().map(|(f, share)| (f.latency_s * 1e6, *share)).collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(close(got[0].0, 2.0) && close(got[0].1, 1.0 / 3.0), "{got:?}");
+    assert!(close(got[1].0, 4.0) && close(got[1].1, 2.0 / 3.0), "{got:?}");
+    assert!(t.to_table().routing.multipath_kv);
+    assert!(!four_routes("{}").to_table().routing.multipath_kv);
+}
+
 #[test]
 fn pipeline_makespan_is_bounded_by_the_slowest_stage() {
     // 3 stages (2, 5, 3 ms), transfers 1 ms: first micro-batch 12 ms, then one per 5 ms.

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{check, Result, SimError};
 use crate::rng::SimRng;
 
+pub mod adversarial;
 mod arrival;
 pub mod assemble;
 mod dist;
@@ -43,6 +44,7 @@ pub mod sessions;
 pub mod shared;
 pub mod trace;
 
+pub use adversarial::{AdversarialSpec, ADVERSARIAL_KINDS};
 pub use arrival::StageSpec;
 pub use dist::{IdValue, Len, SecondsDist, SecondsSpec};
 pub use sessions::SessionsSpec;
@@ -90,12 +92,26 @@ pub struct RequestSpec {
     /// scheduled slot of inference-perf's multi-turn chat, or the session's start, which
     /// any parent finish follows).
     pub after: Option<After>,
+    /// Nesting depth of the prompt's template (0 = none; seed §4.4: o1pro rejects > 8).
+    pub template_depth: u16,
+    /// An attacker of `workload.adversarial` (the `adversarial` class of the metrics).
+    pub adversarial: bool,
 }
 
 impl RequestSpec {
     /// A request with unique tokens and no dependency.
     pub fn new(id: u32, arrival_ns: u64, prompt_tokens: u32, output_tokens: u32, priority: i32) -> Self {
-        RequestSpec { id, arrival_ns, prompt_tokens, output_tokens, priority, segs: (0, 0), after: None }
+        RequestSpec {
+            id,
+            arrival_ns,
+            prompt_tokens,
+            output_tokens,
+            priority,
+            segs: (0, 0),
+            after: None,
+            template_depth: 0,
+            adversarial: false,
+        }
     }
 }
 
@@ -368,6 +384,10 @@ pub struct ExplicitRequest {
     /// session's first turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_ms: Option<f64>,
+    /// Nesting depth of the prompt's template, 0..=65,535 (default 0); o1pro rejects a depth
+    /// over 8 at arrival (seed §4.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_depth: Option<i64>,
 }
 
 impl ExplicitRequest {
@@ -433,6 +453,9 @@ pub struct WorkloadSpec {
     /// Absent: clients wait forever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
+    /// Attackers mixed into any of the forms above (seed §4.4; see [`adversarial`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adversarial: Option<AdversarialSpec>,
 }
 
 impl Default for WorkloadSpec {
@@ -466,6 +489,7 @@ impl WorkloadSpec {
             sessions: None,
             trace: None,
             timeout_s: None,
+            adversarial: None,
         }
     }
 
@@ -512,6 +536,22 @@ impl WorkloadSpec {
     /// (from `trace.path`) instead of parsing `trace.text`. The loaded trace must have been
     /// read with this section's trace options.
     pub fn generate_with(&self, seed: u64, max_model_len: u32, loaded: Option<LoadedTrace>) -> Result<Workload> {
+        let mut w = self.generate_plain(seed, max_model_len, loaded)?;
+        if let Some(list) = &self.requests {
+            for r in w.requests.iter_mut() {
+                if let Some(d) = list.get(r.id as usize).and_then(|x| x.template_depth) {
+                    r.template_depth = adversarial::template_depth(&format!("requests[{}].template_depth", r.id), d)?;
+                }
+            }
+        }
+        if let Some(a) = &self.adversarial {
+            a.mix(&mut w, seed, max_model_len, self.priority.unwrap_or(0)).map_err(|e| e.under("adversarial"))?;
+        }
+        Ok(w)
+    }
+
+    /// [`WorkloadSpec::generate_with`] without the attackers and template depths.
+    fn generate_plain(&self, seed: u64, max_model_len: u32, loaded: Option<LoadedTrace>) -> Result<Workload> {
         match self.resolve(max_model_len)? {
             Resolved::Explicit(rows) => rows.assemble(),
             Resolved::Generated(g) => Ok(Workload { requests: g.generate(seed)?, segments: Vec::new() }),
@@ -585,6 +625,16 @@ impl WorkloadSpec {
     /// (`timeout_s` goes with every form, so it is not among the fields a form excludes).
     fn resolve(&self, max_model_len: u32) -> Result<Resolved<'_>> {
         self.check_timeout()?;
+        if let Some(a) = &self.adversarial {
+            a.validate(max_model_len).map_err(|e| e.under("adversarial"))?;
+        }
+        if let Some(list) = &self.requests {
+            for (i, r) in list.iter().enumerate() {
+                if let Some(d) = r.template_depth {
+                    adversarial::template_depth(&format!("requests[{i}].template_depth"), d)?;
+                }
+            }
+        }
         let present = self.present();
         let reject_others = |form: &str, allowed: &[&str]| -> Result<()> {
             match present.iter().find(|(name, p)| *p && *name != form && !allowed.contains(name)) {
