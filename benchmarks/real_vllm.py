@@ -22,6 +22,15 @@ its ``constant`` load is ``poisson_count``; the server re-tokenises the random t
 client's prompt count is what the server saw; outputs are exactly ``output_len``
 (``ignore_eos``); aiohttp's default 300 s total timeout aborts requests at the client.
 ITL is the consistent one of the data README: (mean E2E − mean TTFT) / (output_len − 1).
+
+Saturated runs (requests failed: the ``reasoning`` runs, 4 req/s of 1,448-token outputs)
+print, measured/predicted, the output tokens/s generated for the finished requests over
+inference-perf's span (first send to last end, timed-out requests included; see
+``o1sim.calibrate._generated_tokens_per_s`` for why not its re-tokenised count), the finished
+requests, and their per-token time, (mean E2E − mean TTFT) / (output_len − 1): the decode
+step at a full batch of long contexts. Near capacity the first is that step's error
+amplified: a server slower than the arrivals queues until requests wait close to the 300 s
+timeout, and then each one admitted too late is aborted mid-decode, its work wasted.
 """
 
 from __future__ import annotations
@@ -71,6 +80,7 @@ def evaluate(run: cal.MeasuredRun) -> dict[str, Any]:
     meas = {
         "ttft_mean": run.ttft_ms, "ttft_p99": run.extra["ttft_p99_ms"], "e2e_mean": run.e2e_ms, "e2e_p99": run.extra["e2e_p99_ms"],
         "itl": run.itl_ms, "successes": run.extra["successes"], "output_tokens_per_s": run.output_tokens_per_s,
+        "client_output_tokens_per_s": run.extra.get("client_output_tokens_per_s"),
     }
     return {"run": run.name[16:], "measured": meas, "predicted": pred, "saturated": run.saturated, "wall_s": wall}
 
@@ -95,8 +105,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         m, p = row["measured"], row["predicted"]
         if row["saturated"]:
             e = err(p["output_tokens_per_s"], m["output_tokens_per_s"])
-            print(f"{row['run']:34} saturated: output {m['output_tokens_per_s']:6.0f} tok/s of {m['successes']} finished, "
-                  f"predicted {p['output_tokens_per_s']:6.0f} of {p['finished']} ({e:+.1%})")
+            print(f"{row['run']:34} saturated: {m['output_tokens_per_s']:5.0f}/{p['output_tokens_per_s']:5.0f} tok/s {e:+6.1%}, "
+                  f"finished {m['successes']}/{p['finished']}; per token {m['itl']:5.2f}/{p['itl']:5.2f} ms "
+                  f"{err(p['itl'], m['itl']):+6.1%}")
             continue
         over = p["ttft_mean"] > OVERLOAD_TTFT_MS > m["ttft_mean"]
         row["false_overload"] = over
@@ -113,7 +124,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     sat = [r for r in rows if r["saturated"]]
     if sat:
         sm = sum(abs(err(r["predicted"]["output_tokens_per_s"], r["measured"]["output_tokens_per_s"])) for r in sat) / len(sat)
-        print(f"saturated throughput (output tokens/s of finished requests) MAPE over {len(sat)} reasoning runs: {sm:.1%}")
+        si = sum(abs(err(r["predicted"]["itl"], r["measured"]["itl"])) for r in sat) / len(sat)
+        print(f"saturated runs ({len(sat)}): MAPE of output tokens/s generated for finished requests {sm:.1%}, "
+              f"of their per-token time {si:.1%}")
     print(f"simulated in {sum(r['wall_s'] for r in rows):.2f} s")
     out: dict[str, Any] = {"runs": rows}
     if args.calibrate:
