@@ -40,7 +40,11 @@ def _registry() -> dict[str, Any]:
 
 def policies() -> list[PolicyInfo]:
     """Every policy, in display order (copies: callers may change them)."""
-    return [PolicyInfo(**p) for p in _registry()["policies"]]
+    return [
+        PolicyInfo(name=str(p["name"]), label=str(p["label"]), color=str(p["color"]),
+                   needs_topology=bool(p["needs_topology"]), summary=str(p["summary"]))
+        for p in _registry()["policies"]
+    ]
 
 
 def policy_names() -> list[str]:
