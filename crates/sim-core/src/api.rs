@@ -376,14 +376,7 @@ fn build_fabric(
 pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".into());
-            Err(SimError::Internal { message: msg })
-        }
+        Err(p) => Err(SimError::Internal { message: crate::error::panic_message(&*p).to_string() }),
     }
 }
 

@@ -87,6 +87,20 @@ impl SimError {
     }
 }
 
+/// The text of a caught panic's payload: `panic!` gives a `&str` or a `String`; any other
+/// payload (`std::panic::panic_any`) reads "unknown panic payload". Every front end turns a
+/// panic into an `InternalError` with it (pass `&*payload`, not the `Box` itself, which
+/// would be taken for the payload).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "unknown panic payload"
+    }
+}
+
 /// Result alias used across the core.
 pub type Result<T, E = SimError> = std::result::Result<T, E>;
 
@@ -140,5 +154,24 @@ pub mod check {
             format!("did you mean {}? (valid: {})", close.join(" or "), valid.join(", "))
         };
         SimError::config(path, format!("unknown {what} '{got}'; {hint}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn panic_message_reads_str_and_string_payloads() {
+        let caught = |f: fn()| std::panic::catch_unwind(f).unwrap_err();
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let literal = caught(|| panic!("static text"));
+        let formatted = caught(|| panic!("formatted {}", 42));
+        let other = caught(|| std::panic::panic_any(7u32));
+        std::panic::set_hook(prev);
+        assert_eq!(panic_message(&*literal), "static text");
+        assert_eq!(panic_message(&*formatted), "formatted 42");
+        assert_eq!(panic_message(&*other), "unknown panic payload");
     }
 }

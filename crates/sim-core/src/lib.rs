@@ -34,7 +34,7 @@ pub mod workload;
 mod api;
 
 pub use api::*;
-pub use error::{Result, SimError};
+pub use error::{panic_message, Result, SimError};
 
 /// The layers below the façade ([`api`]) and the model checker ([`check`]) must not import
 /// them: the engine reports its state through [`engine::InvariantObserver`], and the types
