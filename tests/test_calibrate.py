@@ -74,6 +74,27 @@ def test_reads_an_inference_perf_run_as_its_workload(runs_dir: Path) -> None:
     assert runs[1].scenario["scheduler"]["max_num_seqs"] == 64 and runs[1].scenario["model"] == "meta-llama/Llama-2-7b-hf"
 
 
+def test_saturated_throughput_counts_the_tokens_the_server_generated(tmp_path: Path) -> None:
+    # inference-perf divides the client's re-tokenised count of the streamed text by its span;
+    # with ignore_eos the server generated output_len tokens per finished request whatever
+    # that text re-tokenises to, and that is what a simulation predicts
+    d = _run_dir(tmp_path, "sat", rate=2.0, out=40, ttft_s=1, e2e_s=3)
+    f = d / "results" / "summary_lifecycle_metrics.json"
+    summary = json.loads(f.read_text())
+    summary["failures"]["count"] = 4
+    summary["successes"]["count"] = 12
+    summary["successes"]["throughput"] = {"output_tokens_per_sec": 12 * 31 / 20.0, "requests_per_sec": 12 / 20.0}
+    f.write_text(json.dumps(summary))
+    run = cal.read_inference_perf(d, gpu="h100")
+    assert run.saturated
+    assert run.output_tokens_per_s == pytest.approx(12 * 40 / 20.0)
+    assert run.extra["client_output_tokens_per_s"] == pytest.approx(12 * 31 / 20.0)
+    # a summary without requests_per_sec keeps the client's figure
+    del summary["successes"]["throughput"]["requests_per_sec"]
+    f.write_text(json.dumps(summary))
+    assert cal.read_inference_perf(d, gpu="h100").output_tokens_per_s == pytest.approx(12 * 31 / 20.0)
+
+
 def test_calibrate_fits_the_machine_and_beats_the_defaults(runs_dir: Path, tmp_path: Path) -> None:
     runs = cal.read_runs([runs_dir], gpu="h100")
     ev = cal.calibrate(runs, "h100", holdout_by="run")

@@ -1,6 +1,6 @@
 // The page: a form that is the experiment (mirrored in the URL hash), a Worker that runs the
 // WASM core, and the results (summary table, CDFs, time series, GPU × time heatmap).
-import { Charts } from "./charts.js";
+import { Charts, setPolicyColors } from "./charts.js";
 import { TopologyPanel } from "./topology.js";
 import { CheckPanel } from "./check.js";
 import { CapacityPanel } from "./capacity.js";
@@ -78,7 +78,9 @@ const PRESETS = {
   },
 };
 const DEFAULT_PRESET = Object.keys(PRESETS)[0];
-const DEFAULT_POLICIES = ["orca", "vllm", "sarathi", "o1pro"];
+// The policies ticked by default: every one of the registry (pkg/registry.json, copied from
+// python/o1sim/registry.json by `make web`) that runs without a topology. Set by main().
+let DEFAULT_POLICIES = [];
 // `disagg` runs prefill and decode on separate replicas and moves each request's KV cache
 // over the fabric, so it needs a topology; only its scenario carries prefill_replicas.
 const DISAGG = "disagg";
@@ -434,9 +436,18 @@ async function main() {
   startWorker();
   const t0 = performance.now();
   const wasmUrl = new URL("./pkg/o1sim.wasm", import.meta.url).href;
+  // The registry: each policy's label and chart colour, shared with the dashboard.
+  const registryText = fetch(new URL("./pkg/registry.json", import.meta.url)).then((r) => {
+    if (!r.ok) throw new Error(`pkg/registry.json: ${r.status} (run \`make web\`)`);
+    return r.json();
+  });
   const { result } = await ask("init", wasmUrl);
   timings.initMs = performance.now() - t0;
   catalog = result.presets;
+  const registry = await registryText;
+  const info = new Map(registry.policies.map((p) => [p.name, p]));
+  setPolicyColors(Object.fromEntries(registry.policies.map((p) => [p.name, p.color])));
+  DEFAULT_POLICIES = registry.policies.filter((p) => !p.needs_topology).map((p) => p.name);
   defaults = flatten(result.defaultScenario);
   delete defaults.name;
   delete defaults["scheduler.policy"];
@@ -456,7 +467,9 @@ async function main() {
   opts($("#preset"), Object.keys(PRESETS));
   const policyNames = [...catalog.policies, ...(catalog.topology_policies || [])];
   $("#policies").innerHTML = policyNames
-    .map((p) => `<label><input type="checkbox" value="${p}"> ${p}</label>`).join("");
+    .map((p) => `<label title="${info.get(p)?.label ?? p}: ${info.get(p)?.summary ?? ""}">` +
+      `<input type="checkbox" value="${p}"> <span class="swatch" style="background:${info.get(p)?.color ?? "#555"}"></span>${p}</label>`)
+    .join("");
   topology.init(catalog, result.features);
   // The Model check panel: outside the form, so neither the experiment's runs nor its URL
   // hash see its settings; it starts its own Worker on the first Check.

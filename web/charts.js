@@ -2,8 +2,15 @@
 // `make web`), and the GPU × time heatmap drawn on a canvas.
 import uPlot from "./pkg/uPlot.esm.js";
 
-const COLORS = { orca: "#e0752d", vllm: "#2f6fdf", sarathi: "#2a9d5b", o1pro: "#8e44ad" };
+// Each policy's colour comes from the registry (pkg/registry.json, the dashboard's too), set
+// by the page before the first chart; other series (replicas) take the fallback palette.
+let COLORS = {};
 const color = (name, i) => COLORS[name] || ["#555", "#c0392b", "#16a085", "#d35400"][i % 4];
+
+/** Set the policies' colours: `{name: "#rrggbb"}` from the registry. */
+export function setPolicyColors(colors) {
+  COLORS = { ...colors };
+}
 
 // Downsample a sorted sample to at most `n` CDF points.
 function cdf(sorted, n = 400) {

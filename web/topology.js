@@ -7,7 +7,7 @@
 // those links go down at t = 0), and highlights the chosen one (or a clicked row) on the
 // graph. Taking a link down or bringing it back re-computes them.
 //
-// What it sends (the scenario's shapes, README "Topology"):
+// What it sends (the scenario's shapes, docs/design.md, "Topology"):
 // - no edits: `topology = "<preset>"`;
 // - edits: `topology = {preset, links: [edited links]}` (a link between two preset nodes
 //   replaces the preset's link), in the order the links were first edited;

@@ -58,7 +58,8 @@ SERVER_FIELDS = {
 @dataclass
 class MeasuredRun:
     """One measured serving run: the scenario that reproduces it (o1sim's defaults) and the
-    client-side figures it measured (ms; output tokens/s)."""
+    client-side figures it measured (ms), and the output tokens/s the server generated for
+    the finished requests over the benchmark's whole span (``output_tokens_per_s``)."""
 
     name: str
     group: str
@@ -135,7 +136,7 @@ def read_inference_perf(path: Union[str, Path], *, gpu: str, server: Optional[Ma
     workload it ran (``shared_prefix`` data under its ``constant`` load, which is
     ``poisson_count``), the server from ``exp-config.yaml`` (or ``server``), the client-side
     means of its summary, and whether requests failed (a saturated run: its throughput is
-    what it measured)."""
+    what it measured, in generated tokens: :func:`_generated_tokens_per_s`)."""
     d = Path(path)
     if d.name == "results":
         d = d.parent
@@ -179,15 +180,38 @@ def read_inference_perf(path: Union[str, Path], *, gpu: str, server: Optional[Ma
     if _supports("timeout_s"):
         sc["workload"]["timeout_s"] = CLIENT_TIMEOUT_S
     ttft, e2e = lat["time_to_first_token"]["mean"] * 1e3, lat["request_latency"]["mean"] * 1e3
+    thr = ok["throughput"]
+    client_tok_s = float(thr["output_tokens_per_sec"])
     return MeasuredRun(
         name=d.name, group=group or str(settings["model"]), scenario=sc, ttft_ms=ttft, e2e_ms=e2e,
         itl_ms=(e2e - ttft) / max(1, out_len - 1), output_len=out_len,
         saturated=summary["failures"]["count"] > 0,
-        output_tokens_per_s=ok["throughput"]["output_tokens_per_sec"],
+        output_tokens_per_s=_generated_tokens_per_s(thr, out_len),
         extra={"ttft_p99_ms": lat["time_to_first_token"]["p99"] * 1e3, "e2e_p99_ms": lat["request_latency"]["p99"] * 1e3,
                "ttft_p50_ms": lat["time_to_first_token"]["median"] * 1e3,
-               "successes": ok["count"], "failures": summary["failures"]["count"]},
+               "successes": ok["count"], "failures": summary["failures"]["count"],
+               "client_output_tokens_per_s": client_tok_s},
     )
+
+
+def _generated_tokens_per_s(throughput: Mapping[str, Any], output_len: int) -> float:
+    """The output tokens/s the server generated for the finished requests, from an
+    inference-perf summary's ``throughput``.
+
+    inference-perf's ``output_tokens_per_sec`` is Σ over successful requests of the client's
+    count of the streamed text re-tokenised (``apis/completion.py``: ``count_tokens(output_text)``)
+    divided by ``total_time`` = last end − first start over *all* requests, timed-out ones
+    included (``reportgen/base.py``, ``summarize_requests``). With ``ignore_eos`` the server
+    generates exactly ``output_len`` tokens per finished request, but the re-tokenised text
+    can count far fewer (Llama-2-7B's degenerate outputs decode to little text: a median of
+    1,448 and a mean of 1,101 client tokens in the 7B ``reasoning`` run). What a simulator
+    predicts is the generated tokens, so this is ``requests_per_sec`` (finished requests over
+    the same ``total_time``) × ``output_len``; a summary without ``requests_per_sec`` keeps
+    the client's figure."""
+    rps = throughput.get("requests_per_sec")
+    if rps is None:
+        return float(throughput["output_tokens_per_sec"])
+    return float(rps) * output_len
 
 
 def read_vllm_benchmark(path: Union[str, Path], *, gpu: str, server: Mapping[str, Any],

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
 
-from . import _core
+from . import _core, registry
 from ._cli_io import _check_out, _Cli, _err, _fail, _handle_errors, _one_line, _out, _tables, _write
 from .errors import ConfigError, SimError
 
@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from .api import CheckProgress, CheckResult, Result, Scenario
     from .api import Progress as SimProgress
 
-DEFAULT_POLICIES = "orca,vllm,sarathi,o1pro"
+#: What `compare` and `report` run without --policies: every policy of the registry that needs
+#: no topology (python/o1sim/registry.json, held equal to the core's list by a test).
+DEFAULT_POLICIES = ",".join(registry.default_policies())
 
 F = TypeVar("F", bound=Callable[..., Any])
 DASH = "—"

@@ -5,13 +5,11 @@
 //! whose "config policy bug" line contains it (`C5`, `C5 vllm -`, `leak_on_preempt`).
 
 use sim_core::check::{check, CheckOptions};
-use sim_core::config::BUGS;
+use sim_core::config::{BUGS, POLICIES};
 use sim_core::Format;
 use std::time::Instant;
 
 type Req = (u32, u32, u32);
-
-const POLICIES: [&str; 4] = ["orca", "vllm", "sarathi", "o1pro"];
 
 fn configs() -> Vec<(&'static str, u32, u32, u32, Vec<Req>)> {
     let six = vec![(9, 6, 1), (7, 5, 0), (6, 4, 1), (5, 4, 0), (3, 3, 1), (8, 4, 0)];
@@ -49,7 +47,7 @@ fn main() {
     let mut per_cfg: Vec<(String, u64, f64)> = Vec::new();
     for (name, blocks, reps, budget, reqs) in configs() {
         let (mut cs, mut ct) = (0u64, 0f64);
-        for policy in POLICIES {
+        for &policy in POLICIES {
             for bug in std::iter::once(None).chain(BUGS.iter().map(|b| Some(*b))) {
                 if !format!("{name} {policy} {}", bug.unwrap_or("-")).contains(filter.as_str()) {
                     continue;

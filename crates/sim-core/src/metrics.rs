@@ -260,21 +260,33 @@ pub fn dist(mut values: Vec<f64>) -> Value {
         return json!({"mean": null, "p50": null, "p90": null, "p99": null});
     }
     let mean = values.iter().sum::<f64>() / values.len() as f64;
-    json!({
-        "mean": mean,
-        "p50": percentile_select(&mut values, 50.0),
-        "p90": percentile_select(&mut values, 90.0),
-        "p99": percentile_select(&mut values, 99.0),
-    })
+    // Each selection leaves everything above its rank to its right, so the next (higher)
+    // percentile only searches that part.
+    let n = values.len();
+    let p50 = percentile_select_from(&mut values, 0, 50.0);
+    let p90 = percentile_select_from(&mut values, rank_floor(n, 50.0), 90.0);
+    let p99 = percentile_select_from(&mut values, rank_floor(n, 90.0), 99.0);
+    json!({"mean": mean, "p50": p50, "p90": p90, "p99": p99})
+}
+
+fn rank_floor(n: usize, q: f64) -> usize {
+    (q / 100.0 * (n - 1) as f64).floor() as usize
 }
 
 /// [`percentile`] of unsorted data, reordering it: the value at the rank's floor by
 /// selection, the next order statistic as the least value above it.
+#[cfg(test)]
 fn percentile_select(v: &mut [f64], q: f64) -> f64 {
+    percentile_select_from(v, 0, q)
+}
+
+/// [`percentile_select`] where `v[from..]` is known to hold the values from rank `from` up
+/// (an earlier selection at rank `from` put them there).
+fn percentile_select_from(v: &mut [f64], from: usize, q: f64) -> f64 {
     let rank = q / 100.0 * (v.len() - 1) as f64;
     let lo = rank.floor() as usize;
     let frac = rank - lo as f64;
-    let (_, a, right) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    let (_, a, right) = v[from..].select_nth_unstable_by(lo - from, f64::total_cmp);
     let a = *a;
     if frac == 0.0 || right.is_empty() {
         return a;
@@ -486,6 +498,12 @@ mod tests {
             assert_eq!(percentile_select(&mut v.clone(), q), percentile(&sorted, q), "{q}");
         }
         assert_eq!(percentile_select(&mut [3.0], 99.0), 3.0);
+        let d = dist(v.clone());
+        for (k, q) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0)] {
+            assert_eq!(d[k].as_f64().unwrap(), percentile(&sorted, q), "{k}");
+        }
+        let d = dist(vec![2.0]);
+        assert_eq!(d["p99"].as_f64().unwrap(), 2.0);
     }
 
     #[test]

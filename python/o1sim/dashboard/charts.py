@@ -16,6 +16,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from .. import registry
+
 if TYPE_CHECKING:
     from ..api import Result
 
@@ -61,16 +63,22 @@ def replica_colors(n: int) -> list[str]:
     return [REPLICA_PALETTE[i % len(REPLICA_PALETTE)] for i in range(n)]
 
 
-#: Policies in a fixed order, so each keeps its colour across charts.
-POLICY_ORDER: tuple[str, ...] = ("orca", "vllm", "sarathi", "o1pro")
+#: Policies in the registry's order, so each keeps its place in legends across charts.
+POLICY_ORDER: tuple[str, ...] = tuple(registry.policy_names())
+#: Each policy's colour, the same as the page's (python/o1sim/registry.json).
+POLICY_COLORS: dict[str, str] = registry.policy_colors()
+#: Colours of names the registry does not know (a result labelled otherwise).
+OTHER_COLORS: tuple[str, ...] = ("#555555", "#16a085", "#d35400", "#7f8c8d")
 
 
 def policy_color(names: Any, legend_bottom: bool = False) -> alt.Color:
-    """A colour encoding of the ``policy`` field with a stable colour per name."""
+    """A colour encoding of the ``policy`` field: each policy in its registry colour."""
     names = list(dict.fromkeys(names))
     domain = [p for p in POLICY_ORDER if p in names] + [n for n in names if n not in POLICY_ORDER]
+    others = iter(OTHER_COLORS * (1 + len(domain) // len(OTHER_COLORS)))
+    colors = [POLICY_COLORS[n] if n in POLICY_COLORS else next(others) for n in domain]
     legend = alt.Legend(orient="bottom", title=None, columns=2, columnPadding=12, symbolSize=60) if legend_bottom else alt.Legend(title="policy")
-    return alt.Color("policy:N", scale=alt.Scale(domain=domain, scheme="tableau10"), legend=legend)
+    return alt.Color("policy:N", scale=alt.Scale(domain=domain, range=colors), legend=legend)
 
 
 def latency_frame(result: Result) -> pd.DataFrame:

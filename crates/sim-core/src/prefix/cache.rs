@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::{private_key, NIL, TOP};
+use super::{private_key, NIL, RUN, TOP};
 
 /// A hasher for keys that are already hashes (or private keys): one multiply-xorshift
 /// spreads the bits the map indexes by. Deterministic; the map is only ever looked up,
@@ -68,14 +68,46 @@ pub struct BlockCache {
     /// Counts changes of what is cached (registrations, evictions): a lookup's answer
     /// cannot change while it stays put.
     pub epoch: u64,
-    /// Shared key → the first unit cached under it.
+    /// Shared key of a single block (one that holds pieces of two token streams) → the
+    /// first unit cached under it.
     map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// Runs of shared blocks, each inside one stream piece (a 512-token `hash_id`, a
+    /// system prompt): run key (the hash of the run's first block) → index into `slab`.
+    /// One entry for a whole run instead of one per block: a run's blocks are cached,
+    /// looked up and (mostly) evicted together, block by block in order.
+    runs: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    slab: Vec<Run>,
+    /// Free entries of `slab`.
+    free_slab: Vec<u32>,
     /// Private keys, by request id: per unit index of the request's table, the first unit
     /// cached under that key (NIL: none). Arrays instead of map entries: a request
     /// registers its whole table at once and looks it up in order. Dropped when the
     /// request is done ([`BlockCache::forget`]); its units keep their keys until reused,
     /// unreachable (nobody else can look them up).
     ghosts: HashMap<u32, Ghost, BuildHasherDefault<KeyHasher>>,
+}
+
+/// A run of shared blocks inside one stream piece (see `BlockCache::runs`).
+#[derive(Debug, Clone, Default)]
+struct Run {
+    /// Its key in `runs`.
+    key: u64,
+    /// Per unit index in the run: the first unit cached there (NIL: none).
+    heads: Vec<u32>,
+    /// Units cached in the run (copies included): at zero the entry goes.
+    live: u32,
+}
+
+/// A run unit's key: its slab entry and unit index.
+#[inline]
+fn run_key_of(slab: u32, idx: u32) -> u64 {
+    RUN | (u64::from(slab) << 24) | u64::from(idx)
+}
+
+/// A run unit's slab entry and index.
+#[inline]
+fn split_run(key: u64) -> (usize, usize) {
+    (((key & !RUN) >> 24) as usize, (key & 0xFF_FFFF) as usize)
 }
 
 /// One request's private index (see `BlockCache::ghosts`).
@@ -131,6 +163,9 @@ impl BlockCache {
             num_free: 0,
             epoch: 0,
             map: HashMap::default(),
+            runs: HashMap::default(),
+            slab: Vec::new(),
+            free_slab: Vec::new(),
             ghosts: HashMap::default(),
         }
     }
@@ -219,14 +254,68 @@ impl BlockCache {
         }
     }
 
-    /// The first unit cached under `key` (`BlockHashToBlockMap.get_one_block`).
+    /// The first unit cached under `key` (`BlockHashToBlockMap.get_one_block`): a single
+    /// block's hash, a private key or a run unit's key.
     #[inline]
     pub fn lookup(&self, key: u64) -> Option<u32> {
-        if key & TOP == 0 {
-            self.map.get(&key).copied()
-        } else {
+        let u = if key & TOP != 0 {
             let (id, i) = split_private(key);
-            self.ghosts.get(&id).and_then(|g| g.heads.get(i)).copied().filter(|&u| u != NIL)
+            self.ghosts.get(&id).and_then(|g| g.heads.get(i)).copied()
+        } else if key & RUN != 0 {
+            let (e, i) = split_run(key);
+            self.slab.get(e).and_then(|r| r.heads.get(i)).copied()
+        } else {
+            self.map.get(&key).copied()
+        };
+        u.filter(|&u| u != NIL)
+    }
+
+    /// The run `key`'s first unit cached at each index (NIL: none there; empty: no run).
+    #[inline]
+    pub fn run(&self, key: u64) -> &[u32] {
+        self.runs.get(&key).map_or(&[], |&e| self.slab[e as usize].heads.as_slice())
+    }
+
+    /// Cache the not yet cached units of `units` in run `key`, the first at unit index
+    /// `from` (one map operation for all; duplicates after the copies already there).
+    pub fn register_run(&mut self, key: u64, from: u32, units: &[u32]) {
+        let BlockCache { runs, slab, free_slab, slots, epoch, .. } = self;
+        let e = *runs.entry(key).or_insert_with(|| match free_slab.pop() {
+            Some(e) => {
+                slab[e as usize].key = key;
+                e
+            }
+            None => {
+                slab.push(Run { key, ..Run::default() });
+                slab.len() as u32 - 1
+            }
+        });
+        let run = &mut slab[e as usize];
+        let end = from as usize + units.len();
+        if run.heads.len() < end {
+            run.heads.resize(end, NIL);
+        }
+        for (k, &u) in units.iter().enumerate() {
+            if slots[u as usize].key != 0 {
+                continue; // a block it hit: cached already
+            }
+            *epoch += 1;
+            let i = from as usize + k;
+            let head = run.heads[i];
+            if head == NIL {
+                run.heads[i] = u;
+            } else {
+                let mut last = head;
+                while slots[last as usize].dup != NIL {
+                    last = slots[last as usize].dup;
+                }
+                slots[last as usize].dup = u;
+            }
+            run.live += 1;
+            let s = &mut slots[u as usize];
+            s.key = run_key_of(e, i as u32);
+            s.dup = NIL;
+            s.first = head == NIL;
         }
     }
 
@@ -250,7 +339,7 @@ impl BlockCache {
     /// keeps duplicates; a lookup returns the oldest). The cache must be awake.
     pub fn register(&mut self, u: u32, key: u64) {
         use std::collections::hash_map::Entry;
-        debug_assert!(self.active && key != 0 && key & TOP == 0 && self.slots[u as usize].key == 0);
+        debug_assert!(self.active && key != 0 && key & (TOP | RUN) == 0 && self.slots[u as usize].key == 0);
         self.epoch += 1;
         let head = match self.map.entry(key) {
             Entry::Vacant(v) => {
@@ -304,7 +393,9 @@ impl BlockCache {
     fn evict(&mut self, u: u32) {
         self.epoch += 1;
         let Slot { key: k, dup: after, first, .. } = self.slots[u as usize];
-        if first {
+        if k & RUN != 0 && k & TOP == 0 {
+            self.evict_run_unit(u, k, after, first);
+        } else if first {
             // The common case: one map operation.
             if k & TOP != 0 {
                 self.set_private_head(k, after);
@@ -326,6 +417,30 @@ impl BlockCache {
         s.key = 0;
         s.dup = NIL;
         s.first = false;
+    }
+
+    /// [`BlockCache::evict`] for a unit of a run: no map operation unless the run empties.
+    fn evict_run_unit(&mut self, u: u32, k: u64, after: u32, first: bool) {
+        let (e, i) = split_run(k);
+        let run = &mut self.slab[e];
+        if first {
+            run.heads[i] = after;
+            if after != NIL {
+                self.slots[after as usize].first = true;
+            }
+        } else {
+            let mut x = run.heads[i];
+            while self.slots[x as usize].dup != u && self.slots[x as usize].dup != NIL {
+                x = self.slots[x as usize].dup;
+            }
+            self.slots[x as usize].dup = after;
+        }
+        run.live -= 1;
+        if run.live == 0 {
+            self.runs.remove(&run.key);
+            run.heads.clear();
+            self.free_slab.push(e as u32);
+        }
     }
 
     /// Request `id` is done: nobody will look up its private keys again.
@@ -386,10 +501,18 @@ impl BlockCache {
                 return Err(format!("unit {u}: reference count {} but {} the free queue", s.ref_cnt, if q { "on" } else { "off" }));
             }
         }
+        let mut live = vec![0u32; self.slab.len()];
         for u in 0..n as u32 {
             let k = self.slots[u as usize].key;
             if k == 0 {
                 continue;
+            }
+            if k & RUN != 0 && k & TOP == 0 {
+                let (e, _) = split_run(k);
+                match (live.get_mut(e), self.slab.get(e)) {
+                    (Some(c), Some(r)) if self.runs.get(&r.key) == Some(&(e as u32)) => *c += 1,
+                    _ => return Err(format!("unit {u} is cached in a run the index does not hold")),
+                }
             }
             let orphan = k & TOP != 0 && !self.ghosts.contains_key(&split_private(k).0);
             if orphan {
@@ -411,6 +534,11 @@ impl BlockCache {
                 }
                 x = self.slots[x as usize].dup;
                 steps += 1;
+            }
+        }
+        for (e, r) in self.slab.iter().enumerate() {
+            if self.runs.get(&r.key) == Some(&(e as u32)) && r.live != live[e] {
+                return Err(format!("run {e} counts {} cached units, {} are", r.live, live[e]));
             }
         }
         Ok(())

@@ -57,6 +57,8 @@ use std::hash::BuildHasherDefault;
 const NIL: u32 = u32::MAX;
 /// Set in private keys, clear in content hashes.
 const TOP: u64 = 1 << 63;
+/// Set (with `TOP` clear) in the key a run's unit is cached under; clear in content hashes.
+const RUN: u64 = 1 << 62;
 
 /// What a request looked up (vLLM's `get_computed_blocks`): tokens hit and units hit
 /// (left in [`Apc::hits`]; [`Apc::evictable`] counts the free ones), the last `private` of
@@ -78,6 +80,10 @@ struct ApcReq {
     cached_shared: u32,
     /// Hashes of the leading shared blocks computed so far (memo, dropped when done).
     hashes: Vec<u64>,
+    /// Per block of `hashes`: the first block of its run when it lies inside one stream
+    /// piece (it is cached in that run, keyed by that block's hash), NIL when it holds
+    /// pieces of two streams (cached by its own hash).
+    starts: Vec<u32>,
     /// Tokens hit at the first admission (vLLM's `num_cached_tokens`).
     cached_tokens: u32,
 }
@@ -117,13 +123,13 @@ fn mix(h: u64, w: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The final avalanche (SplitMix64's), top bit cleared, never 0.
+/// The final avalanche (SplitMix64's), the two top bits cleared, never 0.
 #[inline]
 fn finish(h: u64) -> u64 {
     let mut z = h.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    ((z ^ (z >> 31)) & !TOP).max(1)
+    ((z ^ (z >> 31)) & !(TOP | RUN)).max(1)
 }
 
 /// The key of request `id`'s private unit `unit`.
@@ -215,6 +221,7 @@ impl Apc {
     pub fn forget(&mut self, id: u32) -> Vec<u32> {
         if let Some(p) = self.per.get_mut(id as usize) {
             p.hashes = Vec::new();
+            p.starts = Vec::new();
         }
         if self.homes.is_empty() {
             return Vec::new();
@@ -291,21 +298,10 @@ impl Apc {
             }
             parent = finish(h);
             p.hashes.push(parent);
-        }
-    }
-
-    /// The key of `r`'s unit `j` of cache block `k` (shared blocks: hash memo filled).
-    #[inline]
-    fn unit_key(&self, r: &Req, k: u32, per: u32, j: u32) -> u64 {
-        if k < self.share_blocks(r.id) {
-            let h = self.per[r.id as usize].hashes[k as usize];
-            if per == 1 {
-                h
-            } else {
-                finish(mix(h, u64::from(j)))
-            }
-        } else {
-            private_key(r.id, k * per + j)
+            // Inside one piece: its run starts at the piece's first whole block (the same
+            // for every request holding this block, since they hold the same prefix).
+            let inside = i == at + 1 && pieces[at].0 <= start && end <= pieces[at].0 + pieces[at].2;
+            p.starts.push(if inside { pieces[at].0.div_ceil(b64) as u32 } else { NIL });
         }
     }
 
@@ -338,19 +334,35 @@ impl Apc {
         let mut hit = Hit::default();
         // Shared blocks by their hashes, then private ones by the request's own index.
         let mut k = 0;
-        'shared: while k < limit.min(share) {
-            let start = self.hits.len();
-            for j in 0..per {
-                match c.lookup(self.unit_key(r, k, per, j)) {
-                    Some(u) => self.hits.push(u),
-                    None => {
-                        self.hits.truncate(start);
-                        break 'shared;
+        let end = limit.min(share);
+        if end > 0 {
+            let p = &self.per[r.id as usize];
+            let hits = &mut self.hits;
+            let (mut run_start, mut run): (u32, &[u32]) = (NIL, &[]);
+            'shared: while k < end {
+                let s = p.starts[k as usize];
+                let first = hits.len();
+                for j in 0..per {
+                    let found = if s == NIL {
+                        let h = p.hashes[k as usize];
+                        c.lookup(if per == 1 { h } else { finish(mix(h, u64::from(j))) })
+                    } else {
+                        if s != run_start {
+                            (run_start, run) = (s, c.run(p.hashes[s as usize]));
+                        }
+                        run.get(((k - s) * per + j) as usize).copied().filter(|&u| u != NIL)
+                    };
+                    match found {
+                        Some(u) => hits.push(u),
+                        None => {
+                            hits.truncate(first);
+                            break 'shared;
+                        }
                     }
                 }
+                hit.tokens += b;
+                k += 1;
             }
-            hit.tokens += b;
-            k += 1;
         }
         if k == share && k < limit {
             // Its private blocks cached without a gap, from index `base` (= k · per).
@@ -409,13 +421,27 @@ impl Apc {
         }
         self.hash_upto(r, b, upto);
         let Some(c) = kv.awake_cache() else { return };
-        for k in from..upto {
-            for j in 0..per {
-                let u = r.blocks[(k * per + j) as usize];
-                if c.key_of(u) == 0 {
-                    let key = self.unit_key(r, k, per, j);
-                    c.register(u, key);
+        let p = &self.per[r.id as usize];
+        let mut k = from;
+        while k < upto {
+            let s = p.starts[k as usize];
+            if s == NIL {
+                for j in 0..per {
+                    let u = r.blocks[(k * per + j) as usize];
+                    if c.key_of(u) == 0 {
+                        let h = p.hashes[k as usize];
+                        c.register(u, if per == 1 { h } else { finish(mix(h, u64::from(j))) });
+                    }
                 }
+                k += 1;
+            } else {
+                // The blocks of this run among them, in one go.
+                let mut e = k + 1;
+                while e < upto && p.starts[e as usize] == s {
+                    e += 1;
+                }
+                c.register_run(p.hashes[s as usize], (k - s) * per, &r.blocks[(k * per) as usize..(e * per) as usize]);
+                k = e;
             }
         }
         self.per[r.id as usize].cached_shared = upto;
