@@ -3,28 +3,9 @@
 use crate::error::{Result, SimError};
 use serde::Serialize;
 
-/// Input format of a scenario text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format { Json, Toml }
-
-impl Format {
-    /// `"json"` or `"toml"`.
-    pub fn parse(s: &str) -> Result<Format> {
-        match s { "json" => Ok(Format::Json), "toml" => Ok(Format::Toml),
-            other => Err(SimError::config("format", format!("must be 'json' or 'toml' (got '{other}')"))) }
-    }
-}
-
-/// Options of one run that are not part of the scenario.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SimOptions {
-    /// Keep a record of every scheduler step (for tests and debugging; costs memory).
-    pub record_steps: bool,
-    /// Check the model checker's state invariants after every instant and stop with an
-    /// `InternalError` naming the property at the first violation (replaying a
-    /// counterexample; tests). Off by default: it costs O(requests) per instant.
-    pub check_invariants: bool,
-}
+pub use crate::config::Format;
+pub use crate::engine::SimOptions;
+pub use crate::metrics::{StepRecord, StepShape, TimeSeries};
 
 /// How far a running simulation has come.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -77,77 +58,6 @@ pub const REASON_NAMES: &[&str] = &[
     "session aborted",
     "template depth",
 ];
-
-/// Per-replica time series, bucketed at `interval_ms`: means over the time the replica
-/// was busy in each bucket (batch size, tokens per step, KV use, queue lengths), the busy
-/// fraction, and the prefix-cache lookups of the steps starting in the bucket; buckets where
-/// it was idle throughout have no row.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct TimeSeries {
-    pub interval_ms: f64,
-    pub time_ms: Vec<f64>,
-    pub replica: Vec<u32>,
-    pub batch_size: Vec<f64>,
-    pub tokens: Vec<f64>,
-    pub kv_usage: Vec<f64>,
-    pub waiting: Vec<f64>,
-    pub running: Vec<f64>,
-    /// Fraction of the bucket the replica's GPUs were executing steps (0–1).
-    pub busy: Vec<f64>,
-    /// Prefix-cache tokens looked up at first admissions in the bucket.
-    pub prefix_queries: Vec<f64>,
-    /// Of those, tokens found in the cache.
-    pub prefix_hits: Vec<f64>,
-    /// `prefix_hits / prefix_queries` (0–1); NaN (null) when nothing was looked up.
-    pub prefix_hit_rate: Vec<f64>,
-    /// Under autoscaling only: the time-weighted mean number of ready replicas in the
-    /// row's bucket (the same for every replica's row of a bucket).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub replicas: Vec<f64>,
-}
-
-/// One scheduler step (only with `record_steps`).
-#[derive(Debug, Clone, Serialize)]
-pub struct StepRecord {
-    pub replica: u32,
-    pub start_ms: f64,
-    pub end_ms: f64,
-    /// (request id, tokens scheduled) in schedule order.
-    pub scheduled: Vec<(u32, u32)>,
-    pub preempted: Vec<u32>,
-    pub finished: Vec<u32>,
-    pub free_blocks_after: u64,
-    /// (request id, tokens found in the prefix cache) for the requests admitted in this
-    /// step with a hit: their computed tokens start there (not scheduled, no budget).
-    pub cached: Vec<(u32, u32)>,
-    /// What the execution-time model priced the step by ([`step_anatomy`] rebuilds its
-    /// kernels from it).
-    pub shape: StepShape,
-}
-
-/// The batch aggregates a step was priced by, and what was added to the model's price.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct StepShape {
-    /// `(new tokens, tokens already cached)` of each prefill entry, in plan order.
-    pub prefill: Vec<(u32, u32)>,
-    /// Decoding sequences.
-    pub decode_seqs: u64,
-    /// Σ over decodes of the KV length after the step.
-    pub decode_context_sum: u64,
-    /// Σ over all entries of the KV length after the step.
-    pub context_sum_after: u64,
-    /// Rows through lm_head and the sampler.
-    pub sampled: u64,
-    /// Σ over decodes of (KV length − 1) · 1024 / block size (per-request block sizes).
-    pub decode_blocks_1024: u64,
-    /// Communication priced on the topology for this step (TP AllReduces, PP transfers),
-    /// ms; 0 without a topology (the model prices them itself).
-    pub comm_ms: f64,
-    /// Scheduling-decision latency the step waited for (o1pro, when async dispatch could
-    /// not hide it), ms.
-    pub decision_ms: f64,
-}
 
 /// Everything a run produces.
 #[derive(Debug, Clone, Serialize)]
@@ -304,7 +214,13 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         }
         Source::Spec(trace) => {
             crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, trace.as_deref()), &scenario.limits)?;
-            scenario.workload.generate_with(scenario.seed, max_model_len, trace.map(|t| *t)).map_err(|e| e.under("workload"))?
+            // A random arrival process may produce far more than its estimate: at most what
+            // the memory limit holds.
+            let cap = scenario.limits.memory_bytes() / crate::limits::BYTES_PER_REQUEST;
+            scenario
+                .workload
+                .generate_capped(scenario.seed, max_model_len, trace.map(|t| *t), cap)
+                .map_err(|e| e.under("workload"))?
         }
     };
     crate::client::check_sessions(&workload.requests)?;
@@ -330,6 +246,9 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     });
     let mut deployment = deployment;
     let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, workload, options);
+    if options.check_invariants {
+        engine.set_invariant_observer(Engine::check_invariants);
+    }
     if let Some(cfg) = &scenario.scaling {
         let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
         engine.attach_scaler(crate::scaling::Autoscaler::new(cfg, d.replicas, d.tp * d.pp, weights_bytes_per_gpu));
@@ -463,14 +382,7 @@ fn build_fabric(
 pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".into());
-            Err(SimError::Internal { message: msg })
-        }
+        Err(p) => Err(SimError::Internal { message: crate::error::panic_message(&*p).to_string() }),
     }
 }
 
@@ -588,27 +500,7 @@ impl Simulation {
     /// group is connected again restarted.
     pub fn inject_topology(&mut self, json: &str) -> Result<()> {
         guard(|| {
-            let engine = &mut self.built.engine;
-            let now = engine.now_ns;
-            let Some(f) = engine.fabric.as_mut() else {
-                return Err(SimError::config("topology", "this simulation has no topology to change (add a `topology` section)"));
-            };
-            let value: serde_json::Value =
-                serde_json::from_str(json).map_err(|e| SimError::config("", format!("invalid JSON: {e}")))?;
-            let changed = if value.is_array() {
-                let specs: Vec<crate::topo::events::EventSpec> = serde_path_to_error::deserialize(value).map_err(|e| {
-                    SimError::config(format!("events{}", e.path().to_string().trim_start_matches('.')), e.into_inner())
-                })?;
-                let evs = crate::topo::events::resolve(&f.topo, &specs)?;
-                f.inject(evs, now);
-                f.apply_due(now)
-            } else {
-                let t = crate::topo::Topology::from_json(json).map_err(|e| e.under("topology"))?;
-                f.swap(now, t)?
-            };
-            engine.apply_changed(changed);
-            engine.drain_dispatch();
-            engine.kick_idle()?;
+            self.built.engine.inject_topology(json)?;
             self.done = false;
             Ok(())
         })

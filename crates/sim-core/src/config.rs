@@ -361,13 +361,25 @@ pub fn plain_message(msg: &str) -> String {
     msg.to_string()
 }
 
+/// Input format of a scenario text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format { Json, Toml }
+
+impl Format {
+    /// `"json"` or `"toml"`.
+    pub fn parse(s: &str) -> Result<Format> {
+        match s { "json" => Ok(Format::Json), "toml" => Ok(Format::Toml),
+            other => Err(SimError::config("format", format!("must be 'json' or 'toml' (got '{other}')"))) }
+    }
+}
+
 impl Scenario {
     /// Parse from text in the given format (at most [`crate::limits::MAX_INPUT_BYTES`]).
-    pub fn parse(text: &str, format: crate::Format) -> Result<Scenario> {
+    pub fn parse(text: &str, format: Format) -> Result<Scenario> {
         crate::limits::check_input(text.len(), "the scenario text")?;
         match format {
-            crate::Format::Json => parse_json(text),
-            crate::Format::Toml => parse_toml(text),
+            Format::Json => parse_json(text),
+            Format::Toml => parse_toml(text),
         }
     }
 

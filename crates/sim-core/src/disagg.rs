@@ -28,6 +28,7 @@
 //! had in flight when it stopped never completes (its heap entry is recognised as stale).
 
 use crate::engine::{Engine, Router};
+use crate::error::{Result, SimError};
 use crate::fabric::{Changed, Fabric};
 use crate::request::Status;
 
@@ -47,6 +48,32 @@ impl Engine {
             self.land_kv(id, to);
         }
         self.apply_changed(changed);
+    }
+
+    /// Change the topology at the current time and drive the rest of the instant (see
+    /// [`crate::Simulation::inject_topology`] for what `json` holds): replicas that lost a
+    /// peer stop, the router's queue is drained, idle replicas with work start a step.
+    pub(crate) fn inject_topology(&mut self, json: &str) -> Result<()> {
+        let now = self.now_ns;
+        let Some(f) = self.fabric.as_mut() else {
+            return Err(SimError::config("topology", "this simulation has no topology to change (add a `topology` section)"));
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| SimError::config("", format!("invalid JSON: {e}")))?;
+        let changed = if value.is_array() {
+            let specs: Vec<crate::topo::events::EventSpec> = serde_path_to_error::deserialize(value).map_err(|e| {
+                SimError::config(format!("events{}", e.path().to_string().trim_start_matches('.')), e.into_inner())
+            })?;
+            let evs = crate::topo::events::resolve(&f.topo, &specs)?;
+            f.inject(evs, now);
+            f.apply_due(now)
+        } else {
+            let t = crate::topo::Topology::from_json(json).map_err(|e| e.under("topology"))?;
+            f.swap(now, t)?
+        };
+        self.apply_changed(changed);
+        self.drain_dispatch();
+        self.kick_idle()
     }
 
     /// After a topology change: replicas that lost a peer stop (their requests move), those

@@ -12,12 +12,11 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::api::{SimOptions, StepRecord};
 use crate::client::Sessions;
 use crate::config::Scenario;
 use crate::error::{Result, SimError};
 use crate::kv::{o1pro_block_size, KvMode, KvPool};
-use crate::metrics::{ReplicaStats, Series, StepSample};
+use crate::metrics::{ReplicaStats, Series, StepRecord, StepSample};
 use crate::perf::{BatchShape, StepCostModel};
 use crate::prefix::Apc;
 use crate::request::{Client, Reason, Req, Status, NO_TIME};
@@ -29,6 +28,23 @@ use crate::workload::Workload;
 /// latency or cost in the scenario is out of any realistic range, and the run stops with an
 /// error instead of letting nanosecond sums approach `u64::MAX`.
 pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000_000;
+
+/// Options of one run that are not part of the scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimOptions {
+    /// Keep a record of every scheduler step (for tests and debugging; costs memory).
+    pub record_steps: bool,
+    /// Check the model checker's state invariants after every instant and stop with an
+    /// `InternalError` naming the property at the first violation (replaying a
+    /// counterexample; tests). Off by default: it costs O(requests) per instant.
+    pub check_invariants: bool,
+}
+
+/// A check of the engine's state after each instant, set by whoever builds the engine
+/// ([`crate::api`] plugs in the model checker's invariants when
+/// [`SimOptions::check_invariants`] is on). The engine only calls it, so it depends on no
+/// checker; the error is `property: what is wrong`.
+pub type InvariantObserver = fn(&Engine) -> std::result::Result<(), String>;
 
 /// One model replica.
 pub struct Replica {
@@ -97,6 +113,8 @@ pub struct Engine {
     pub events: u64,
     pub done_requests: u64,
     options: SimOptions,
+    /// Called after every instant; an error stops the run with an `InternalError`.
+    observer: Option<InvariantObserver>,
     pub steps_log: Vec<StepRecord>,
     pub(crate) finished_buf: Vec<u32>,
     /// Requests that produced their first token in the step being completed.
@@ -273,6 +291,7 @@ impl Engine {
             events: 0,
             done_requests: 0,
             options,
+            observer: None,
             steps_log: Vec::new(),
             finished_buf: Vec::new(),
             first_buf: Vec::new(),
@@ -388,8 +407,8 @@ impl Engine {
             if let Some(e) = self.log_error.take() {
                 return Err(e);
             }
-            if self.options.check_invariants {
-                self.check_invariants().map_err(|m| SimError::Internal {
+            if let Some(observe) = self.observer {
+                observe(self).map_err(|m| SimError::Internal {
                     message: format!("invariant violated at t = {:.6} ms: {m}", self.now_ns as f64 / 1e6),
                 })?;
             }
@@ -935,7 +954,7 @@ impl Engine {
                     finished: self.finished_buf.clone(),
                     free_blocks_after: st.kv.free_units() as u64,
                     cached: st.admitted_hits.clone(),
-                    shape: crate::api::StepShape {
+                    shape: crate::metrics::StepShape {
                         prefill: st.prefill_items.iter().map(|p| (p.new_tokens, p.context_before)).collect(),
                         decode_seqs: st.shape.decode_seqs,
                         decode_context_sum: st.shape.decode_ctx,
@@ -976,11 +995,9 @@ impl Engine {
         &self.perf
     }
 
-    /// Check the state invariants of the model checker ([`crate::check::props`]): no request
-    /// scheduled twice, each request in exactly one state, block accounting, bounded queues.
-    /// The error is `property: what is wrong`.
-    pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        crate::check::props::check_state(self).map_err(|v| format!("{}: {}", v.property, v.message))
+    /// Check the state after every instant with `observe` (replacing any earlier one).
+    pub fn set_invariant_observer(&mut self, observe: InvariantObserver) {
+        self.observer = Some(observe);
     }
 }
 

@@ -72,18 +72,32 @@ impl SimError {
     /// Prefix the path of a configuration error with `prefix` (used when a sub-section is
     /// validated on its own and then placed in the scenario).
     pub fn under(self, prefix: &str) -> Self {
+        let join = |path: String| match (prefix.is_empty(), path.is_empty()) {
+            (true, _) => path,
+            (false, true) => prefix.to_string(),
+            (false, false) if path.starts_with('[') => format!("{prefix}{path}"),
+            (false, false) => format!("{prefix}.{path}"),
+        };
         match self {
-            SimError::Config { path, message } => {
-                let path = match (prefix.is_empty(), path.is_empty()) {
-                    (true, _) => path,
-                    (false, true) => prefix.to_string(),
-                    (false, false) if path.starts_with('[') => format!("{prefix}{path}"),
-                    (false, false) => format!("{prefix}.{path}"),
-                };
-                SimError::Config { path, message }
-            }
+            SimError::Config { path, message } => SimError::Config { path: join(path), message },
+            // A resource error names its field too (one found inside a section).
+            SimError::Resource { path, message } => SimError::Resource { path: join(path), message },
             other => other,
         }
+    }
+}
+
+/// The text of a caught panic's payload: `panic!` gives a `&str` or a `String`; any other
+/// payload (`std::panic::panic_any`) reads "unknown panic payload". Every front end turns a
+/// panic into an `InternalError` with it (pass `&*payload`, not the `Box` itself, which
+/// would be taken for the payload).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "unknown panic payload"
     }
 }
 
@@ -140,5 +154,24 @@ pub mod check {
             format!("did you mean {}? (valid: {})", close.join(" or "), valid.join(", "))
         };
         SimError::config(path, format!("unknown {what} '{got}'; {hint}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn panic_message_reads_str_and_string_payloads() {
+        let caught = |f: fn()| std::panic::catch_unwind(f).unwrap_err();
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let literal = caught(|| panic!("static text"));
+        let formatted = caught(|| panic!("formatted {}", 42));
+        let other = caught(|| std::panic::panic_any(7u32));
+        std::panic::set_hook(prev);
+        assert_eq!(panic_message(&*literal), "static text");
+        assert_eq!(panic_message(&*formatted), "formatted 42");
+        assert_eq!(panic_message(&*other), "unknown panic payload");
     }
 }

@@ -1,8 +1,80 @@
 //! Metrics: per-replica time series with bounded memory, and the run summary.
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::request::{Client, Req, Status, NO_TIME};
+
+/// Per-replica time series, bucketed at `interval_ms`: means over the time the replica
+/// was busy in each bucket (batch size, tokens per step, KV use, queue lengths), the busy
+/// fraction, and the prefix-cache lookups of the steps starting in the bucket; buckets where
+/// it was idle throughout have no row.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TimeSeries {
+    pub interval_ms: f64,
+    pub time_ms: Vec<f64>,
+    pub replica: Vec<u32>,
+    pub batch_size: Vec<f64>,
+    pub tokens: Vec<f64>,
+    pub kv_usage: Vec<f64>,
+    pub waiting: Vec<f64>,
+    pub running: Vec<f64>,
+    /// Fraction of the bucket the replica's GPUs were executing steps (0–1).
+    pub busy: Vec<f64>,
+    /// Prefix-cache tokens looked up at first admissions in the bucket.
+    pub prefix_queries: Vec<f64>,
+    /// Of those, tokens found in the cache.
+    pub prefix_hits: Vec<f64>,
+    /// `prefix_hits / prefix_queries` (0–1); NaN (null) when nothing was looked up.
+    pub prefix_hit_rate: Vec<f64>,
+    /// Under autoscaling only: the time-weighted mean number of ready replicas in the
+    /// row's bucket (the same for every replica's row of a bucket).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<f64>,
+}
+
+/// One scheduler step (only with `record_steps`).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    pub replica: u32,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// (request id, tokens scheduled) in schedule order.
+    pub scheduled: Vec<(u32, u32)>,
+    pub preempted: Vec<u32>,
+    pub finished: Vec<u32>,
+    pub free_blocks_after: u64,
+    /// (request id, tokens found in the prefix cache) for the requests admitted in this
+    /// step with a hit: their computed tokens start there (not scheduled, no budget).
+    pub cached: Vec<(u32, u32)>,
+    /// What the execution-time model priced the step by ([`crate::step_anatomy`] rebuilds its
+    /// kernels from it).
+    pub shape: StepShape,
+}
+
+/// The batch aggregates a step was priced by, and what was added to the model's price.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StepShape {
+    /// `(new tokens, tokens already cached)` of each prefill entry, in plan order.
+    pub prefill: Vec<(u32, u32)>,
+    /// Decoding sequences.
+    pub decode_seqs: u64,
+    /// Σ over decodes of the KV length after the step.
+    pub decode_context_sum: u64,
+    /// Σ over all entries of the KV length after the step.
+    pub context_sum_after: u64,
+    /// Rows through lm_head and the sampler.
+    pub sampled: u64,
+    /// Σ over decodes of (KV length − 1) · 1024 / block size (per-request block sizes).
+    pub decode_blocks_1024: u64,
+    /// Communication priced on the topology for this step (TP AllReduces, PP transfers),
+    /// ms; 0 without a topology (the model prices them itself).
+    pub comm_ms: f64,
+    /// Scheduling-decision latency the step waited for (o1pro, when async dispatch could
+    /// not hide it), ms.
+    pub decision_ms: f64,
+}
 
 /// Buckets per series before the interval doubles (so memory stays bounded on any run).
 const MAX_BUCKETS: usize = 2048;
@@ -148,7 +220,7 @@ impl Series {
     }
 
     /// Append the non-empty buckets as rows.
-    pub fn emit(&self, replica: u32, out: &mut crate::api::TimeSeries) {
+    pub fn emit(&self, replica: u32, out: &mut TimeSeries) {
         for (i, b) in self.buckets.iter().enumerate() {
             if b.weight <= 0.0 {
                 continue;
@@ -456,7 +528,7 @@ mod tests {
             prefix_queries: 100,
             prefix_hits: 64,
         });
-        let mut ts = crate::api::TimeSeries::default();
+        let mut ts = TimeSeries::default();
         s.emit(0, &mut ts);
         assert_eq!(ts.time_ms, vec![0.0, 10.0, 20.0]);
         assert_eq!(ts.busy, vec![0.5, 1.0, 1.0]);

@@ -99,3 +99,17 @@ fn the_checker_reproducers() {
     let r = check(&text, format, CheckOptions { max_states: 3_000, ..CheckOptions::default() }).unwrap();
     assert!(!r.complete && r.violations.is_empty() && r.stopped.as_deref().is_some_and(|s| s.contains("max_states")));
 }
+
+/// A gamma process with an absurd `cv` sends a burst of millions at once: the requests it
+/// generates are bounded by the memory limit, a ResourceError (it was a capacity-overflow
+/// panic in WASM, found by `make fuzz`, and 3 GB natively).
+#[test]
+fn a_bursty_arrival_process_is_bounded_by_the_memory_limit() {
+    let v = serde_json::json!({
+        "model": "llama-3-8b", "gpu": "h100", "limits": {"max_memory_gib": 0.5},
+        "workload": {"arrival": {"kind": "gamma", "cv": 1e9, "stages": [{"rate": 5, "duration_s": 4}, {"rate": 25, "duration_s": 2}]},
+                     "prompt": {"kind": "fixed", "value": 100}, "output": {"kind": "fixed", "value": 10}}
+    });
+    let e = simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_err();
+    assert_eq!(kind_and_field(&e), ("ResourceError", "workload.arrival.stages"), "{e}");
+}

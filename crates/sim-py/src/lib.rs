@@ -42,13 +42,14 @@ impl From<PySimError> for PyErr {
                 err
             })
         };
-        match e.kind_name() {
-            "ConfigError" => with_field(ConfigError::new_err(message)),
-            "ResourceError" => with_field(ResourceError::new_err(message)),
-            "InfeasibleError" => InfeasibleError::new_err(message),
-            "StallError" => StallError::new_err(message),
-            "InternalError" => InternalError::new_err(message),
-            _ => SimError::new_err(message),
+        // One arm per kind and no wildcard: a new kind in the core does not compile here
+        // until it has its class (the JS names come from the core's own `kind_name`).
+        match &e {
+            core::SimError::Config { .. } => with_field(ConfigError::new_err(message)),
+            core::SimError::Resource { .. } => with_field(ResourceError::new_err(message)),
+            core::SimError::Infeasible { .. } => InfeasibleError::new_err(message),
+            core::SimError::Stalled { .. } => StallError::new_err(message),
+            core::SimError::Internal { .. } => InternalError::new_err(message),
         }
     }
 }
@@ -78,14 +79,7 @@ where
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    let what = if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic payload".to_string()
-    };
-    format!("panic in the simulation core: {what}")
+    format!("panic in the simulation core: {}", core::panic_message(payload))
 }
 
 /// A simulation that can be advanced in slices (for progress bars) and then finished.

@@ -59,12 +59,7 @@ fn guarded(f: impl FnOnce() -> Result<String, SimError>) -> Outcome {
         Ok(Ok(text)) => Ok(text),
         Ok(Err(e)) => Err(envelope(&e)),
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic payload".into());
-            Err(envelope(&internal(format!("panic in the simulation core: {what}"))))
+            Err(envelope(&internal(format!("panic in the simulation core: {}", core::panic_message(&*payload)))))
         }
     }
 }
@@ -267,12 +262,7 @@ fn install_hook() {
         // Before unwinding (or aborting, in a build without exception handling) leave an
         // InternalError envelope where JS reads output, so a trap still has a message.
         std::panic::set_hook(Box::new(|info| {
-            let what = info
-                .payload()
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| info.payload().downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic payload".into());
+            let what = core::panic_message(info.payload());
             let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
             let e = internal(format!("panic in the simulation core: {what}{at}"));
             OUT.with(|o| {

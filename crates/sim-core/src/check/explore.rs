@@ -430,9 +430,13 @@ impl Explorer {
             let batch = std::mem::take(&mut self.batch);
             let succ = std::mem::take(&mut self.succ);
             let mut at = 0usize;
-            let mut full = false;
+            let (mut full, mut capped) = (false, false);
             for &(id, end) in &batch {
-                if self.store.len() >= max_states || self.store.len() >= target {
+                // A state's successors are interned together: stop before one whose
+                // successors could take the store past `max_states` (it is never exceeded).
+                let succs = end as usize - at;
+                capped = self.store.len().saturating_add(succs) > max_states;
+                if capped || self.store.len() >= target {
                     // The rest of the batch is generated again by the next call.
                     full = true;
                     break;
@@ -448,7 +452,7 @@ impl Explorer {
             self.batch = batch;
             self.succ = succ;
             if full {
-                return self.store.len() >= max_states;
+                return capped;
             }
         }
         if !self.liveness_checked {

@@ -197,6 +197,15 @@ impl Checker {
                  of its state); leave it unset or set it to false",
             ));
         }
+        if scenario.scheduler.async_scheduling == Some(true) {
+            // A request waiting in a busy replica's inbox for the step after next is timing,
+            // which the checker abstracts away (its state would merge distinct inboxes).
+            return Err(SimError::config(
+                "scheduler.async_scheduling",
+                "the model checker explores the scheduler's decisions without step timing, so it cannot model async \
+                 scheduling's one-step delay; leave it unset or set it to false",
+            ));
+        }
         if scenario.workload.timeout_s.is_some() {
             return Err(SimError::config(
                 "workload.timeout_s",

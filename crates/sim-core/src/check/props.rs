@@ -65,6 +65,17 @@ pub struct Scratch {
     seen: Vec<bool>,
 }
 
+impl Engine {
+    /// Check the state invariants of the model checker: no request scheduled twice, each
+    /// request in exactly one state, block accounting, bounded queues. The error is
+    /// `property: what is wrong`. Defined here, not in the engine, so that the engine does
+    /// not depend on the checker; [`crate::api`] plugs it in as the engine's
+    /// [`crate::engine::InvariantObserver`].
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        check_state(self).map_err(|v| format!("{}: {}", v.property, v.message))
+    }
+}
+
 /// Check every state invariant of `e`; the first broken one (in [`PROPERTIES`] order).
 pub fn check_state(e: &Engine) -> Result<(), Broken> {
     check_with(e, &mut Scratch::default())

@@ -16,8 +16,9 @@
 //!   its list of ids and reloaded with keys 1, 2, … (new arrivals still sort after every
 //!   existing entry and re-queued requests before, as in the engine).
 
-use crate::engine::Engine;
-use crate::request::Status;
+use crate::engine::{Engine, Replica};
+use crate::request::{Req, Status};
+use crate::sched::SchedState;
 
 /// Bytes of one request's record.
 const REQ_BYTES: usize = 10;
@@ -457,6 +458,154 @@ impl Store {
                 slot = (slot + 1) & mask;
             }
             self.table[slot] = s;
+        }
+    }
+}
+
+// What the packed state keeps of the engine, field by field. Each function below
+// destructures one engine type WITHOUT `..`: adding a field to `Req`, `Replica` or
+// `SchedState` then fails to compile here until the field is listed and classified —
+// packed by [`encode_into`] and restored by [`decode`], or left out with the reason it
+// cannot tell two states apart. Without this, new engine state would silently merge
+// distinct states in the checker. (The engine-wide fields the state keeps — `rr_next` and
+// `dispatch` — are private to the engine and listed in [`encode_into`].)
+
+/// Every field of a request, by what the packed state does with it.
+#[cfg_attr(not(test), allow(dead_code))]
+fn req_fields(r: &Req) {
+    let Req {
+        // Packed.
+        status: _,
+        replica: _,
+        computed: _,
+        generated: _,
+        prefill_target: _,
+        blocks: _, // how many units only (ids are renamed, see the module doc)
+        // Fixed by the scenario: the same in every state of one check (arrival times
+        // included: every order of arrivals is explored, the times are never advanced).
+        prompt: _,
+        output: _,
+        req_block: _,
+        id: _,
+        priority: _,
+        arrival_ns: _,
+        template_depth: _,
+        adversarial: _,
+        // Rebuilt by `decode` from the waiting queue's order.
+        order: _,
+        // Metrics and times, which no decision reads in a check (steps are unpriced, there
+        // is no dispatch timeout, and `preemptions` is read only with prefix caching).
+        preemptions: _,
+        first_sched_ns: _,
+        first_token_ns: _,
+        finish_ns: _,
+        reason: _,
+        queued_ns: _,
+        // Prefix caching only, which is off in every check.
+        apc_private: _,
+    } = r;
+}
+
+/// Every field of a replica, by what the packed state does with it.
+#[cfg_attr(not(test), allow(dead_code))]
+fn replica_fields(rep: &Replica) {
+    let Replica {
+        // Packed (the scheduler's state field by field in `sched_fields`).
+        sched: _,
+        busy: _,
+        outstanding_tokens: _,
+        // The identity of the step in flight: the explorer completes that step by its own
+        // identity and a dropped one by 0, so only `busy` (and the kept plan) matter.
+        step_seq: _,
+        // Times and prices of steps, which are unpriced in a check.
+        step_start_ns: _,
+        last_end_ns: _,
+        last_dur_ns: _,
+        last_comm_s: _,
+        last_decision_ns: _,
+        // Metrics.
+        series: _,
+        stats: _,
+        // Lazy steady decode steps: off in a check (`steady_ok = false`), reset at load.
+        steady: _,
+        // Async scheduling's arrivals during a step. NOT packed: empty unless a check's
+        // scenario sets `scheduler.async_scheduling = true` (the checker's linear cost
+        // model leaves it off by default); with it on, a check is not sound today (its
+        // requests vanish at load, a false `one_state` violation).
+        inbox: _,
+    } = rep;
+}
+
+/// Every field of a replica's scheduler state, by what the packed state does with it.
+#[cfg_attr(not(test), allow(dead_code))]
+fn sched_fields(st: &SchedState) {
+    let SchedState {
+        // Packed: queue and list orders, KV slots written, free units (ids renamed), and
+        // the plan of a step in flight.
+        waiting: _,
+        running: _,
+        used_slots: _,
+        kv: _,
+        plan: _,
+        // Rebuilt by `decode`: preempted requests go before keys 1, 2, … again.
+        front_counter: _,
+        // Scratch of the step being planned, rebuilt when the next step is planned.
+        preempted: _,
+        budget_left: _,
+        shape: _,
+        prefill_items: _,
+        shape_dirty: _,
+        step_queries: _,
+        step_hits: _,
+        admitted_hits: _,
+        admission: _,
+    } = st;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::{Format, SimOptions};
+
+    /// A fresh engine of a two-replica check configuration.
+    fn engine() -> Engine {
+        let text = super::super::tests::small("vllm", None, 6, 2, 8, &[(6, 4, 0), (5, 3, 0)]);
+        let sc = Scenario::parse(&text, Format::Json).unwrap();
+        crate::api::build_inner(sc, SimOptions::default(), None, true).unwrap().engine
+    }
+
+    #[test]
+    fn every_packed_field_changes_the_packed_state() {
+        let base = engine();
+        // The classification above covers every field (it would not compile otherwise).
+        req_fields(&base.reqs[0]);
+        replica_fields(&base.replicas[0]);
+        sched_fields(&base.replicas[0].sched);
+        let wait = vec![0u8; base.reqs.len()];
+        let mut before = Vec::new();
+        encode(&base, &wait, &mut before);
+        type Change = (&'static str, fn(&mut Engine));
+        let changes: &[Change] = &[
+            ("status", |e| e.reqs[0].status = Status::Waiting),
+            ("replica", |e| e.reqs[0].replica = 1),
+            ("computed", |e| e.reqs[0].computed = 3),
+            ("generated", |e| e.reqs[0].generated = 2),
+            ("prefill_target", |e| e.reqs[0].prefill_target = 6),
+            ("blocks", |e| e.reqs[0].blocks.push(0)),
+            ("busy", |e| e.replicas[0].busy = true),
+            ("outstanding_tokens", |e| e.replicas[0].outstanding_tokens = 9),
+            ("used_slots", |e| e.replicas[1].sched.used_slots = 4),
+            ("running", |e| e.replicas[1].sched.running.push(1)),
+            ("rr_next", |e| e.rr_next = 1),
+            ("dispatch", |e| e.dispatch.push_back(1)),
+        ];
+        for (name, change) in changes {
+            let mut e = engine();
+            change(&mut e);
+            let mut after = Vec::new();
+            encode(&e, &wait, &mut after);
+            assert_ne!(after, before, "{name} is not in the packed state");
         }
     }
 }

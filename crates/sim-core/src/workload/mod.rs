@@ -536,7 +536,16 @@ impl WorkloadSpec {
     /// (from `trace.path`) instead of parsing `trace.text`. The loaded trace must have been
     /// read with this section's trace options.
     pub fn generate_with(&self, seed: u64, max_model_len: u32, loaded: Option<LoadedTrace>) -> Result<Workload> {
-        let mut w = self.generate_plain(seed, max_model_len, loaded)?;
+        self.generate_capped(seed, max_model_len, loaded, MAX_REQUESTS)
+    }
+
+    /// [`WorkloadSpec::generate_with`] where a random arrival process may produce at most
+    /// `cap` requests (what the run's memory limit allows): past it, a `ResourceError`
+    /// naming the arrival field, before the requests are held. An arrival process's count is
+    /// random (a gamma process with a huge `cv` sends bursts of millions), so the estimate
+    /// made before generating cannot bound it.
+    pub fn generate_capped(&self, seed: u64, max_model_len: u32, loaded: Option<LoadedTrace>, cap: u64) -> Result<Workload> {
+        let mut w = self.generate_plain(seed, max_model_len, loaded, cap.min(MAX_REQUESTS))?;
         if let Some(list) = &self.requests {
             for r in w.requests.iter_mut() {
                 if let Some(d) = list.get(r.id as usize).and_then(|x| x.template_depth) {
@@ -551,11 +560,11 @@ impl WorkloadSpec {
     }
 
     /// [`WorkloadSpec::generate_with`] without the attackers and template depths.
-    fn generate_plain(&self, seed: u64, max_model_len: u32, loaded: Option<LoadedTrace>) -> Result<Workload> {
+    fn generate_plain(&self, seed: u64, max_model_len: u32, loaded: Option<LoadedTrace>, cap: u64) -> Result<Workload> {
         match self.resolve(max_model_len)? {
             Resolved::Explicit(rows) => rows.assemble(),
-            Resolved::Generated(g) => Ok(Workload { requests: g.generate(seed)?, segments: Vec::new() }),
-            Resolved::Shared(g) => g.generate(seed, max_model_len),
+            Resolved::Generated(g) => Ok(Workload { requests: g.generate(seed, cap)?, segments: Vec::new() }),
+            Resolved::Shared(g) => g.generate(seed, max_model_len, cap),
             Resolved::Sessions(g) => g.generate(seed, max_model_len),
             Resolved::Trace(spec) => {
                 let trace = match loaded {

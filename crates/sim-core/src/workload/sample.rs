@@ -162,7 +162,8 @@ pub(super) struct Generated {
 }
 
 impl Generated {
-    pub(super) fn generate(&self, seed: u64) -> Result<Vec<RequestSpec>> {
+    /// The requests; at most `cap` (≤ [`MAX_REQUESTS`]: past it a `ResourceError`).
+    pub(super) fn generate(&self, seed: u64, cap: u64) -> Result<Vec<RequestSpec>> {
         let mut arrivals = SimRng::stream(seed, STREAM_ARRIVALS);
         let mut prompts = SimRng::stream(seed, STREAM_PROMPT);
         let mut outputs = SimRng::stream(seed, STREAM_OUTPUT);
@@ -173,11 +174,8 @@ impl Generated {
         };
         self.arrival.for_each(&mut arrivals, self.stop, |t_s, _| {
             let n = out.len() as u64;
-            if n >= MAX_REQUESTS {
-                return Err(SimError::config(
-                    bound,
-                    format!("the arrival process produced more than {MAX_REQUESTS} requests in this duration"),
-                ));
+            if n >= cap {
+                return Err(too_many(bound, cap));
             }
             out.push(RequestSpec::new(
                 n as u32,
@@ -189,6 +187,22 @@ impl Generated {
             Ok(true)
         })?;
         Ok(out)
+    }
+}
+
+/// The error for an arrival process that produced more than `cap` requests: a config error
+/// at the hard limit, a resource error below it (the run's memory limit set it).
+pub(super) fn too_many(field: &str, cap: u64) -> SimError {
+    if cap >= MAX_REQUESTS {
+        SimError::config(field, format!("the arrival process produced more than {MAX_REQUESTS} requests in this duration"))
+    } else {
+        SimError::resource(
+            field,
+            format!(
+                "the arrival process produced more than {cap} requests, the most limits.max_memory_gib holds \
+                 (a random process can far exceed its expected count: lower arrival.cv or the rates, or raise the limit)"
+            ),
+        )
     }
 }
 

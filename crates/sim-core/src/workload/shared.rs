@@ -32,7 +32,7 @@ use super::arrival::{ArrivalModel, Stop};
 use super::dist::Len;
 use super::keys::{key, Ns};
 use super::sample::{seconds_to_ns, LengthModel};
-use super::{output_key, After, RequestSpec, Segment, Workload, MAX_REQUESTS, STREAM_ARRIVALS};
+use super::{output_key, After, RequestSpec, Segment, Workload, STREAM_ARRIVALS};
 use crate::error::{Result, SimError};
 use crate::rng::SimRng;
 
@@ -156,7 +156,7 @@ impl SharedGen {
 
     /// Generate the workload. `max_model_len` decides which multi-turn requests the server
     /// rejects (their answer never joins the context).
-    pub(super) fn generate(&self, seed: u64, max_model_len: u32) -> Result<Workload> {
+    pub(super) fn generate(&self, seed: u64, max_model_len: u32, cap: u64) -> Result<Workload> {
         let prompts = self.prompts(seed);
         let n_prompts = prompts.len() as u64;
         let mut arrivals = SimRng::stream(seed, STREAM_ARRIVALS);
@@ -167,8 +167,8 @@ impl SharedGen {
             if k != stage {
                 (stage, local) = (k, 0);
             }
-            if sent.len() as u64 >= MAX_REQUESTS {
-                return Err(SimError::config("arrival", format!("the arrival process produced more than {MAX_REQUESTS} requests")));
+            if sent.len() as u64 >= cap {
+                return Err(super::sample::too_many("arrival", cap));
             }
             sent.push((seconds_to_ns(t_s), (local % n_prompts) as u32));
             local += 1;
