@@ -200,7 +200,7 @@ impl KvPool {
             return false;
         }
         if let Some(c) = self.cache.as_deref_mut().filter(|c| c.active) {
-            table.extend((0..need).map(|_| c.pop_free()));
+            c.pop_into(table, need);
             return true;
         }
         if need == 1 {
@@ -226,7 +226,18 @@ impl KvPool {
     #[inline]
     pub fn release(&mut self, table: &mut Vec<u32>) {
         match self.cache.as_deref_mut() {
-            Some(c) if c.active => table.drain(..).rev().for_each(|u| c.decref(u)),
+            Some(c) if c.active => c.release_all(table, table.len()),
+            _ => self.free.extend(table.drain(..).rev()),
+        }
+    }
+
+    /// [`KvPool::release`] for a table whose units from index `blank_from` on cache
+    /// nothing (see [`crate::prefix::Apc::blank_from`]): those are freed without reading
+    /// their state.
+    #[inline]
+    pub fn release_from(&mut self, table: &mut Vec<u32>, blank_from: usize) {
+        match self.cache.as_deref_mut() {
+            Some(c) if c.active => c.release_all(table, blank_from),
             _ => self.free.extend(table.drain(..).rev()),
         }
     }

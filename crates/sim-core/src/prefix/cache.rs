@@ -1,7 +1,7 @@
 //! The cache side of one replica's KV pool: reference counts, the keys units are cached
 //! under, vLLM's free queue, and the indexes from keys to units (see [`super`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{private_key, NIL, RUN, TOP};
@@ -33,13 +33,14 @@ impl Hasher for KeyHasher {
 struct Slot {
     /// The key it is cached under, 0 when it holds no cached block.
     key: u64,
-    /// How many request tables hold it (vLLM's `ref_cnt`).
+    /// How many request tables hold it (vLLM's `ref_cnt`), while it is cached (`key` not
+    /// 0). A unit caching nothing is held by one table or free (see `BlockCache::blanks`).
     ref_cnt: u32,
     /// The next unit cached under the same key (registration order), or NIL.
     dup: u32,
-    /// Free-queue links (NIL at either end, and off the queue).
-    prev: u32,
-    next: u32,
+    /// Its position in the free queue (counted from the queue's first entry ever), or
+    /// `OFF_QUEUE`: an entry of `queue` naming it is live only at this position.
+    qpos: u64,
     /// The map's entry for `key` names this unit (the oldest copy).
     first: bool,
 }
@@ -60,11 +61,28 @@ pub struct BlockCache {
     /// Awake: `slots` and the queue are live.
     pub active: bool,
     slots: Vec<Slot>,
-    /// The free queue: head = evicted next.
-    head: u32,
-    tail: u32,
+    /// The free queue, head = evicted next, as an array: a unit taken out of the middle
+    /// (a hit on a free unit) leaves a stale entry behind, skipped when it reaches the head
+    /// (its slot's `qpos` no longer names that position). The same order as a linked list,
+    /// but popping a run of units reads their ids in sequence instead of chasing one link
+    /// per unit through memory (the simulator's hottest loop on long prompts).
+    queue: VecDeque<u32>,
+    /// Entries ever popped from the queue's head: `queue[i]` is at position `popped + i`.
+    popped: u64,
+    /// Stale entries in `queue`.
+    stale: u32,
     /// Units in the free queue (free, cached or not).
     pub num_free: u32,
+    /// The free units that cache nothing (*blank*), next handed out last. Their places in
+    /// the queue hold `NIL`: a blank unit's position in vLLM's queue matters (it delays
+    /// the eviction of the cached units behind it), which blank unit it is does not (it
+    /// holds nothing a lookup could find), so a `NIL` entry reaching the head hands out
+    /// the most recently freed blank unit. Freeing or taking one touches no per-unit state
+    /// but a bit (a request's private tail, about half the blocks of a long prompt): blank
+    /// units are held by one table (nothing is shared before it is cached).
+    blanks: Vec<u32>,
+    /// One bit per unit: a free blank unit (in `blanks`).
+    blank_bits: Vec<u64>,
     /// Counts changes of what is cached (registrations, evictions): a lookup's answer
     /// cannot change while it stays put.
     pub epoch: u64,
@@ -86,6 +104,9 @@ pub struct BlockCache {
     /// unreachable (nobody else can look them up).
     ghosts: HashMap<u32, Ghost, BuildHasherDefault<KeyHasher>>,
 }
+
+/// `Slot::qpos` of a unit that is not in the free queue.
+const OFF_QUEUE: u64 = u64::MAX;
 
 /// A run of shared blocks inside one stream piece (see `BlockCache::runs`).
 #[derive(Debug, Clone, Default)]
@@ -158,9 +179,12 @@ impl BlockCache {
             total,
             active: false,
             slots: Vec::new(),
-            head: NIL,
-            tail: NIL,
+            queue: VecDeque::new(),
+            popped: 0,
+            stale: 0,
             num_free: 0,
+            blanks: Vec::new(),
+            blank_bits: Vec::new(),
             epoch: 0,
             map: HashMap::default(),
             runs: HashMap::default(),
@@ -171,52 +195,86 @@ impl BlockCache {
     }
 
     /// Wake up with `free` (the pool's free stack, drained) as the free queue, next
-    /// allocated first; every other unit is held by one request.
+    /// allocated first; every other unit is held by one request. Nothing is cached yet:
+    /// all of them are blank.
     pub fn activate(&mut self, free: &mut Vec<u32>) {
-        let idle = Slot { key: 0, ref_cnt: 1, dup: NIL, prev: NIL, next: NIL, first: false };
+        let idle = Slot { key: 0, ref_cnt: 1, dup: NIL, qpos: OFF_QUEUE, first: false };
         self.slots = vec![idle; self.total as usize];
-        for u in free.drain(..).rev() {
-            self.slots[u as usize].ref_cnt = 0;
-            self.push_free(u);
+        self.blank_bits = vec![0; (self.total as usize).div_ceil(64)];
+        // Room for every unit and the most stale entries kept: the queue never grows.
+        self.queue = VecDeque::with_capacity(self.total as usize + self.max_stale() as usize + 1);
+        self.queue.extend(std::iter::repeat_n(NIL, free.len()));
+        self.num_free = free.len() as u32;
+        for &u in free.iter() {
+            self.blank_bits[u as usize / 64] |= 1 << (u % 64);
         }
+        // The stack's top, handed out next, stays on top.
+        self.blanks = std::mem::take(free);
         self.active = true;
         self.epoch += 1;
+    }
+
+    /// Is `u` a free blank unit?
+    #[inline]
+    fn is_free_blank(&self, u: u32) -> bool {
+        self.blank_bits.get(u as usize / 64).is_some_and(|w| w >> (u % 64) & 1 != 0)
+    }
+
+    /// Free blank unit `u` (held by one table, caching nothing): a `NIL` entry at the
+    /// queue's tail.
+    #[inline]
+    fn free_blank(&mut self, u: u32) {
+        debug_assert!(self.slots[u as usize].key == 0 && !self.is_free_blank(u));
+        self.blank_bits[u as usize / 64] |= 1 << (u % 64);
+        self.blanks.push(u);
+        self.queue.push_back(NIL);
+        self.num_free += 1;
     }
 
     /// Append `u` at the tail of the free queue (`FreeKVCacheBlockQueue.append`).
     #[inline]
     fn push_free(&mut self, u: u32) {
-        let tail = self.tail;
-        let s = &mut self.slots[u as usize];
-        s.prev = tail;
-        s.next = NIL;
-        if tail == NIL {
-            self.head = u;
-        } else {
-            self.slots[tail as usize].next = u;
-        }
-        self.tail = u;
+        debug_assert!(self.slots[u as usize].key != 0);
+        self.slots[u as usize].qpos = self.popped + self.queue.len() as u64;
+        self.queue.push_back(u);
         self.num_free += 1;
     }
 
-    /// Take `u` out of the free queue (`FreeKVCacheBlockQueue.remove`).
+    /// Take `u` out of the free queue (`FreeKVCacheBlockQueue.remove`): its entry goes
+    /// stale; when most entries are, the live ones are packed (amortised O(1)).
     #[inline]
     fn unlink(&mut self, u: u32) {
-        let Slot { prev: p, next: n, .. } = self.slots[u as usize];
-        if p == NIL {
-            self.head = n;
-        } else {
-            self.slots[p as usize].next = n;
-        }
-        if n == NIL {
-            self.tail = p;
-        } else {
-            self.slots[n as usize].prev = p;
-        }
-        let s = &mut self.slots[u as usize];
-        s.prev = NIL;
-        s.next = NIL;
+        self.slots[u as usize].qpos = OFF_QUEUE;
         self.num_free -= 1;
+        self.stale += 1;
+        if self.stale > self.max_stale() {
+            self.pack();
+        }
+    }
+
+    /// Stale entries kept before they are packed away: an eighth of the pool (packing
+    /// costs a pass over the queue, paid for by that many removals), at least 1024.
+    #[inline]
+    fn max_stale(&self) -> u32 {
+        (self.total / 8).max(1024)
+    }
+
+    /// Drop the stale entries of the queue, renumbering the live ones' positions.
+    #[cold]
+    fn pack(&mut self) {
+        let BlockCache { queue, slots, popped, .. } = self;
+        let mut at = *popped;
+        queue.retain(|&u| {
+            let live = u == NIL || slots[u as usize].qpos == at;
+            at += 1;
+            live
+        });
+        for (i, &u) in queue.iter().enumerate() {
+            if u != NIL {
+                slots[u as usize].qpos = *popped + i as u64;
+            }
+        }
+        self.stale = 0;
     }
 
     /// A new unit for a request: the head of the free queue, its cached block evicted
@@ -224,23 +282,66 @@ impl BlockCache {
     /// checked that a unit is free.
     #[inline]
     pub fn pop_free(&mut self) -> u32 {
-        let u = self.head;
-        self.unlink(u);
-        if self.slots[u as usize].key != 0 {
-            self.evict(u);
+        loop {
+            let u = self.queue.pop_front().expect("pop_free on an empty free queue");
+            let at = self.popped;
+            self.popped += 1;
+            if u == NIL {
+                // A blank unit's place: the most recently freed one.
+                let b = self.blanks.pop().expect("a blank unit for each NIL entry");
+                self.blank_bits[b as usize / 64] &= !(1 << (b % 64));
+                self.num_free -= 1;
+                return b;
+            }
+            let s = &mut self.slots[u as usize];
+            if s.qpos != at {
+                self.stale -= 1;
+                continue; // taken out of the middle since
+            }
+            s.qpos = OFF_QUEUE;
+            s.ref_cnt = 1;
+            let cached = s.key != 0;
+            self.num_free -= 1;
+            if cached {
+                self.evict(u);
+            }
+            return u;
         }
-        self.slots[u as usize].ref_cnt = 1;
-        u
     }
 
     /// A request hits cached unit `u`: one more holder, out of the free queue if it was
     /// there (`BlockPool.touch`).
     #[inline]
     pub fn touch(&mut self, u: u32) {
+        debug_assert!(self.slots[u as usize].key != 0, "a hit is on a cached unit");
         if self.slots[u as usize].ref_cnt == 0 {
             self.unlink(u);
         }
         self.slots[u as usize].ref_cnt += 1;
+    }
+
+    /// Append `need` new units to `table` ([`BlockCache::pop_free`] each, the queue's
+    /// head first). The caller has checked that they are free.
+    pub fn pop_into(&mut self, table: &mut Vec<u32>, need: usize) {
+        table.reserve(need);
+        for _ in 0..need {
+            let u = self.pop_free();
+            table.push(u);
+        }
+    }
+
+    /// Every unit of `table` lets go of it, last first ([`BlockCache::decref`] each).
+    /// Its units from index `blank_from` on are known to cache nothing (so to be held by
+    /// this table alone): they are freed without reading their state.
+    pub fn release_all(&mut self, table: &mut Vec<u32>, blank_from: usize) {
+        let cut = blank_from.min(table.len());
+        for &u in table[cut..].iter().rev() {
+            self.free_blank(u);
+        }
+        for &u in table[..cut].iter().rev() {
+            self.decref(u);
+        }
+        table.clear();
     }
 
     /// One holder lets `u` go; at zero it joins the tail of the free queue, still cached
@@ -248,6 +349,10 @@ impl BlockCache {
     #[inline]
     pub fn decref(&mut self, u: u32) {
         let s = &mut self.slots[u as usize];
+        if s.key == 0 {
+            self.free_blank(u);
+            return;
+        }
         s.ref_cnt -= 1;
         if s.ref_cnt == 0 {
             self.push_free(u);
@@ -313,6 +418,7 @@ impl BlockCache {
             }
             run.live += 1;
             let s = &mut slots[u as usize];
+            s.ref_cnt = 1; // blank until now: held by this table alone
             s.key = run_key_of(e, i as u32);
             s.dup = NIL;
             s.first = head == NIL;
@@ -355,6 +461,7 @@ impl BlockCache {
             self.slots[last as usize].dup = u;
         }
         let s = &mut self.slots[u as usize];
+        s.ref_cnt = 1; // blank until now: held by this table alone
         s.key = key;
         s.dup = NIL;
         s.first = head.is_none();
@@ -383,6 +490,7 @@ impl BlockCache {
                 slots[last as usize].dup = u;
             }
             let s = &mut slots[u as usize];
+            s.ref_cnt = 1; // blank until now: held by this table alone
             s.key = private_key(id, i as u32);
             s.dup = NIL;
             s.first = head == NIL;
@@ -457,18 +565,24 @@ impl BlockCache {
     /// How many request tables hold unit `u` (awake cache).
     #[inline]
     pub fn ref_count(&self, u: u32) -> u32 {
-        self.slots[u as usize].ref_cnt
+        if self.slots[u as usize].key != 0 {
+            self.slots[u as usize].ref_cnt
+        } else {
+            u32::from(!self.is_free_blank(u))
+        }
     }
 
     /// The free units of an awake cache, head (evicted next) first.
     pub fn free_iter(&self) -> impl Iterator<Item = u32> + '_ {
-        let mut u = if self.active { self.head } else { NIL };
-        std::iter::from_fn(move || {
-            (u != NIL).then(|| {
-                let x = u;
-                u = self.slots[u as usize].next;
-                x
-            })
+        // A dormant cache's queue is empty. The k-th `NIL` entry from the head names the
+        // blank unit it would hand out if the queue were emptied now.
+        let mut blank = self.blanks.len();
+        self.queue.iter().enumerate().filter_map(move |(i, &u)| {
+            if u == NIL {
+                blank = blank.checked_sub(1)?;
+                return self.blanks.get(blank).copied();
+            }
+            (self.slots[u as usize].qpos == self.popped + i as u64).then_some(u)
         })
     }
 
@@ -481,24 +595,34 @@ impl BlockCache {
         }
         let n = self.slots.len();
         let mut on_queue = vec![false; n];
-        let (mut count, mut prev) = (0u32, NIL);
+        let mut count = 0u32;
         for u in self.free_iter() {
             if (u as usize) >= n || on_queue[u as usize] {
                 return Err(format!("free queue revisits unit {u}"));
             }
-            if self.slots[u as usize].prev != prev {
-                return Err(format!("free queue: unit {u}'s back link is broken"));
-            }
             on_queue[u as usize] = true;
-            prev = u;
             count += 1;
         }
-        if prev != self.tail || count != self.num_free {
-            return Err(format!("free queue holds {count} units, its count says {}", self.num_free));
+        if count != self.num_free || self.queue.len() as u64 != u64::from(count) + u64::from(self.stale) {
+            return Err(format!(
+                "free queue holds {count} units and {} stale entries, its counts say {} and {}",
+                self.queue.len() as u64 - u64::from(count),
+                self.num_free,
+                self.stale
+            ));
         }
-        for (u, (&q, s)) in on_queue.iter().zip(&self.slots).enumerate() {
-            if q != (s.ref_cnt == 0) {
-                return Err(format!("unit {u}: reference count {} but {} the free queue", s.ref_cnt, if q { "on" } else { "off" }));
+        let nil = self.queue.iter().filter(|&&u| u == NIL).count();
+        let bits: u32 = self.blank_bits.iter().map(|w| w.count_ones()).sum();
+        if nil != self.blanks.len() || bits as usize != nil {
+            return Err(format!("{nil} blank places in the free queue, {} blank units, {bits} marked", self.blanks.len()));
+        }
+        if let Some(&u) = self.blanks.iter().find(|&&u| self.slots[u as usize].key != 0) {
+            return Err(format!("free blank unit {u} is cached"));
+        }
+        for (u, &q) in on_queue.iter().enumerate() {
+            let rc = self.ref_count(u as u32);
+            if q != (rc == 0) {
+                return Err(format!("unit {u}: reference count {rc} but {} the free queue", if q { "on" } else { "off" }));
             }
         }
         let mut live = vec![0u32; self.slab.len()];

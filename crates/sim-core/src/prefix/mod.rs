@@ -86,6 +86,9 @@ struct ApcReq {
     starts: Vec<u32>,
     /// Tokens hit at the first admission (vLLM's `num_cached_tokens`).
     cached_tokens: u32,
+    /// Leading units of the request's current table that may cache a block (hit or
+    /// registered); the units after them cache nothing and only it holds them.
+    cached_units: u32,
 }
 
 /// The engine-wide side of prefix caching.
@@ -404,6 +407,7 @@ impl Apc {
         if let Some(p) = self.per.get_mut(r.id as usize) {
             let (_, per) = Self::block_of(kv, r);
             p.cached_shared = (self.hits.len() as u32 / per).min(p.share_blocks);
+            p.cached_units = self.hits.len() as u32;
         }
     }
 
@@ -444,7 +448,18 @@ impl Apc {
                 k = e;
             }
         }
-        self.per[r.id as usize].cached_shared = upto;
+        let p = &mut self.per[r.id as usize];
+        p.cached_shared = upto;
+        p.cached_units = p.cached_units.max(upto * per);
+    }
+
+    /// Where request `id`'s table of `len` units stops caching: its units from there on
+    /// cache nothing (they were allocated after its hits and its registered blocks), so a
+    /// release frees them without reading their state ([`KvPool::release_from`]). `len`
+    /// when unknown.
+    #[inline]
+    pub fn blank_from(&self, id: u32, len: usize) -> usize {
+        self.per.get(id as usize).map_or(len, |p| (p.cached_units as usize).min(len))
     }
 
     /// Free `r`'s units, last first so that its tail is evicted first (vLLM's
@@ -458,10 +473,12 @@ impl Apc {
             return;
         }
         let (b, per) = Self::block_of(kv, r);
+        let mut blank_from = self.blank_from(r.id, r.blocks.len());
         if let Some(alloc) = again {
             let full = alloc.min(r.num_tokens()) / b;
             let from = self.share_blocks(r.id).min(full);
             if from < full {
+                blank_from = blank_from.max((full * per) as usize);
                 let replica = kv.replica;
                 if let Some(c) = kv.awake_cache() {
                     c.register_private(r.id, from * per, &r.blocks[(from * per) as usize..(full * per) as usize]);
@@ -475,8 +492,9 @@ impl Apc {
         }
         if let Some(p) = self.per.get_mut(r.id as usize) {
             p.cached_shared = 0;
+            p.cached_units = 0;
         }
-        kv.release(&mut r.blocks);
+        kv.release_from(&mut r.blocks, blank_from);
     }
 }
 

@@ -12,16 +12,53 @@ fn awake(total: u32) -> BlockCache {
 
 #[test]
 fn free_queue_is_fifo_with_removal_from_the_middle() {
-    let mut c = awake(4);
-    assert_eq!(c.pop_free(), 0);
-    assert_eq!(c.pop_free(), 1);
+    let mut c = awake(6);
+    let units: Vec<u32> = (0..4).map(|_| c.pop_free()).collect();
+    assert_eq!(units, vec![0, 1, 2, 3]);
+    for (k, &u) in units.iter().enumerate() {
+        c.register(u, 10 + k as u64);
+    }
     c.decref(1);
     c.decref(0);
-    // Queue: 2, 3, 1, 0.
-    assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![2, 3, 1, 0]);
+    c.decref(3);
+    c.decref(2);
+    // Queue: the two blank units 4, 5, then 1, 0, 3, 2 as freed.
+    assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![4, 5, 1, 0, 3, 2]);
     c.touch(3);
-    assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![2, 1, 0]);
-    assert_eq!(c.num_free, 3);
+    assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![4, 5, 1, 0, 2]);
+    assert_eq!(c.num_free, 5);
+    c.check().unwrap();
+    // Allocation takes the head: the blanks, then 1 (its block evicted), 0, skipping 3.
+    let next: Vec<u32> = (0..4).map(|_| c.pop_free()).collect();
+    assert_eq!(next, vec![4, 5, 1, 0]);
+    assert_eq!((c.lookup(11), c.lookup(10), c.lookup(13)), (None, None, Some(3)));
+    c.check().unwrap();
+}
+
+/// Which blank unit (one caching nothing) is handed out does not matter, where its place
+/// in the queue does: it delays the eviction of the cached units behind it.
+#[test]
+fn blank_units_keep_their_places_in_the_queue() {
+    let mut c = awake(4);
+    let (a, b, x) = (c.pop_free(), c.pop_free(), c.pop_free());
+    c.register(a, 7);
+    // A table [a, x] freed, last first, its units from index 1 on known to be blank;
+    // then a table [b], all blank.
+    let mut table = vec![a, x];
+    c.release_all(&mut table, 1);
+    assert!(table.is_empty());
+    c.release_all(&mut vec![b], 0);
+    assert_eq!(c.num_free, 4);
+    c.check().unwrap();
+    // Queue: the unit never used, x's place, a, b's place. Two allocations leave a cached,
+    // the third evicts it, the fourth takes the last blank.
+    c.pop_free();
+    c.pop_free();
+    assert_eq!(c.lookup(7), Some(a));
+    assert_eq!(c.pop_free(), a);
+    assert_eq!(c.lookup(7), None);
+    c.pop_free();
+    assert_eq!(c.num_free, 0);
     c.check().unwrap();
 }
 
@@ -68,6 +105,53 @@ fn private_copies_are_found_oldest_first_and_a_done_request_is_forgotten() {
     c.check().unwrap();
     assert_eq!(c.pop_free(), b);
     assert!(c.ghost(9).1.is_empty());
+    c.check().unwrap();
+}
+
+/// The free queue keeps vLLM's order through many removals from the middle, including
+/// when its stale entries are packed away: checked against a plain list. Every held unit
+/// is cached (a fresh key each time), so the queue names every unit.
+#[test]
+fn free_queue_order_survives_packing() {
+    let n = 4000u32;
+    let mut c = awake(n);
+    let mut model: std::collections::VecDeque<u32> = (0..n).collect();
+    let mut held: Vec<u32> = Vec::new();
+    let mut x = 7u64;
+    let mut rnd = |m: usize| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) as usize % m.max(1)
+    };
+    let mut key = 0u64;
+    for step in 0..60_000 {
+        match rnd(5) {
+            0 if !model.is_empty() => {
+                let u = c.pop_free();
+                assert_eq!(Some(u), model.pop_front(), "step {step}");
+                key += 1;
+                c.register(u, key);
+                held.push(u);
+            }
+            1 if !held.is_empty() => {
+                let u = held.swap_remove(rnd(held.len()));
+                c.decref(u);
+                model.push_back(u);
+            }
+            _ if !model.is_empty() => {
+                // A hit on a free cached unit: out of the middle of the queue.
+                let i = rnd(model.len());
+                if c.key_of(model[i]) == 0 {
+                    continue; // a blank unit: nothing to hit
+                }
+                let u = model.remove(i).unwrap();
+                c.touch(u);
+                held.push(u);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(c.free_iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+    assert_eq!(c.num_free as usize, model.len());
     c.check().unwrap();
 }
 
