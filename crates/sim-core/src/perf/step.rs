@@ -415,6 +415,41 @@ impl StepModel {
             }
         }
     }
+    /// The MLP part of a layer at `m` tokens, after attention, into `post`: the dense MLP
+    /// of layers without experts, then the MoE layers' router, token permutation, experts
+    /// (through the fused kernel's GEMMs) and shared expert, each at its share of the
+    /// layers. `mlp` builds a gated MLP `gate_up, act, down` as the engine runs it.
+    fn mlp_part(&self, m: f64, mlp: &dyn Fn([&'static str; 3], OpT, OpT, f64) -> Vec<Named>, post: &mut Vec<Named>) {
+        let (mix, r, h) = (&self.mix, &self.r, self.hidden);
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        let g = |name: &str, t: OpT| Named { name: name.to_string(), t, kernels: 1.0 };
+        if mix.moe_share < 1.0 {
+            // Layers without experts (all of a dense model's).
+            let (names, inter) = if self.moe.is_some() {
+                (["dense_gate_up", "", "dense_down"], mix.dense_inter_shard)
+            } else {
+                (["gate_up", "", "down"], self.inter_shard)
+            };
+            let (gu, dn) = if self.moe.is_some() { (mix.dense_gate_up, mix.dense_down) } else { (self.gate_up, self.down) };
+            let ops = mlp(names, r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter);
+            post.extend(ops.into_iter().map(|o| o.on_share(1.0 - mix.moe_share)));
+        }
+        if let Some((_, _, width)) = self.moe {
+            let router = r.gemm(m, self.hidden as u32, width);
+            // token permutation in and out (top-k, block alignment; read + write the hidden
+            // state per routed copy) and the weighted sum of the experts' outputs
+            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
+            let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
+            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), self.inter_shard * top_k));
+            if let Some((gu, dn, inter)) = mix.shared {
+                // The shared expert: a dense MLP every token also goes through.
+                let act = if mix.act == "silu_mul" { "shared_silu_mul" } else { "shared_gelu_mul" };
+                ops.extend(mlp(["shared_gate_up", act, "shared_down"], r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter));
+            }
+            post.extend(ops.into_iter().map(|o| o.on_share(mix.moe_share)));
+        }
+    }
+
 
     /// The dense ops of one layer at `m` tokens, before and after attention, fusion applied;
     /// and the prologue (embedding, first norm) and stage transfers. Ops only some layers
@@ -426,7 +461,6 @@ impl StepModel {
         }
         let h = self.hidden;
         let (hq, hkv, hd) = (f64::from(self.hq), f64::from(self.hkv), f64::from(self.hd));
-        let top_k = self.moe.map_or(1.0, |x| x.1);
         let mix = &self.mix;
         let r = &self.r;
         // An elementwise op named `name`, priced by the profile's `op` tables.
@@ -479,30 +513,7 @@ impl StepModel {
             ops.push(g(names[2], down));
             ops
         };
-        if mix.moe_share < 1.0 {
-            // Layers without experts (all of a dense model's).
-            let (names, inter) = if self.moe.is_some() {
-                (["dense_gate_up", "", "dense_down"], mix.dense_inter_shard)
-            } else {
-                (["gate_up", "", "down"], self.inter_shard)
-            };
-            let (gu, dn) = if self.moe.is_some() { (mix.dense_gate_up, mix.dense_down) } else { (self.gate_up, self.down) };
-            let ops = mlp(names, r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter);
-            post.extend(ops.into_iter().map(|o| o.on_share(1.0 - mix.moe_share)));
-        }
-        if let Some((_, _, width)) = self.moe {
-            let router = r.gemm(m, self.hidden as u32, width);
-            // token permutation in and out (read + write the hidden state per routed copy)
-            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
-            let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
-            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), self.inter_shard * top_k));
-            if let Some((gu, dn, inter)) = mix.shared {
-                // The shared expert: a dense MLP every token also goes through.
-                let act = if mix.act == "silu_mul" { "shared_silu_mul" } else { "shared_gelu_mul" };
-                ops.extend(mlp(["shared_gate_up", act, "shared_down"], r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter));
-            }
-            post.extend(ops.into_iter().map(|o| o.on_share(mix.moe_share)));
-        }
+        self.mlp_part(m, &mlp, &mut post);
         if let Some(a) = ar {
             post.push(g("tp_allreduce", a));
         }
@@ -522,7 +533,6 @@ impl StepModel {
     fn dense_vllm(&self, m: f64) -> (Vec<Named>, Vec<Named>, Vec<Named>, f64) {
         let h = self.hidden;
         let (hq, hkv, hd) = (f64::from(self.hq), f64::from(self.hkv), f64::from(self.hd));
-        let top_k = self.moe.map_or(1.0, |x| x.1);
         let mix = &self.mix;
         let r = &self.r;
         let g = |name: &str, t: OpT| Named { name: name.to_string(), t, kernels: 1.0 };
@@ -570,29 +580,7 @@ impl StepModel {
             let act = if names[1].is_empty() { mix.act } else { names[1] };
             vec![g(names[0], gate_up), el(act, "silu_mul", inter, 6.0 * inter), g(names[2], down)]
         };
-        if mix.moe_share < 1.0 {
-            // Layers without experts (all of a dense model's).
-            let (names, inter) = if self.moe.is_some() {
-                (["dense_gate_up", "", "dense_down"], mix.dense_inter_shard)
-            } else {
-                (["gate_up", "", "down"], self.inter_shard)
-            };
-            let (gu, dn) = if self.moe.is_some() { (mix.dense_gate_up, mix.dense_down) } else { (self.gate_up, self.down) };
-            let ops = mlp(names, r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter);
-            post.extend(ops.into_iter().map(|o| o.on_share(1.0 - mix.moe_share)));
-        }
-        if let Some((_, _, width)) = self.moe {
-            let router = r.gemm(m, self.hidden as u32, width);
-            // routing (top-k, block alignment) and the weighted sum of the experts' outputs
-            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
-            let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
-            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), self.inter_shard * top_k));
-            if let Some((gu, dn, inter)) = mix.shared {
-                let act = if mix.act == "silu_mul" { "shared_silu_mul" } else { "shared_gelu_mul" };
-                ops.extend(mlp(["shared_gate_up", act, "shared_down"], r.gemm(m, gu.0, gu.1), r.gemm(m, dn.0, dn.1), inter));
-            }
-            post.extend(ops.into_iter().map(|o| o.on_share(mix.moe_share)));
-        }
+        self.mlp_part(m, &mlp, &mut post);
         if let Some(a) = ar {
             post.push(g("tp_allreduce", a));
         }
