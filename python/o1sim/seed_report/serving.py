@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import _core
+from .._cli_args import web_dir
 from ..api import Scenario, simulate
 from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim, f as _f, pct as _pct
 
@@ -47,8 +48,6 @@ console.log(JSON.stringify({ cold, warm: Math.min(...warm), edit: Math.min(...ed
 
 def _web_dir() -> Optional[Path]:
     """The page's folder (as `o1sim web` finds it) when it holds a built module."""
-    from ..cli import _web_dir as web_dir
-
     d = web_dir()
     return d if (d / "o1sim.js").is_file() and (d / "pkg" / "o1sim.wasm").is_file() else None
 
