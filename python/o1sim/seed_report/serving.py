@@ -146,7 +146,7 @@ def cold_start() -> Claim:
         f"The cold start under Node is {_f(node['cold'], 0)} ms: compiling and instantiating the "
         "1.5 MB module and the first run's code takes longer than 17 ms on this machine (in Chromium, "
         "`benchmarks/web.py` measures 75–96 ms for a first visit and 51–61 ms for the machine's floor, "
-        "an 11-step run; docs/benchmarks.md, *In the browser*). The 10,000 cycles themselves, warm, take "
+        "an 11-step run; benchmarks/README.md, *In the browser*). The 10,000 cycles themselves, warm, take "
         f"{_f(node['warm'], 1)} ms in WASM and {_f(nat['warm'], 2)} ms natively."
     )
     return c
