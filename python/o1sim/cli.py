@@ -29,10 +29,7 @@ from .errors import ConfigError, SimError
 # Imported where used: rich, the API and what it pulls in load only for the command that
 # needs them, so `o1sim --help` and small runs start fast (benchmarks/cli.py).
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rich.console import Console
-    from rich.progress import Progress
     from rich.table import Table
 
     from .api import CheckProgress, CheckResult, Result, Scenario
