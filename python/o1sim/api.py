@@ -378,9 +378,9 @@ class Result:
         """Every scheduler step, one row each (index ``step``, in the order the steps ran):
         ``replica``, ``start_ms``, ``end_ms``, ``tokens`` (scheduled this step) and
         ``batch_size`` (requests in the batch), ``free_blocks_after``, the lists
-        ``scheduled`` (``(request, tokens)`` pairs), ``preempted``, ``finished`` and
-        ``cached`` (``(request, prefix-cache hit tokens)`` at admission), then the step's
-        shape: ``prefill`` (``(new, context)`` tokens per prefill entry), ``decode_seqs``,
+        ``scheduled`` (``[request, tokens]`` pairs), ``preempted``, ``finished`` and
+        ``cached`` (``[request, prefix-cache hit tokens]`` at admission), then the step's
+        shape: ``prefill`` (``[new, context]`` tokens per prefill entry), ``decode_seqs``,
         ``decode_context_sum``, ``context_sum_after``, ``sampled``, ``decode_blocks_1024``,
         ``comm_ms`` and ``decision_ms``. The same steps as dicts: :attr:`step_records`.
         A result run without ``record_steps=True`` is run again once to get them."""
