@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import _core
+from .._cli_args import web_dir
 from ..api import Scenario, simulate
 from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim, f as _f, pct as _pct
 
@@ -47,8 +48,6 @@ console.log(JSON.stringify({ cold, warm: Math.min(...warm), edit: Math.min(...ed
 
 def _web_dir() -> Optional[Path]:
     """The page's folder (as `o1sim web` finds it) when it holds a built module."""
-    from ..cli import _web_dir as web_dir
-
     d = web_dir()
     return d if (d / "o1sim.js").is_file() and (d / "pkg" / "o1sim.wasm").is_file() else None
 
@@ -147,7 +146,7 @@ def cold_start() -> Claim:
         f"The cold start under Node is {_f(node['cold'], 0)} ms: compiling and instantiating the "
         "1.5 MB module and the first run's code takes longer than 17 ms on this machine (in Chromium, "
         "`benchmarks/web.py` measures 75–96 ms for a first visit and 51–61 ms for the machine's floor, "
-        "an 11-step run; docs/benchmarks.md, *In the browser*). The 10,000 cycles themselves, warm, take "
+        "an 11-step run; benchmarks/README.md, *In the browser*). The 10,000 cycles themselves, warm, take "
         f"{_f(node['warm'], 1)} ms in WASM and {_f(nat['warm'], 2)} ms natively."
     )
     return c
