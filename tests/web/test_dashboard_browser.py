@@ -50,10 +50,10 @@ def dashboard() -> Iterator[str]:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
-            except OSError:
+            except OSError as err:
                 if proc.poll() is not None:
                     out = proc.stdout.read() if proc.stdout else ""
-                    raise RuntimeError(f"streamlit exited: {out}")
+                    raise RuntimeError(f"streamlit exited: {out}") from err
                 time.sleep(0.3)
         yield url
     finally:

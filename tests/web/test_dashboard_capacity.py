@@ -38,9 +38,9 @@ def dashboard() -> Iterator[str]:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 break
-        except OSError:
+        except OSError as err:
             if proc.poll() is not None:
-                raise RuntimeError("o1sim dashboard exited at start")
+                raise RuntimeError("o1sim dashboard exited at start") from err
             time.sleep(0.3)
     else:
         proc.kill()
