@@ -7,12 +7,7 @@ what ran (the caption is read from the result itself: model, GPUs, policy)."""
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,47 +16,8 @@ import pytest
 
 from pagekit import OUT
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "python" / "o1sim" / "dashboard" / "app.py"
 #: A first render runs the default scenario under four policies.
 SLOW_MS = 180_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def dashboard() -> Iterator[str]:
-    pytest.importorskip("streamlit")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError as err:
-                if proc.poll() is not None:
-                    out = proc.stdout.read() if proc.stdout else ""
-                    raise RuntimeError(f"streamlit exited: {out}") from err
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture()
