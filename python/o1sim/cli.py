@@ -13,6 +13,7 @@ of an unexpected error instead of its one line.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -801,6 +802,11 @@ def dashboard(port: int, host: str, no_browser: bool) -> None:
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.port", str(port),
            "--server.address", host, "--server.headless", "true" if no_browser else "false",
            "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+    if os.name == "posix":
+        # Become the server (exec): a signal to `o1sim dashboard` (Ctrl-C, a supervisor's or a
+        # test's terminate) reaches Streamlit itself instead of orphaning it.
+        sys.stdout.flush()
+        os.execv(sys.executable, cmd)
     sys.exit(subprocess.call(cmd))
 
 
@@ -848,7 +854,6 @@ def report(scenario: Optional[str], output: str, policies: str, trace: Optional[
 
 def _web_dir() -> Path:
     """The page's folder: ``web/`` of the source tree (editable install) or $O1SIM_WEB_DIR."""
-    import os
     from pathlib import Path
 
     env = os.environ.get("O1SIM_WEB_DIR")
