@@ -140,3 +140,36 @@ def test_metric_values_are_not_truncated(browser: Any, dashboard: str, width: in
         pg.screenshot(path=str(OUT / f"dashboard-{width}.png"))
     finally:
         ctx.close()
+
+
+def test_stopping_o1sim_dashboard_stops_its_server() -> None:
+    """`o1sim dashboard` is the server: terminating it (Ctrl-C, a supervisor) leaves nothing
+    listening (it used to start Streamlit as a child and leave it running)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    pytest.importorskip("streamlit")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    health = f"http://127.0.0.1:{port}/_stcore/health"
+    proc = subprocess.Popen([sys.executable, "-m", "o1sim", "dashboard", "--port", str(port), "--no-browser"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(health, timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "o1sim dashboard did not start"
+                time.sleep(0.3)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    time.sleep(0.5)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(health, timeout=2)
