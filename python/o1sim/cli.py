@@ -13,6 +13,7 @@ of an unexpected error instead of its one line.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -691,6 +692,11 @@ def dashboard(port: int, host: str, no_browser: bool) -> None:
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.port", str(port),
            "--server.address", host, "--server.headless", "true" if no_browser else "false",
            "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+    if os.name == "posix":
+        # Become the server (exec): a signal to `o1sim dashboard` (Ctrl-C, a supervisor's or a
+        # test's terminate) reaches Streamlit itself instead of orphaning it.
+        sys.stdout.flush()
+        os.execv(sys.executable, cmd)
     sys.exit(subprocess.call(cmd))
 
 

@@ -129,17 +129,24 @@ def _speed_table(nat: dict[str, float], node: Optional[dict[str, float]]) -> lis
     return rows
 
 
-def cold_start() -> Claim:
-    c = Claim(
-        "§4.2", "10,000 scheduling cycles with a 17 ms cold start (Rust + WASM)",
-        "The lightweight Rust + WASM simulator runs 10,000 scheduling cycles with a 17 ms cold start.",
-        SPEED_SETUP,
-    )
+def _speed_claim(title: str, quote: str) -> tuple[Claim, dict[str, float], Optional[dict[str, float]]]:
+    """A §4.2 speed claim with the timing table filled in, and the timings it was built from;
+    judged NOT_REPRODUCIBLE here when there are no WASM timings (the caller judges the rest)."""
+    c = Claim("§4.2", title, quote, SPEED_SETUP)
     nat, node = _timings()
     c.table = _speed_table(nat, node)
     if node is None:
         c.verdict = NOT_REPRODUCIBLE
         c.why = "The WASM module or Node is not available here; the native numbers are in the table."
+    return c, nat, node
+
+
+def cold_start() -> Claim:
+    c, nat, node = _speed_claim(
+        "10,000 scheduling cycles with a 17 ms cold start (Rust + WASM)",
+        "The lightweight Rust + WASM simulator runs 10,000 scheduling cycles with a 17 ms cold start.",
+    )
+    if node is None:
         return c
     c.verdict = REPRODUCED if node["cold"] <= 17.0 else REFUTED
     c.why = (
@@ -153,16 +160,11 @@ def cold_start() -> Claim:
 
 
 def topology_switch() -> Claim:
-    c = Claim(
-        "§4.2", "10,000 scheduling cycles in 5 ms after a topology switch (Rust + WASM)",
+    c, nat, node = _speed_claim(
+        "10,000 scheduling cycles in 5 ms after a topology switch (Rust + WASM)",
         "After a topology switch the 10,000 scheduling cycles take 5 ms.",
-        SPEED_SETUP,
     )
-    nat, node = _timings()
-    c.table = _speed_table(nat, node)
     if node is None:
-        c.verdict = NOT_REPRODUCIBLE
-        c.why = "The WASM module or Node is not available here; the native numbers are in the table."
         return c
     c.verdict = REPRODUCED if node["edit"] <= 5.0 else REFUTED
     c.why = (
