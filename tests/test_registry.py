@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import o1sim
 from click.testing import CliRunner
+
+import o1sim
 from o1sim import cli, registry
 from o1sim.dashboard import charts
 

@@ -121,7 +121,7 @@ def test_a_run_whose_topology_changed_cannot_rerun_for_its_steps() -> None:
     sim.run_events(100)
     sim.inject_topology(events=down)
     with pytest.raises(ValueError, match="record_steps=True"):
-        sim.finish().steps
+        _ = sim.finish().steps
     recorded = o1sim.Simulation(sc, record_steps=True)
     recorded.run_events(100)
     recorded.inject_topology(events=down)

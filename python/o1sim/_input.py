@@ -12,8 +12,8 @@ import json
 import math
 import os
 import sys
-from pathlib import Path, PurePath
 from collections.abc import Mapping
+from pathlib import Path, PurePath
 from typing import Any, Union
 
 from .errors import config_error, resource_error

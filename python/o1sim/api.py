@@ -23,7 +23,7 @@ from ._input import join_path as _join
 from ._input import jsonable as _jsonable
 from .errors import config_error
 from .exports import prometheus_text, write_chrome_trace
-from .topology import Topology, resolve_topology
+from .topology import resolve_topology
 from .workload import trace_for
 
 if sys.version_info >= (3, 11):

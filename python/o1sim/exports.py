@@ -258,7 +258,8 @@ def chrome_trace(result: RunTables, *, steps: Optional[Sequence[Mapping[str, Any
         arrival = float(row.arrival_ms)
         finish = float(row.finish_ms)
 
-        def slice_(name: str, t0: float, t1: float, args: Optional[dict[str, Any]] = None) -> None:
+        def slice_(name: str, t0: float, t1: float, args: Optional[dict[str, Any]] = None,
+                   rid: int = rid, pid: int = pid) -> None:
             common = {"cat": "request", "id": rid, "pid": pid, "tid": 0, "name": name}
             events.append({**common, "ph": "b", "ts": _us(t0), "args": args or {}})
             events.append({**common, "ph": "e", "ts": _us(t1)})

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-
 import o1sim
 
 from pagekit import OUT

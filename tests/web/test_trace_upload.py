@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-
 import o1sim
+
 from pagekit import OUT, runs, wait_ready
 from pagekit import page_scenario as _page_scenario
 from pagekit import rows as _rows

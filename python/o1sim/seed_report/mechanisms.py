@@ -7,8 +7,9 @@ from typing import Any, Optional
 
 from .. import _core
 from ..api import Scenario, check, predict_step, simulate
-from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim, f as _f, pct as _pct
-
+from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim
+from ._claim import f as _f
+from ._claim import pct as _pct
 
 # --------------------------------------------------------------------------- §2.1 fusion
 

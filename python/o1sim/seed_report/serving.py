@@ -13,8 +13,9 @@ from typing import Any, Optional
 from .. import _core
 from .._cli_args import web_dir
 from ..api import Scenario, simulate
-from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim, f as _f, pct as _pct
-
+from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim
+from ._claim import f as _f
+from ._claim import pct as _pct
 
 # --------------------------------------------------------------------------- §4.2 speed
 
