@@ -78,7 +78,10 @@ struct ApcReq {
     share_blocks: u32,
     /// Leading shared blocks registered for the request's current table.
     cached_shared: u32,
-    /// Hashes of the leading shared blocks computed so far (memo, dropped when done).
+    /// Hashes of the leading shared blocks computed so far (memo, dropped when done). A
+    /// block inside a run past its first is never looked up by its own hash (its run's
+    /// key and its index are): its hash, the next block's parent, is the run key's mixed
+    /// with its index, one multiply instead of hashing its tokens' identity.
     hashes: Vec<u64>,
     /// Per block of `hashes`: the first block of its run when it lies inside one stream
     /// piece (it is cached in that run, keyed by that block's hash), NIL when it holds
@@ -289,6 +292,18 @@ impl Apc {
             let (start, end) = (u64::from(k) * b64, u64::from(k + 1) * b64);
             while at < pieces.len() && pieces[at].0 + pieces[at].2 <= start {
                 at += 1;
+            }
+            if let Some(&(s, _, len)) = pieces.get(at) {
+                let first = s.div_ceil(b64);
+                if s <= start && end <= s + len && first < u64::from(k) {
+                    // Inside one piece past its run's first block: never a key, only the
+                    // next block's parent, so the run's key and the offset name it (the
+                    // same content for every request holding this block).
+                    parent = mix(p.hashes[first as usize], u64::from(k) - first);
+                    p.hashes.push(parent);
+                    p.starts.push(first as u32);
+                    continue;
+                }
             }
             let mut h = parent;
             let mut i = at;
