@@ -28,21 +28,127 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// One unit's cache state (one array of these: a unit's fields share a cache line).
-#[derive(Debug, Clone, Copy)]
+/// One unit's cache state: 16 bytes, all zero for a unit never cached (so the array is
+/// handed out as zeroed pages, touched only as units are used). Every allocation and
+/// release of a cached unit reads and writes it, and after the free queue's full cycle
+/// through a large pool it is never in a CPU cache, so its size is memory traffic.
+#[derive(Debug, Clone, Copy, Default)]
 struct Slot {
     /// The key it is cached under, 0 when it holds no cached block.
     key: u64,
-    /// How many request tables hold it (vLLM's `ref_cnt`), while it is cached (`key` not
-    /// 0). A unit caching nothing is held by one table or free (see `BlockCache::blanks`).
-    ref_cnt: u32,
-    /// The next unit cached under the same key (registration order), or NIL.
-    dup: u32,
-    /// Its position in the free queue (counted from the queue's first entry ever), or
-    /// `OFF_QUEUE`: an entry of `queue` naming it is live only at this position.
-    qpos: u64,
-    /// The map's entry for `key` names this unit (the oldest copy).
-    first: bool,
+    /// Its position in the free queue (counted from the queue's first entry ever, modulo
+    /// 2³²: the queue never holds 2³² entries, so two positions in it never agree), while
+    /// it is there: an entry of `queue` naming it is live only at this position.
+    qpos: u32,
+    /// `REFS`: how many request tables hold it (vLLM's `ref_cnt`), while it is cached
+    /// (`key` not 0; a unit caching nothing is held by one table or free, see
+    /// `BlockCache::blanks`); `FIRST`: the map's entry for `key` names this unit (the
+    /// oldest copy); `DUP`: a later copy is cached under the same key (in `dups`).
+    meta: u32,
+}
+
+/// `Slot::meta`'s reference count (at most `scheduler.max_num_seqs` ≤ 2²⁰ tables).
+const REFS: u32 = (1 << 30) - 1;
+/// `Slot::meta`: the oldest unit cached under its key.
+const FIRST: u32 = 1 << 30;
+/// `Slot::meta`: `dups` names the next unit cached under its key.
+const DUP: u32 = 1 << 31;
+
+impl Slot {
+    #[inline]
+    fn ref_cnt(&self) -> u32 {
+        self.meta & REFS
+    }
+    #[inline]
+    fn first(&self) -> bool {
+        self.meta & FIRST != 0
+    }
+    /// Is it the free queue's entry at position `at`? (Queued cached units have no holder.)
+    #[inline]
+    fn queued_at(&self, at: u64) -> bool {
+        self.key != 0 && self.meta & REFS == 0 && self.qpos == at as u32
+    }
+}
+
+/// Per-unit cache state: `slots`, and the duplicate chains (rare) apart.
+#[derive(Debug, Clone, Default)]
+struct Units {
+    slots: Vec<Slot>,
+    /// Per unit with `DUP` set: the next unit cached under the same key (registration
+    /// order). Read only through `DUP`, so never initialised.
+    dups: Vec<u32>,
+}
+
+impl Units {
+    /// The next unit cached under `u`'s key, or NIL.
+    #[inline]
+    fn dup(&self, u: u32) -> u32 {
+        if self.slots[u as usize].meta & DUP != 0 {
+            self.dups[u as usize]
+        } else {
+            NIL
+        }
+    }
+
+    #[inline]
+    fn set_dup(&mut self, u: u32, next: u32) {
+        let s = &mut self.slots[u as usize];
+        if next == NIL {
+            s.meta &= !DUP;
+        } else {
+            s.meta |= DUP;
+            self.dups[u as usize] = next;
+        }
+    }
+
+    /// Cache blank unit `u` under `key`, after `head` (the first unit cached under it,
+    /// NIL: none) and its copies; held by the one table that held it blank.
+    #[inline]
+    fn cache(&mut self, u: u32, key: u64, head: u32) {
+        if head != NIL {
+            let mut last = head;
+            loop {
+                let next = self.dup(last);
+                if next == NIL {
+                    break;
+                }
+                last = next;
+            }
+            self.set_dup(last, u);
+        }
+        let s = &mut self.slots[u as usize];
+        s.key = key;
+        s.meta = 1 | if head == NIL { FIRST } else { 0 };
+    }
+
+    /// Read the slots of `units` (NIL skipped) before working on them one by one: they
+    /// are seldom in a CPU cache (the free queue cycles through the whole pool), and these
+    /// independent loads are in flight together, where the work's own loads, each behind
+    /// the last one's branch, mostly wait one at a time.
+    #[inline]
+    fn warm(&self, units: impl Iterator<Item = u32>) {
+        let mut acc = 0u64;
+        for u in units {
+            if let Some(s) = self.slots.get(u as usize) {
+                acc ^= s.key;
+            }
+        }
+        std::hint::black_box(acc);
+    }
+
+    /// Take `u` out of the chain that starts at `head` (it is not the first).
+    fn unchain(&mut self, head: u32, u: u32) {
+        let after = self.dup(u);
+        let mut x = head;
+        loop {
+            let next = self.dup(x);
+            if next == u || next == NIL {
+                break;
+            }
+            x = next;
+        }
+        self.set_dup(x, after);
+    }
 }
 
 /// The cache side of one replica's pool.
@@ -58,9 +164,9 @@ struct Slot {
 pub struct BlockCache {
     /// Units in the pool.
     total: u32,
-    /// Awake: `slots` and the queue are live.
+    /// Awake: `units` and the queue are live.
     pub active: bool,
-    slots: Vec<Slot>,
+    units: Units,
     /// The free queue, head = evicted next, as an array: a unit taken out of the middle
     /// (a hit on a free unit) leaves a stale entry behind, skipped when it reaches the head
     /// (its slot's `qpos` no longer names that position). The same order as a linked list,
@@ -104,9 +210,6 @@ pub struct BlockCache {
     /// unreachable (nobody else can look them up).
     ghosts: HashMap<u32, Ghost, BuildHasherDefault<KeyHasher>>,
 }
-
-/// `Slot::qpos` of a unit that is not in the free queue.
-const OFF_QUEUE: u64 = u64::MAX;
 
 /// A run of shared blocks inside one stream piece (see `BlockCache::runs`).
 #[derive(Debug, Clone, Default)]
@@ -178,7 +281,7 @@ impl BlockCache {
         BlockCache {
             total,
             active: false,
-            slots: Vec::new(),
+            units: Units::default(),
             queue: VecDeque::new(),
             popped: 0,
             stale: 0,
@@ -198,8 +301,8 @@ impl BlockCache {
     /// allocated first; every other unit is held by one request. Nothing is cached yet:
     /// all of them are blank.
     pub fn activate(&mut self, free: &mut Vec<u32>) {
-        let idle = Slot { key: 0, ref_cnt: 1, dup: NIL, qpos: OFF_QUEUE, first: false };
-        self.slots = vec![idle; self.total as usize];
+        // Zeroed: the pages are mapped as units are first used.
+        self.units = Units { slots: vec![Slot::default(); self.total as usize], dups: vec![0; self.total as usize] };
         self.blank_bits = vec![0; (self.total as usize).div_ceil(64)];
         // Room for every unit and the most stale entries kept: the queue never grows.
         self.queue = VecDeque::with_capacity(self.total as usize + self.max_stale() as usize + 1);
@@ -214,6 +317,12 @@ impl BlockCache {
         self.epoch += 1;
     }
 
+    /// Tests only: count the queue's positions from `n` on (their wrap at 2³² reached).
+    #[cfg(test)]
+    pub(crate) fn skip_positions(&mut self, n: u64) {
+        self.popped += n;
+    }
+
     /// Is `u` a free blank unit?
     #[inline]
     fn is_free_blank(&self, u: u32) -> bool {
@@ -224,7 +333,7 @@ impl BlockCache {
     /// queue's tail.
     #[inline]
     fn free_blank(&mut self, u: u32) {
-        debug_assert!(self.slots[u as usize].key == 0 && !self.is_free_blank(u));
+        debug_assert!(self.units.slots[u as usize].key == 0 && !self.is_free_blank(u));
         self.blank_bits[u as usize / 64] |= 1 << (u % 64);
         self.blanks.push(u);
         self.queue.push_back(NIL);
@@ -234,17 +343,18 @@ impl BlockCache {
     /// Append `u` at the tail of the free queue (`FreeKVCacheBlockQueue.append`).
     #[inline]
     fn push_free(&mut self, u: u32) {
-        debug_assert!(self.slots[u as usize].key != 0);
-        self.slots[u as usize].qpos = self.popped + self.queue.len() as u64;
+        let s = &mut self.units.slots[u as usize];
+        debug_assert!(s.key != 0 && s.ref_cnt() == 0);
+        s.qpos = (self.popped + self.queue.len() as u64) as u32;
         self.queue.push_back(u);
         self.num_free += 1;
     }
 
-    /// Take `u` out of the free queue (`FreeKVCacheBlockQueue.remove`): its entry goes
-    /// stale; when most entries are, the live ones are packed (amortised O(1)).
+    /// Take `u` out of the free queue (`FreeKVCacheBlockQueue.remove`; the caller gives it
+    /// a holder): its entry goes stale; when most entries are, the live ones are packed
+    /// (amortised O(1)).
     #[inline]
-    fn unlink(&mut self, u: u32) {
-        self.slots[u as usize].qpos = OFF_QUEUE;
+    fn unlink(&mut self) {
         self.num_free -= 1;
         self.stale += 1;
         if self.stale > self.max_stale() {
@@ -262,16 +372,17 @@ impl BlockCache {
     /// Drop the stale entries of the queue, renumbering the live ones' positions.
     #[cold]
     fn pack(&mut self) {
-        let BlockCache { queue, slots, popped, .. } = self;
+        let BlockCache { queue, units, popped, .. } = self;
+        let slots = &mut units.slots;
         let mut at = *popped;
         queue.retain(|&u| {
-            let live = u == NIL || slots[u as usize].qpos == at;
+            let live = u == NIL || slots[u as usize].queued_at(at);
             at += 1;
             live
         });
         for (i, &u) in queue.iter().enumerate() {
             if u != NIL {
-                slots[u as usize].qpos = *popped + i as u64;
+                slots[u as usize].qpos = (*popped + i as u64) as u32;
             }
         }
         self.stale = 0;
@@ -293,18 +404,13 @@ impl BlockCache {
                 self.num_free -= 1;
                 return b;
             }
-            let s = &mut self.slots[u as usize];
-            if s.qpos != at {
+            let s = &mut self.units.slots[u as usize];
+            if !s.queued_at(at) {
                 self.stale -= 1;
                 continue; // taken out of the middle since
             }
-            s.qpos = OFF_QUEUE;
-            s.ref_cnt = 1;
-            let cached = s.key != 0;
             self.num_free -= 1;
-            if cached {
-                self.evict(u);
-            }
+            self.evict(u);
             return u;
         }
     }
@@ -313,17 +419,20 @@ impl BlockCache {
     /// there (`BlockPool.touch`).
     #[inline]
     pub fn touch(&mut self, u: u32) {
-        debug_assert!(self.slots[u as usize].key != 0, "a hit is on a cached unit");
-        if self.slots[u as usize].ref_cnt == 0 {
-            self.unlink(u);
+        debug_assert!(self.units.slots[u as usize].key != 0, "a hit is on a cached unit");
+        let s = &mut self.units.slots[u as usize];
+        s.meta += 1;
+        if s.ref_cnt() == 1 {
+            // Held now (so its entry is stale) before `unlink` may pack the queue.
+            self.unlink();
         }
-        self.slots[u as usize].ref_cnt += 1;
     }
 
     /// Append `need` new units to `table` ([`BlockCache::pop_free`] each, the queue's
     /// head first). The caller has checked that they are free.
     pub fn pop_into(&mut self, table: &mut Vec<u32>, need: usize) {
         table.reserve(need);
+        self.units.warm(self.queue.range(..need.min(self.queue.len())).copied());
         for _ in 0..need {
             let u = self.pop_free();
             table.push(u);
@@ -335,6 +444,7 @@ impl BlockCache {
     /// this table alone): they are freed without reading their state.
     pub fn release_all(&mut self, table: &mut Vec<u32>, blank_from: usize) {
         let cut = blank_from.min(table.len());
+        self.units.warm(table[..cut].iter().copied());
         for &u in table[cut..].iter().rev() {
             self.free_blank(u);
         }
@@ -348,13 +458,13 @@ impl BlockCache {
     /// (`BlockPool.free_blocks`).
     #[inline]
     pub fn decref(&mut self, u: u32) {
-        let s = &mut self.slots[u as usize];
+        let s = &mut self.units.slots[u as usize];
         if s.key == 0 {
             self.free_blank(u);
             return;
         }
-        s.ref_cnt -= 1;
-        if s.ref_cnt == 0 {
+        s.meta -= 1;
+        if s.ref_cnt() == 0 {
             self.push_free(u);
         }
     }
@@ -384,7 +494,7 @@ impl BlockCache {
     /// Cache the not yet cached units of `units` in run `key`, the first at unit index
     /// `from` (one map operation for all; duplicates after the copies already there).
     pub fn register_run(&mut self, key: u64, from: u32, units: &[u32]) {
-        let BlockCache { runs, slab, free_slab, slots, epoch, .. } = self;
+        let BlockCache { runs, slab, free_slab, units: us, epoch, .. } = self;
         let e = *runs.entry(key).or_insert_with(|| match free_slab.pop() {
             Some(e) => {
                 slab[e as usize].key = key;
@@ -401,7 +511,7 @@ impl BlockCache {
             run.heads.resize(end, NIL);
         }
         for (k, &u) in units.iter().enumerate() {
-            if slots[u as usize].key != 0 {
+            if us.slots[u as usize].key != 0 {
                 continue; // a block it hit: cached already
             }
             *epoch += 1;
@@ -409,19 +519,9 @@ impl BlockCache {
             let head = run.heads[i];
             if head == NIL {
                 run.heads[i] = u;
-            } else {
-                let mut last = head;
-                while slots[last as usize].dup != NIL {
-                    last = slots[last as usize].dup;
-                }
-                slots[last as usize].dup = u;
             }
             run.live += 1;
-            let s = &mut slots[u as usize];
-            s.ref_cnt = 1; // blank until now: held by this table alone
-            s.key = run_key_of(e, i as u32);
-            s.dup = NIL;
-            s.first = head == NIL;
+            us.cache(u, run_key_of(e, i as u32), head);
         }
     }
 
@@ -445,62 +545,44 @@ impl BlockCache {
     /// keeps duplicates; a lookup returns the oldest). The cache must be awake.
     pub fn register(&mut self, u: u32, key: u64) {
         use std::collections::hash_map::Entry;
-        debug_assert!(self.active && key != 0 && key & (TOP | RUN) == 0 && self.slots[u as usize].key == 0);
         self.epoch += 1;
+        debug_assert!(self.active && key != 0 && key & (TOP | RUN) == 0 && self.units.slots[u as usize].key == 0);
         let head = match self.map.entry(key) {
             Entry::Vacant(v) => {
                 v.insert(u);
-                None
+                NIL
             }
-            Entry::Occupied(o) => Some(*o.get()),
+            Entry::Occupied(o) => *o.get(),
         };
-        if let Some(mut last) = head {
-            while self.slots[last as usize].dup != NIL {
-                last = self.slots[last as usize].dup;
-            }
-            self.slots[last as usize].dup = u;
-        }
-        let s = &mut self.slots[u as usize];
-        s.ref_cnt = 1; // blank until now: held by this table alone
-        s.key = key;
-        s.dup = NIL;
-        s.first = head.is_none();
+        self.units.cache(u, key, head);
     }
 
     /// Cache the not yet cached units of `units` under request `id`'s private keys, the
     /// first at unit index `from` (the same as [`BlockCache::register`] on each, with the
     /// request's index fetched once).
     pub fn register_private(&mut self, id: u32, from: u32, units: &[u32]) {
-        let BlockCache { ghosts, slots, epoch, .. } = self;
+        let BlockCache { ghosts, units: us, epoch, .. } = self;
         let g = ghosts.entry(id).or_insert_with(|| Ghost { base: from as usize, ..Ghost::default() });
         for (k, &u) in units.iter().enumerate() {
             let i = from as usize + k;
-            if slots[u as usize].key != 0 {
+            if us.slots[u as usize].key != 0 {
                 continue; // a block it hit: cached already
             }
             *epoch += 1;
             let head = g.heads.get(i).copied().unwrap_or(NIL);
             if head == NIL {
                 g.set(i, u);
-            } else {
-                let mut last = head;
-                while slots[last as usize].dup != NIL {
-                    last = slots[last as usize].dup;
-                }
-                slots[last as usize].dup = u;
             }
-            let s = &mut slots[u as usize];
-            s.ref_cnt = 1; // blank until now: held by this table alone
-            s.key = private_key(id, i as u32);
-            s.dup = NIL;
-            s.first = head == NIL;
+            us.cache(u, private_key(id, i as u32), head);
         }
     }
 
-    /// Forget `u`'s cached block (its unit is being reused).
+    /// Forget queued unit `u`'s cached block: it is being reused, held by one table.
     fn evict(&mut self, u: u32) {
         self.epoch += 1;
-        let Slot { key: k, dup: after, first, .. } = self.slots[u as usize];
+        let Slot { key: k, meta, .. } = self.units.slots[u as usize];
+        let after = self.units.dup(u);
+        let first = meta & FIRST != 0;
         if k & RUN != 0 && k & TOP == 0 {
             self.evict_run_unit(u, k, after, first);
         } else if first {
@@ -513,18 +595,13 @@ impl BlockCache {
                 self.map.insert(k, after);
             }
             if after != NIL {
-                self.slots[after as usize].first = true;
+                self.units.slots[after as usize].meta |= FIRST;
             }
-        } else if let Some(mut x) = self.lookup(k) {
-            while self.slots[x as usize].dup != u && self.slots[x as usize].dup != NIL {
-                x = self.slots[x as usize].dup;
-            }
-            self.slots[x as usize].dup = after;
+        } else if let Some(x) = self.lookup(k) {
+            self.units.unchain(x, u);
         }
-        let s = &mut self.slots[u as usize];
-        s.key = 0;
-        s.dup = NIL;
-        s.first = false;
+        // Blank now, and held by the table it goes to.
+        self.units.slots[u as usize] = Slot { key: 0, qpos: 0, meta: 1 };
     }
 
     /// [`BlockCache::evict`] for a unit of a run: no map operation unless the run empties.
@@ -534,14 +611,10 @@ impl BlockCache {
         if first {
             run.heads[i] = after;
             if after != NIL {
-                self.slots[after as usize].first = true;
+                self.units.slots[after as usize].meta |= FIRST;
             }
         } else {
-            let mut x = run.heads[i];
-            while self.slots[x as usize].dup != u && self.slots[x as usize].dup != NIL {
-                x = self.slots[x as usize].dup;
-            }
-            self.slots[x as usize].dup = after;
+            self.units.unchain(run.heads[i], u);
         }
         run.live -= 1;
         if run.live == 0 {
@@ -559,14 +632,15 @@ impl BlockCache {
     /// The key unit `u` is cached under (0: none).
     #[inline]
     pub fn key_of(&self, u: u32) -> u64 {
-        self.slots.get(u as usize).map_or(0, |s| s.key)
+        self.units.slots.get(u as usize).map_or(0, |s| s.key)
     }
 
     /// How many request tables hold unit `u` (awake cache).
     #[inline]
     pub fn ref_count(&self, u: u32) -> u32 {
-        if self.slots[u as usize].key != 0 {
-            self.slots[u as usize].ref_cnt
+        let s = &self.units.slots[u as usize];
+        if s.key != 0 {
+            s.ref_cnt()
         } else {
             u32::from(!self.is_free_blank(u))
         }
@@ -582,7 +656,7 @@ impl BlockCache {
                 blank = blank.checked_sub(1)?;
                 return self.blanks.get(blank).copied();
             }
-            (self.slots[u as usize].qpos == self.popped + i as u64).then_some(u)
+            self.units.slots[u as usize].queued_at(self.popped + i as u64).then_some(u)
         })
     }
 
@@ -593,7 +667,7 @@ impl BlockCache {
         if !self.active {
             return Ok(());
         }
-        let n = self.slots.len();
+        let n = self.units.slots.len();
         let mut on_queue = vec![false; n];
         let mut count = 0u32;
         for u in self.free_iter() {
@@ -616,7 +690,7 @@ impl BlockCache {
         if nil != self.blanks.len() || bits as usize != nil {
             return Err(format!("{nil} blank places in the free queue, {} blank units, {bits} marked", self.blanks.len()));
         }
-        if let Some(&u) = self.blanks.iter().find(|&&u| self.slots[u as usize].key != 0) {
+        if let Some(&u) = self.blanks.iter().find(|&&u| self.units.slots[u as usize].key != 0) {
             return Err(format!("free blank unit {u} is cached"));
         }
         for (u, &q) in on_queue.iter().enumerate() {
@@ -627,7 +701,7 @@ impl BlockCache {
         }
         let mut live = vec![0u32; self.slab.len()];
         for u in 0..n as u32 {
-            let k = self.slots[u as usize].key;
+            let k = self.units.slots[u as usize].key;
             if k == 0 {
                 continue;
             }
@@ -645,7 +719,7 @@ impl BlockCache {
             let Some(mut x) = self.lookup(k) else {
                 return Err(format!("unit {u} is cached under a key the map does not hold"));
             };
-            if self.slots[u as usize].first != (x == u) {
+            if self.units.slots[u as usize].first() != (x == u) {
                 return Err(format!("unit {u}: its oldest-copy flag disagrees with the map"));
             }
             let mut steps = 0;
@@ -653,10 +727,10 @@ impl BlockCache {
                 if x == NIL || steps > n {
                     return Err(format!("unit {u} is not in its key's chain"));
                 }
-                if self.slots[x as usize].key != k {
+                if self.units.slots[x as usize].key != k {
                     return Err(format!("unit {x} is in the chain of a key it is not cached under"));
                 }
-                x = self.slots[x as usize].dup;
+                x = self.units.dup(x);
                 steps += 1;
             }
         }

@@ -50,7 +50,7 @@ use crate::workload::{output_key, RequestSpec, Segment, OUTPUT_KEY_BIT};
 
 pub use cache::{BlockCache, KeyHasher};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
 /// "No unit" in the free queue's links and the duplicate chains.
@@ -78,7 +78,10 @@ struct ApcReq {
     share_blocks: u32,
     /// Leading shared blocks registered for the request's current table.
     cached_shared: u32,
-    /// Hashes of the leading shared blocks computed so far (memo, dropped when done).
+    /// Hashes of the leading shared blocks computed so far (memo, dropped when done). A
+    /// block inside a run past its first is never looked up by its own hash (its run's
+    /// key and its index are): its hash, the next block's parent, is the run key's mixed
+    /// with its index, one multiply instead of hashing its tokens' identity.
     hashes: Vec<u64>,
     /// Per block of `hashes`: the first block of its run when it lies inside one stream
     /// piece (it is cached in that run, keyed by that block's hash), NIL when it holds
@@ -154,19 +157,31 @@ impl Apc {
             let (lo, n) = s.segs;
             segments.get(lo as usize..(lo as usize).saturating_add(n as usize)).unwrap_or(&[])
         };
-        // How many requests name each key (2 is enough): a block is shared only if another
-        // request can hold the same tokens, i.e. names every key under it (an output key:
-        // some request repeats that output).
-        let mut refs: HashMap<u64, (u32, u8), BuildHasherDefault<KeyHasher>> = HashMap::default();
+        // Which keys two requests or more name: a block is shared only if another request
+        // can hold the same tokens, i.e. names every key under it (an output key: some
+        // request repeats that output). Every request's keys once each, sorted, counted
+        // in runs: a 1M-request trace names tens of millions of keys, and a map counting
+        // them cost seconds of cache misses and twice its size while it grew; the sort is
+        // a fraction of that and the set holds only the keys named twice.
+        let mut all: Vec<u64> = Vec::with_capacity(specs.iter().map(|s| s.segs.1 as usize).sum());
+        let mut mine: Vec<u64> = Vec::new();
+        let mut outputs: HashSet<u64, BuildHasherDefault<KeyHasher>> = HashSet::default();
         for s in specs {
-            for g in segs_of(s) {
-                let e = refs.entry(g.key).or_insert((u32::MAX, 0));
-                if e.0 != s.id {
-                    *e = (s.id, e.1.saturating_add(1));
-                }
-            }
+            mine.clear();
+            mine.extend(segs_of(s).iter().map(|g| g.key));
+            mine.sort_unstable();
+            mine.dedup();
+            all.extend_from_slice(&mine);
+            outputs.extend(mine.iter().filter(|&&k| k & OUTPUT_KEY_BIT != 0));
         }
-        let named = |key: u64| refs.get(&key).map_or(0, |e| e.1);
+        all.sort_unstable();
+        let twice = |i: usize| i > 0 && all[i - 1] == all[i] && (i < 2 || all[i - 2] != all[i]);
+        let mut named_twice: HashSet<u64, BuildHasherDefault<KeyHasher>> = HashSet::default();
+        named_twice.reserve((0..all.len()).filter(|&i| twice(i)).count());
+        named_twice.extend((0..all.len()).filter(|&i| twice(i)).map(|i| all[i]));
+        drop(all);
+        // How many requests name `key` (2 is enough).
+        let named = |key: u64| if named_twice.contains(&key) { 2u8 } else { u8::from(key & OUTPUT_KEY_BIT == 0 || outputs.contains(&key)) };
         a.segs = vec![(0, 0); specs.len()];
         a.per = vec![ApcReq::default(); specs.len()];
         for s in specs {
@@ -289,6 +304,18 @@ impl Apc {
             let (start, end) = (u64::from(k) * b64, u64::from(k + 1) * b64);
             while at < pieces.len() && pieces[at].0 + pieces[at].2 <= start {
                 at += 1;
+            }
+            if let Some(&(s, _, len)) = pieces.get(at) {
+                let first = s.div_ceil(b64);
+                if s <= start && end <= s + len && first < u64::from(k) {
+                    // Inside one piece past its run's first block: never a key, only the
+                    // next block's parent, so the run's key and the offset name it (the
+                    // same content for every request holding this block).
+                    parent = mix(p.hashes[first as usize], u64::from(k) - first);
+                    p.hashes.push(parent);
+                    p.starts.push(first as u32);
+                    continue;
+                }
             }
             let mut h = parent;
             let mut i = at;

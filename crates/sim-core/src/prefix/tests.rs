@@ -205,7 +205,7 @@ fn result(text: &str, w: &Workload, literal: bool) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 384, .. ProptestConfig::default() })]
     /// The shortcuts — a dormant cache until something is cached, only blocks another
     /// request can hold hashed and cached as scheduled, a request's own blocks cached
     /// when it frees them without finishing — give exactly the results of vLLM's
@@ -216,7 +216,7 @@ proptest! {
     fn the_shortcuts_give_the_literal_algorithm_s_results(
         policy in prop::sample::select(vec!["vllm", "sarathi", "o1pro"]),
         priority in any::<bool>(),
-        blocks in 3u32..40,
+        blocks in prop_oneof![3u32..10, 10u32..40],
         budget in 1u32..48,
         replicas in 1u32..3,
         timeout_ms in prop::option::of(5u32..80),
@@ -242,5 +242,199 @@ proptest! {
         let text = v.to_string();
         let w = workload(&specs);
         prop_assert_eq!(result(&text, &w, false), result(&text, &w, true));
+    }
+}
+
+/// A key of the model below: a run's (key, unit index), a single block's hash, a
+/// request's private (id, unit index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum MKey {
+    Run(u64, u32),
+    Single(u64),
+    Private(u32, u32),
+}
+
+/// vLLM's `BlockPool` taken literally, one block at a time: the free queue as a list (a
+/// blank unit's place as `None`: which blank unit fills it does not matter), per unit its
+/// key and holders, per key its cached units oldest first.
+#[derive(Default)]
+struct Model {
+    queue: std::collections::VecDeque<Option<u32>>,
+    key: Vec<Option<MKey>>,
+    refs: Vec<u32>,
+    copies: std::collections::BTreeMap<MKey, Vec<u32>>,
+    forgotten: std::collections::BTreeSet<u32>,
+}
+
+impl Model {
+    fn cached(&mut self, u: u32, k: MKey) {
+        assert!(
+            self.key[u as usize].is_none() && self.refs[u as usize] == 1,
+            "registering unit {u}, not a blank held unit"
+        );
+        self.key[u as usize] = Some(k);
+        self.copies.entry(k).or_default().push(u);
+    }
+}
+
+fn real_lookup(c: &BlockCache, k: MKey) -> Option<u32> {
+    match k {
+        MKey::Run(key, i) => c.run(key).get(i as usize).copied().filter(|&u| u != NIL),
+        MKey::Single(key) => c.lookup(key),
+        MKey::Private(id, i) => c.lookup(private_key(id, i)),
+    }
+}
+
+/// Every observable of the cache against the model: the free queue (cached units by id,
+/// blank places as such), reference counts, what every key finds.
+fn agree(c: &BlockCache, m: &Model, held: &[Vec<u32>]) -> Result<(), TestCaseError> {
+    c.check().map_err(TestCaseError::fail)?;
+    let q: Vec<Option<u32>> = c
+        .free_iter()
+        .map(|u| (c.key_of(u) != 0).then_some(u))
+        .collect();
+    prop_assert_eq!(&q, &m.queue.iter().copied().collect::<Vec<_>>());
+    prop_assert_eq!(c.num_free as usize, m.queue.len());
+    let mut holders = vec![0u32; m.refs.len()];
+    held.iter()
+        .flatten()
+        .for_each(|&u| holders[u as usize] += 1);
+    for (u, &h) in holders.iter().enumerate() {
+        prop_assert_eq!(c.ref_count(u as u32), m.refs[u], "unit {}", u);
+        prop_assert_eq!(h, m.refs[u], "unit {}", u);
+        prop_assert_eq!(c.key_of(u as u32) != 0, m.key[u].is_some(), "unit {}", u);
+    }
+    for (&k, units) in &m.copies {
+        let gone = matches!(k, MKey::Private(id, _) if m.forgotten.contains(&id));
+        let want = if gone { None } else { units.first().copied() };
+        prop_assert_eq!(real_lookup(c, k), want, "key {:?}", k);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+    /// The block cache against vLLM's block pool taken literally, on tiny pools where runs
+    /// are split by partial hits, partial eviction and re-registration (duplicates), the
+    /// queue's positions counted from near 2³² (their wrap) in some cases.
+    #[test]
+    fn the_block_cache_is_vllm_s_block_pool(
+        total in 2u32..24,
+        wrap in any::<bool>(),
+        ops in prop::collection::vec((0u8..8, 0u8..8, 0u8..8, 0u8..4), 1..120),
+    ) {
+        let mut c = awake(total);
+        if wrap {
+            c.skip_positions(u64::from(u32::MAX) - 40);
+        }
+        let mut m = Model {
+            queue: (0..total).map(|_| None).collect(),
+            key: vec![None; total as usize],
+            refs: vec![0; total as usize],
+            ..Model::default()
+        };
+        let mut held: Vec<Vec<u32>> = Vec::new();
+        for (op, a, b, x) in ops {
+            let pick = |n: usize| usize::from(a) % n.max(1);
+            match op {
+                // Allocate 1..=4 units to a new table or at the end of a held one.
+                0 | 1 => {
+                    let n = (usize::from(b) % 4 + 1).min(m.queue.len());
+                    if n == 0 { continue; }
+                    let t = if op == 0 || held.is_empty() { held.push(Vec::new()); held.len() - 1 } else { pick(held.len()) };
+                    let from = held[t].len();
+                    c.pop_into(&mut held[t], n);
+                    for &u in &held[t][from..] {
+                        match m.queue.pop_front().unwrap() {
+                            None => prop_assert!(m.key[u as usize].is_none() && m.refs[u as usize] == 0, "blank place gave unit {}", u),
+                            Some(v) => {
+                                prop_assert_eq!(u, v);
+                                let k = m.key[u as usize].take().unwrap();
+                                m.copies.get_mut(&k).unwrap().retain(|&w| w != u);
+                            }
+                        }
+                        m.refs[u as usize] = 1;
+                    }
+                }
+                // Cache a slice of a held table's blank units in a run (its cached
+                // units skipped), or one unit under a single key, or privately.
+                2..=4 if !held.is_empty() => {
+                    let t = pick(held.len());
+                    let len = held[t].len();
+                    if len == 0 { continue; }
+                    let lo = usize::from(b) % len;
+                    let hi = (lo + usize::from(x) + 1).min(len);
+                    let units = held[t][lo..hi].to_vec();
+                    let free_of_others = |u: u32| m.key[u as usize].is_some() || m.refs[u as usize] == 1;
+                    if !units.iter().all(|&u| free_of_others(u)) { continue; }
+                    let from = u32::from(b % 3);
+                    match op {
+                        2 => {
+                            let key = 1000 + u64::from(x % 2);
+                            c.register_run(key, from, &units);
+                            for (k, &u) in units.iter().enumerate() {
+                                if m.key[u as usize].is_none() { m.cached(u, MKey::Run(key, from + k as u32)); }
+                            }
+                        }
+                        3 => {
+                            let u = units[0];
+                            if m.key[u as usize].is_some() { continue; }
+                            let key = 1 + u64::from(x % 3);
+                            c.register(u, key);
+                            m.cached(u, MKey::Single(key));
+                        }
+                        _ => {
+                            let id = u32::from(x % 3);
+                            if m.forgotten.contains(&id) { continue; }
+                            c.register_private(id, from, &units);
+                            for (k, &u) in units.iter().enumerate() {
+                                if m.key[u as usize].is_none() { m.cached(u, MKey::Private(id, from + k as u32)); }
+                            }
+                        }
+                    }
+                }
+                // A hit: the oldest unit cached under a key joins a table (a new one or
+                // one without it), out of the free queue if it was there.
+                5 => {
+                    let keys: Vec<(MKey, u32)> = m.copies.iter()
+                        .filter(|(k, v)| !v.is_empty() && !matches!(k, MKey::Private(id, _) if m.forgotten.contains(id)))
+                        .map(|(&k, v)| (k, v[0])).collect();
+                    if keys.is_empty() { continue; }
+                    let (k, u) = keys[pick(keys.len())];
+                    prop_assert_eq!(real_lookup(&c, k), Some(u));
+                    let t = if b % 2 == 0 || held.is_empty() { held.push(Vec::new()); held.len() - 1 } else { usize::from(b) % held.len() };
+                    if held[t].contains(&u) { continue; }
+                    c.touch(u);
+                    if m.refs[u as usize] == 0 {
+                        let at = m.queue.iter().position(|&e| e == Some(u)).unwrap();
+                        m.queue.remove(at);
+                    }
+                    m.refs[u as usize] += 1;
+                    held[t].push(u);
+                }
+                // Free a table, last unit first; its units after the last cached one are
+                // freed as known blank (in some cases).
+                6 if !held.is_empty() => {
+                    let mut table = held.swap_remove(pick(held.len()));
+                    let cached_end = table.iter().rposition(|&u| m.key[u as usize].is_some()).map_or(0, |i| i + 1);
+                    let blank_from = if b % 2 == 0 { cached_end } else { table.len() };
+                    for &u in table.iter().rev() {
+                        m.refs[u as usize] -= 1;
+                        if m.refs[u as usize] == 0 {
+                            m.queue.push_back(m.key[u as usize].is_some().then_some(u));
+                        }
+                    }
+                    c.release_all(&mut table, blank_from);
+                    prop_assert!(table.is_empty());
+                }
+                7 => {
+                    let id = u32::from(x % 3);
+                    c.forget(id);
+                    m.forgotten.insert(id);
+                }
+                _ => {}
+            }
+            agree(&c, &m, &held)?;
+        }
     }
 }
