@@ -621,7 +621,10 @@ impl BlockCache {
             } else {
                 self.map.insert(k, after);
             }
-            if after != NIL {
+            // (A done request's private key is in no index, and its chains are not kept:
+            // a copy evicted from the middle of one is not unchained, so the link to it
+            // may name a unit reused since, cached under another key — not its heir.)
+            if after != NIL && self.units.slots[after as usize].key == k {
                 self.units.slots[after as usize].meta |= FIRST;
             }
         } else if let Some(x) = self.lookup(k) {
