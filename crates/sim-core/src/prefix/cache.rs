@@ -198,10 +198,16 @@ pub struct BlockCache {
     /// Runs of shared blocks, each inside one stream piece (a 512-token `hash_id`, a
     /// system prompt): run key (the hash of the run's first block) → index into `slab`.
     /// One entry for a whole run instead of one per block: a run's blocks are cached,
-    /// looked up and (mostly) evicted together, block by block in order.
+    /// looked up and (mostly) evicted together, block by block in order. An entry whose
+    /// slab entry no longer carries its key is stale (the run emptied: its last unit was
+    /// evicted); it is left in place rather than removed then (the removal's probe of a
+    /// cold bucket was half the cost of evicting a run's last unit), overwritten when the
+    /// key is cached again, and swept out when stale entries outnumber live ones.
     runs: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// Stale entries in `runs`.
+    stale_runs: usize,
     slab: Vec<Run>,
-    /// Free entries of `slab`.
+    /// Free entries of `slab` (key 0).
     free_slab: Vec<u32>,
     /// Private keys, by request id: per unit index of the request's table, the first unit
     /// cached under that key (NIL: none). Arrays instead of map entries: a request
@@ -214,7 +220,7 @@ pub struct BlockCache {
 /// A run of shared blocks inside one stream piece (see `BlockCache::runs`).
 #[derive(Debug, Clone, Default)]
 struct Run {
-    /// Its key in `runs`.
+    /// Its key in `runs` (0 while the entry is free: no run key is 0).
     key: u64,
     /// Per unit index in the run: the first unit cached there (NIL: none).
     heads: Vec<u32>,
@@ -291,6 +297,7 @@ impl BlockCache {
             epoch: 0,
             map: HashMap::default(),
             runs: HashMap::default(),
+            stale_runs: 0,
             slab: Vec::new(),
             free_slab: Vec::new(),
             ghosts: HashMap::default(),
@@ -488,14 +495,19 @@ impl BlockCache {
     /// The run `key`'s first unit cached at each index (NIL: none there; empty: no run).
     #[inline]
     pub fn run(&self, key: u64) -> &[u32] {
-        self.runs.get(&key).map_or(&[], |&e| self.slab[e as usize].heads.as_slice())
+        match self.runs.get(&key) {
+            Some(&e) if self.slab[e as usize].key == key => self.slab[e as usize].heads.as_slice(),
+            _ => &[],
+        }
     }
 
     /// Cache the not yet cached units of `units` in run `key`, the first at unit index
     /// `from` (one map operation for all; duplicates after the copies already there).
     pub fn register_run(&mut self, key: u64, from: u32, units: &[u32]) {
-        let BlockCache { runs, slab, free_slab, units: us, epoch, .. } = self;
-        let e = *runs.entry(key).or_insert_with(|| match free_slab.pop() {
+        use std::collections::hash_map::Entry;
+        debug_assert!(key != 0);
+        let BlockCache { runs, slab, free_slab, units: us, epoch, stale_runs, .. } = self;
+        let new_entry = |slab: &mut Vec<Run>, free_slab: &mut Vec<u32>| match free_slab.pop() {
             Some(e) => {
                 slab[e as usize].key = key;
                 e
@@ -504,7 +516,22 @@ impl BlockCache {
                 slab.push(Run { key, ..Run::default() });
                 slab.len() as u32 - 1
             }
-        });
+        };
+        let e = match runs.entry(key) {
+            Entry::Occupied(mut o) => {
+                let e = *o.get();
+                if slab[e as usize].key == key {
+                    e
+                } else {
+                    // A stale entry: the run emptied since.
+                    *stale_runs -= 1;
+                    let e = new_entry(slab, free_slab);
+                    o.insert(e);
+                    e
+                }
+            }
+            Entry::Vacant(v) => *v.insert(new_entry(slab, free_slab)),
+        };
         let run = &mut slab[e as usize];
         let end = from as usize + units.len();
         if run.heads.len() < end {
@@ -594,7 +621,10 @@ impl BlockCache {
             } else {
                 self.map.insert(k, after);
             }
-            if after != NIL {
+            // (A done request's private key is in no index, and its chains are not kept:
+            // a copy evicted from the middle of one is not unchained, so the link to it
+            // may name a unit reused since, cached under another key — not its heir.)
+            if after != NIL && self.units.slots[after as usize].key == k {
                 self.units.slots[after as usize].meta |= FIRST;
             }
         } else if let Some(x) = self.lookup(k) {
@@ -618,10 +648,24 @@ impl BlockCache {
         }
         run.live -= 1;
         if run.live == 0 {
-            self.runs.remove(&run.key);
+            // Its entry in `runs` goes stale (see there).
+            run.key = 0;
             run.heads.clear();
             self.free_slab.push(e as u32);
+            self.stale_runs += 1;
+            // (Tests sweep early, so that the tiny pools they use exercise it.)
+            if self.stale_runs > (self.runs.len() - self.stale_runs).max(if cfg!(test) { 2 } else { 1024 }) {
+                self.sweep_runs();
+            }
         }
+    }
+
+    /// Drop the stale entries of `runs` (amortised over as many evictions).
+    #[cold]
+    fn sweep_runs(&mut self) {
+        let slab = &self.slab;
+        self.runs.retain(|&k, &mut e| slab[e as usize].key == k);
+        self.stale_runs = 0;
     }
 
     /// Request `id` is done: nobody will look up its private keys again.
@@ -708,7 +752,7 @@ impl BlockCache {
             if k & RUN != 0 && k & TOP == 0 {
                 let (e, _) = split_run(k);
                 match (live.get_mut(e), self.slab.get(e)) {
-                    (Some(c), Some(r)) if self.runs.get(&r.key) == Some(&(e as u32)) => *c += 1,
+                    (Some(c), Some(r)) if r.key != 0 && self.runs.get(&r.key) == Some(&(e as u32)) => *c += 1,
                     _ => return Err(format!("unit {u} is cached in a run the index does not hold")),
                 }
             }
@@ -735,9 +779,13 @@ impl BlockCache {
             }
         }
         for (e, r) in self.slab.iter().enumerate() {
-            if self.runs.get(&r.key) == Some(&(e as u32)) && r.live != live[e] {
+            if r.key != 0 && self.runs.get(&r.key) == Some(&(e as u32)) && r.live != live[e] {
                 return Err(format!("run {e} counts {} cached units, {} are", r.live, live[e]));
             }
+        }
+        let stale = self.runs.iter().filter(|&(&k, &e)| !matches!(self.slab.get(e as usize), Some(r) if r.key == k)).count();
+        if stale != self.stale_runs {
+            return Err(format!("{stale} stale run entries, {} counted", self.stale_runs));
         }
         Ok(())
     }
