@@ -2,8 +2,9 @@
 // `make web`), and the GPU × time heatmap drawn on a canvas.
 import uPlot from "./pkg/uPlot.esm.js";
 
-// Each policy's colour comes from the registry (pkg/registry.json, the dashboard's too), set
-// by the page before the first chart; other series (replicas) take the fallback palette.
+// Each policy's colour comes from the core's registry (`presets().policy_info`, the
+// dashboard's too), set by the page before the first chart; other series (replicas) take
+// the fallback palette.
 let COLORS = {};
 const color = (name, i) => COLORS[name] || ["#555", "#c0392b", "#16a085", "#d35400"][i % 4];
 

@@ -21,8 +21,10 @@ pub mod limits;
 pub mod memory;
 pub mod metrics;
 pub mod perf;
+pub mod policy;
 pub mod prefix;
 pub mod request;
+pub mod registry;
 pub mod rng;
 pub mod scaling;
 pub mod sched;
@@ -55,7 +57,14 @@ mod layering_tests {
         ("sched.rs", include_str!("sched.rs")),
         ("kv.rs", include_str!("kv.rs")),
         ("request.rs", include_str!("request.rs")),
-        ("fabric.rs", include_str!("fabric.rs")),
+        ("fabric/mod.rs", include_str!("fabric/mod.rs")),
+        ("fabric/comm.rs", include_str!("fabric/comm.rs")),
+        ("fabric/events.rs", include_str!("fabric/events.rs")),
+        ("fabric/links.rs", include_str!("fabric/links.rs")),
+        ("fabric/placement.rs", include_str!("fabric/placement.rs")),
+        ("fabric/transfers.rs", include_str!("fabric/transfers.rs")),
+        ("policy.rs", include_str!("policy.rs")),
+        ("registry.rs", include_str!("registry.rs")),
         ("frontend.rs", include_str!("frontend.rs")),
         ("limits.rs", include_str!("limits.rs")),
         ("memory.rs", include_str!("memory.rs")),
