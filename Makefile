@@ -107,10 +107,24 @@ fuzz: build web
 golden: check-cargo
 	UPDATE_GOLDEN=1 cargo test -p sim-core --test golden
 
-# Clippy over the workspace, warnings as errors (not part of `make test`: a newer clippy's
-# new lints should not fail CI).
-lint: check-cargo
-	cargo clippy --workspace --all-targets -- -D warnings
+# The linters, each at a pinned version so a new release cannot fail CI: clippy from the
+# LINT_RUST toolchain (rustup installs it when missing; warnings are errors), ruff and mypy
+# --strict at the versions pyproject.toml's `lint` extra names. `.ci/run` runs it after the tests.
+LINT_RUST  ?= 1.95.0
+LINT_STAMP := $(VENV)/.o1sim-lint-stamp
+
+$(LINT_STAMP): $(STAMP)
+	$(VPY) tools/deps.py lint > $(VENV)/lint-requirements.txt
+	$(VPY) -m pip install --quiet -r $(VENV)/lint-requirements.txt
+	@touch $@
+
+lint: check-cargo $(LINT_STAMP)
+	@command -v rustup >/dev/null 2>&1 || { echo "error: make lint pins clippy through rustup (toolchain $(LINT_RUST)); install rustup" >&2; exit 1; }
+	@rustup run $(LINT_RUST) cargo clippy --version >/dev/null 2>&1 || \
+	  rustup toolchain install $(LINT_RUST) --profile minimal --component clippy
+	rustup run $(LINT_RUST) cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy --strict python/o1sim
 
 # Regenerate the shipped profiles' static snapshot (crates/sim-core/src/calib/snapshot/
 # builtin.rs) after changing crates/sim-core/profiles/*.json; a test fails while it is stale.

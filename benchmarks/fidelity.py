@@ -82,7 +82,7 @@ def fidelity(data: Path = DATA) -> dict[str, Any]:
         summary[kind] = {
             "rows": len(vals),
             "in_range": sum(abs(p / m - 1) for m, p, _ in vals) / len(vals),
-            "loo": sum(abs(l / m - 1) for m, _, l in vals) / len(vals),
+            "loo": sum(abs(loo / m - 1) for m, _, loo in vals) / len(vals),
         }
     return {"summary": summary, "rows": detail, "missing": missing}
 

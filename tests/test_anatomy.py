@@ -21,10 +21,11 @@ def run() -> o1sim.Result:
 
 
 def test_a_steps_kernels_fill_the_step_in_launch_order(run: o1sim.Result) -> None:
-    i = next(k for k, s in enumerate(run.steps) if s["shape"]["prefill"] and s["shape"]["decode_seqs"])
+    steps = run.steps
+    i = int(steps.index[(steps["prefill"].map(len) > 0) & (steps["decode_seqs"] > 0)][0])
     df = run.step_anatomy(i)
     assert list(df.columns) == COLUMNS
-    step = run.steps[i]
+    step = steps.loc[i]
     assert df.attrs["step"] == i and df.attrs["replica"] == step["replica"]
     assert df.attrs["recorded_ms"] == pytest.approx(step["end_ms"] - step["start_ms"])
     # The timeline ends where the step ended (the run interpolates on a grid: ≤ 0.2%).
@@ -38,9 +39,9 @@ def test_a_steps_kernels_fill_the_step_in_launch_order(run: o1sim.Result) -> Non
     per_layer = gpu[gpu.layer == 3].name.tolist()
     for op in ["qkv", "o", "gate_up", "down"]:
         assert per_layer.count(op) == 1, (op, per_layer)
-    calls = len(step["shape"]["prefill"]) + (step["shape"]["decode_seqs"] > 0)
+    calls = len(step["prefill"]) + (step["decode_seqs"] > 0)
     attention = [n for n in per_layer if n.startswith("attention")]
-    assert attention == (["attention"] if calls > 1 else ["attention_prefill"] if step["shape"]["prefill"] else ["attention_decode"])
+    assert attention == (["attention"] if calls > 1 else ["attention_prefill"] if step["prefill"] else ["attention_decode"])
     assert gpu.layer.max() == 31
     assert set(df.stream) <= {"compute", "communication", "cpu"}
     assert set(df.source) <= {"table", "interpolated", "roofline", "model"}
@@ -71,8 +72,8 @@ def test_the_chrome_trace_gains_kernel_tracks_on_request(run: o1sim.Result) -> N
     a = run.step_anatomy(3)
     mine = [e for e in kernels if e["args"]["step"] == 3]
     assert len(mine) == len(a)
-    t0 = run.steps[3]["start_ms"] * 1000
+    t0 = run.steps.loc[3, "start_ms"] * 1000
     assert mine[0]["ts"] == pytest.approx(t0 + a.start_us.iloc[0], abs=1e-3)
     # Each step's kernels lie inside its slice on the steps track.
-    end = run.steps[3]["end_ms"] * 1000
+    end = run.steps.loc[3, "end_ms"] * 1000
     assert all(t0 - 1e-3 <= e["ts"] and e["ts"] + e["dur"] <= end + 0.01 * (end - t0) for e in mine)

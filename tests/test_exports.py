@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import o1sim
-from o1sim.exports import steps_of, token_timeline
+from o1sim.exports import token_timeline
 
 GOLDEN = Path(__file__).parent / "golden"
 POLICIES = ["vllm", "orca", "sarathi", "o1pro"]
@@ -38,7 +38,7 @@ def rejecting() -> o1sim.Result:
 def test_token_timeline_reproduces_every_request(name: str) -> None:
     r = o1sim.simulate(GOLDEN / f"{name}.toml", record_steps=True)
     req = r.requests
-    tl = token_timeline(r.steps, dict(zip(req.request_id.tolist(), req.prompt_tokens.tolist())))
+    tl = token_timeline(r.step_records, dict(zip(req.request_id.tolist(), req.prompt_tokens.tolist())))
     for row in req.itertuples():
         toks = tl.token_ms.get(int(row.request_id), [])
         if row.status != "finished":
@@ -55,7 +55,7 @@ def test_token_timeline_reproduces_every_request(name: str) -> None:
 
 def test_steps_are_rerun_when_not_recorded(preempting: o1sim.Result) -> None:
     again = o1sim.simulate(GOLDEN / "policy_vllm.toml", record_steps=True)
-    assert steps_of(preempting) == again.steps
+    assert preempting.step_records == again.step_records
 
 
 # --------------------------------------------------------------------------- Chrome trace

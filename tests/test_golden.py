@@ -46,7 +46,7 @@ def test_cli_writes_the_same_bytes(path: Path, tmp_path: Path) -> None:
 def test_hand_worked_vllm_steps_via_python() -> None:
     # The same hand-worked case as the Rust test, seen from Python with record_steps.
     res = o1sim.simulate(GOLDEN / "vllm_hand.toml", record_steps=True)
-    plans = [[tuple(x) for x in s["scheduled"]] for s in res.steps]
+    plans = [[tuple(x) for x in scheduled] for scheduled in res.steps["scheduled"]]
     assert plans == [
         [(0, 6), (1, 2)],
         [(0, 1), (1, 3), (2, 4)],
@@ -55,7 +55,7 @@ def test_hand_worked_vllm_steps_via_python() -> None:
         [(2, 5), (3, 3)],
         [(3, 1)],
     ]
-    assert [s["preempted"] for s in res.steps] == [[], [], [2], [], [], []]
+    assert res.steps["preempted"].tolist() == [[], [], [2], [], [], []]
     df = res.requests
     assert list(df["finish_ms"]) == [17.0, 17.0, 21.0, 23.0]
     assert list(df["preemptions"]) == [0, 0, 1, 0]

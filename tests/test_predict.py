@@ -97,7 +97,7 @@ def test_the_simulator_prices_steps_with_the_same_model() -> None:
         "workload": {"requests": [{"arrival_ms": 0, "prompt_tokens": 1000, "output_tokens": 3}]},
     })
     steps = o1sim.simulate(sc, record_steps=True).steps
-    first, second = steps[0], steps[1]
+    first, second = steps.loc[0], steps.loc[1]
     prefill = o1sim.predict_step("llama-3-8b", "h200", batch=[{"new_tokens": 1000, "context_tokens": 0}])
     dec = o1sim.predict_step("llama-3-8b", "h200", batch=[{"new_tokens": 1, "context_tokens": 1000}])
     assert first["end_ms"] - first["start_ms"] == pytest.approx(prefill.total_ms, rel=2e-3)

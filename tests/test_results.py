@@ -14,6 +14,7 @@ import pytest
 
 import o1sim
 from o1sim import _core
+from o1sim.api import STEP_COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -90,16 +91,43 @@ def test_progress_reaches_the_total() -> None:
     assert [p.events for p in seen] == sorted(p.events for p in seen)
 
 
-def test_steps_only_when_recorded() -> None:
+def test_steps_are_a_table_and_a_result_reruns_for_them() -> None:
     with_steps = o1sim.simulate(o1sim.Scenario.default(), record_steps=True)
     steps = with_steps.steps
-    assert len(steps) == with_steps.raw.num_steps() > 0
-    assert {"replica", "start_ms", "end_ms", "scheduled"} <= set(steps[0])
-    assert all(s["end_ms"] >= s["start_ms"] for s in steps)
-    with pytest.raises(ValueError):
-        o1sim.simulate(o1sim.Scenario.default()).steps
+    assert isinstance(steps, pd.DataFrame) and steps.index.name == "step"
+    assert list(steps.columns) == list(STEP_COLUMNS)
+    records = with_steps.step_records
+    assert len(steps) == len(records) == with_steps.raw.num_steps() > 0
+    # Every field the core records is a column (a new one fails here until it is added).
+    assert set(records[0]) - {"shape"} | set(records[0]["shape"]) == set(STEP_COLUMNS) - {"tokens", "batch_size"}
+    assert (steps["end_ms"] >= steps["start_ms"]).all()
+    assert steps["tokens"].tolist() == [sum(t for _, t in s["scheduled"]) for s in records]
+    assert steps["batch_size"].tolist() == [len(s["scheduled"]) for s in records]
+    assert steps["decode_seqs"].tolist() == [s["shape"]["decode_seqs"] for s in records]
+    # A result run without record_steps runs its scenario again for them: the same steps.
+    plain = o1sim.simulate(o1sim.Scenario.default())
+    assert plain.step_records == records
+    assert plain.steps.equals(steps)
     # Recording steps does not change the result.
-    assert with_steps.to_json() == o1sim.simulate(o1sim.Scenario.default()).to_json()
+    assert with_steps.to_json() == plain.to_json()
+
+
+def test_a_run_whose_topology_changed_cannot_rerun_for_its_steps() -> None:
+    sc = {"model": "llama-3-8b", "gpu": "h200", "topology": "hgx-h200", "deployment": {"tp": 2, "replicas": 2},
+          "workload": {"num_requests": 40, "arrival": {"kind": "poisson", "rate": 10.0},
+                       "prompt": {"kind": "fixed", "value": 500}, "output": {"kind": "fixed", "value": 50}}}
+    down = [{"at_s": 0, "kind": "link_down", "src": "gpu2", "dst": "nvswitch0"}]
+    sim = o1sim.Simulation(sc)
+    sim.run_events(100)
+    sim.inject_topology(events=down)
+    with pytest.raises(ValueError, match="record_steps=True"):
+        _ = sim.finish().steps
+    recorded = o1sim.Simulation(sc, record_steps=True)
+    recorded.run_events(100)
+    recorded.inject_topology(events=down)
+    assert len(recorded.finish().steps) > 0
+    # Without an injection the Simulation's result re-runs like simulate()'s.
+    assert o1sim.Simulation(sc).finish().step_records == o1sim.simulate(sc, record_steps=True).step_records
 
 
 def test_csv_round_trip(result: o1sim.Result, tmp_path) -> None:

@@ -311,10 +311,10 @@ function showError(err) {
 let runSeq = 0;
 let running = false;
 let queued = false;
-const charts = new Charts({
+const charts = (window.o1simCharts = new Charts({
   ttft: $("#cdf-ttft"), tpot: $("#cdf-tpot"), kv: $("#ts-kv"), queue: $("#ts-queue"),
   heatmap: $("#heatmap"), policySelect: $("#ts-policy"),
-});
+}));
 
 async function run() {
   if (running) { queued = true; return; }

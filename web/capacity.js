@@ -3,11 +3,8 @@
 // experiment's runs stay live, and Stop ends a search) by search.js, the same steps as
 // Python's o1sim.capacity and o1sim.plan.
 
-const el = (tag, props = {}, ...kids) => {
-  const e = Object.assign(document.createElement(tag), props);
-  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
-  return e;
-};
+import { el, PanelWorker } from "./panelworker.js";
+
 const fmt = (v, d = 2) => (v === null || v === undefined || Number.isNaN(v) ? "—" : Number(v).toFixed(d));
 
 export class CapacityPanel {
@@ -16,11 +13,7 @@ export class CapacityPanel {
   constructor({ root, current, wasmUrl }) {
     this.root = root;
     this.current = current;
-    this.wasmUrl = wasmUrl;
-    this.worker = null;
-    this.ready = null;
-    this.nextId = 1;
-    this.pending = new Map();
+    this.client = new PanelWorker(wasmUrl);
     this.seq = 0;
     const $ = (s) => root.querySelector(s);
     this.$ = $;
@@ -28,39 +21,7 @@ export class CapacityPanel {
     $("#plan-run").disabled = false;
     $("#cap-run").addEventListener("click", () => this.capacity());
     $("#plan-run").addEventListener("click", () => this.plan());
-    $("#cap-stop").addEventListener("click", () => this.cancel());
-  }
-
-  startWorker() {
-    this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-    this.worker.onmessage = (ev) => {
-      const p = this.pending.get(ev.data.id);
-      if (!p) return;
-      if (ev.data.progress !== undefined) { p.progress?.(ev.data.progress); return; }
-      this.pending.delete(ev.data.id);
-      ev.data.ok ? p.resolve(ev.data) : p.reject(Object.assign(new Error(ev.data.error.message), ev.data.error));
-    };
-    this.worker.onerror = (ev) => {
-      for (const p of this.pending.values()) p.reject(new Error(`worker failed: ${ev.message}`));
-      this.pending.clear();
-    };
-    this.ready = this.ask("init", [this.wasmUrl]);
-  }
-
-  ask(op, args, progress) {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, progress });
-      this.worker.postMessage({ id, op, args });
-    });
-  }
-
-  cancel() {
-    if (!this.worker) return;
-    this.worker.terminate();
-    this.worker = null;
-    for (const p of this.pending.values()) p.reject(Object.assign(new Error("stopped"), { name: "Stopped" }));
-    this.pending.clear();
+    $("#cap-stop").addEventListener("click", () => this.client.cancel());
   }
 
   /** The SLO from the inputs (0 leaves a bound out). */
@@ -75,11 +36,11 @@ export class CapacityPanel {
 
   async start(kind) {
     const seq = ++this.seq;
-    if (this.worker && this.pending.size) this.cancel(); // a newer search replaces one in flight
-    if (!this.worker) this.startWorker();
+    if (this.client.busy) this.client.cancel(); // a newer search replaces one in flight
+    const ready = this.client.start();
     this.$("#cap-stop").disabled = false;
     this.root.dataset.state = `${kind}-running`;
-    await this.ready;
+    await ready;
     return seq;
   }
 
@@ -110,7 +71,7 @@ export class CapacityPanel {
     status.textContent = "searching…";
     try {
       const opts = { seeds: Number(this.$("#cap-seeds").value) || 3, tolerance: (Number(this.$("#cap-tol").value) || 2) / 100 };
-      const reply = await this.ask("capacity", [scenario, slo, opts], (p) => {
+      const reply = await this.client.ask("capacity", [scenario, slo, opts], (p) => {
         status.textContent = `round ${p.round}: ${p.rates.map((r) => r.toPrecision(4)).join(", ")} req/s · ${p.runs} runs`;
       });
       if (seq !== this.seq) return;
@@ -161,9 +122,9 @@ export class CapacityPanel {
     status.textContent = "planning…";
     try {
       const opts = { load, seeds: Number(this.$("#plan-seeds").value) || 1 };
-      const reply = await this.ask("plan", [scenario, choices, slo, opts], (p) => { status.textContent = `${p.done}/${p.total} runs`; });
+      const reply = await this.client.ask("plan", [scenario, choices, slo, opts], (p) => { status.textContent = `${p.done}/${p.total} runs`; });
       if (seq !== this.seq) return;
-      const prices = (await this.ask("defaultPrices", [])).result;
+      const prices = (await this.client.ask("defaultPrices", [])).result;
       this.$("#plan-prices").textContent = "Prices per GPU-hour: " + choices.gpu.filter((g) => prices[g])
         .map((g) => `${g} $${prices[g].usd_per_hour.toFixed(2)} (${prices[g].source})`).join("; ");
       this.renderPlan(out, reply.result, Object.keys(choices));

@@ -1,12 +1,21 @@
 // Charts of the page: latency CDFs and time series with uPlot (copied into pkg/ by
 // `make web`), and the GPU × time heatmap drawn on a canvas.
 import uPlot from "./pkg/uPlot.esm.js";
+import { CHART_STYLE, UPLOT_DISTR, heatColor } from "./chart_style.js";
 
 // Each policy's colour comes from the core's registry (`presets().policy_info`, the
-// dashboard's too), set by the page before the first chart; other series (replicas) take
-// the fallback palette.
+// dashboard's too), set by the page before the first chart; names it does not know take the
+// other colours in turn, replicas the replica palette (chart_style.js: the dashboard's and
+// the report's conventions).
 let COLORS = {};
-const color = (name, i) => COLORS[name] || ["#555", "#c0392b", "#16a085", "#d35400"][i % 4];
+const otherColor = (i) => CHART_STYLE.otherColors[i % CHART_STYLE.otherColors.length];
+const replicaColor = (i) => CHART_STYLE.replicaPalette[i % CHART_STYLE.replicaPalette.length];
+
+/** Each series' colour: its registry colour, else the next of the other colours. */
+function seriesColors(names) {
+  let other = 0;
+  return names.map((name) => COLORS[name] || otherColor(other++));
+}
 
 /** Set the policies' colours: `{name: "#rrggbb"}` from the registry. */
 export function setPolicyColors(colors) {
@@ -67,12 +76,19 @@ export class Charts {
     const keep = sel.value;
     sel.innerHTML = results.map((r) => `<option>${r.label}</option>`).join("");
     if (results.some((r) => r.label === keep)) sel.value = keep;
-    for (const key of ["ttft", "tpot"]) {
-      const data = align(results.map((r) => cdf(r.cdf[key])));
+    const colors = seriesColors(results.map((r) => r.label));
+    const style = CHART_STYLE.cdf;
+    for (const [key, name] of [["ttft", "TTFT"], ["tpot", "TPOT"]]) {
+      // A log axis has no zero: the CDF starts at the smallest positive latency.
+      const data = align(results.map((r) => cdf(r.cdf[key].filter((v) => v > 0))));
       this.plot(key, this.el[key], {
-        scales: { x: { time: false, distr: key === "ttft" ? 3 : 1 } },
-        axes: [{ label: "ms" }, { label: "fraction" }],
-        series: [{}, ...results.map((r, i) => ({ label: r.label, stroke: color(r.label, i), width: 1.5, spanGaps: true }))],
+        scales: {
+          x: { time: false, distr: UPLOT_DISTR[style.x] },
+          y: { distr: UPLOT_DISTR[style.y], range: [...style.yRange] },
+        },
+        axes: [{ label: `${name} (${style.units[name]}), log scale` }, { label: style.yTitle }],
+        series: [{}, ...results.map((r, i) => ({ label: r.label, stroke: colors[i], width: 1.5, spanGaps: true,
+                                                   paths: uPlot.paths.stepped({ align: 1 }) }))],
       }, data);
     }
     this.renderSeries();
@@ -94,7 +110,7 @@ export class Charts {
       this.plot(key, this.el[key], {
         scales: { x: { time: false } },
         axes: [{ label: "s" }, { label }],
-        series: [{}, ...replicas.map((rep, i) => ({ label: `replica ${rep}`, stroke: color("", i), width: 1, spanGaps: false }))],
+        series: [{}, ...replicas.map((rep) => ({ label: `replica ${rep}`, stroke: replicaColor(rep), width: 1, spanGaps: false }))],
       }, align(series));
     }
     this.drawHeatmap();
@@ -124,8 +140,8 @@ export class Charts {
     ts.replica.forEach((rep, i) => {
       const b = Math.round(ts.time_ms[i] / ts.interval_ms);
       const v = Math.max(0, Math.min(1, ts.busy[i]));
-      // The scale under the canvas (#heat-scale) is this ramp: rgb(255 250 255) → rgb(55 110 225).
-      ctx.fillStyle = `rgb(${Math.round(255 - 200 * v)}, ${Math.round(250 - 140 * v)}, ${Math.round(255 - 30 * v)})`;
+      // The scale under the canvas (#heat-scale) is this ramp (chart_style.js's heatRamp).
+      ctx.fillStyle = heatColor(v);
       for (let g = 0; g < perReplica; g++) ctx.fillRect(left + b * w, (rep * perReplica + g) * h, Math.max(1, w), Math.max(1, h - 0.5));
     });
     ctx.fillStyle = "#1d2330";

@@ -4,16 +4,13 @@
 // as numbered actions, with the counterexample, its replay scenario and the PNML to download.
 // Its settings are not part of the experiment (nor of the URL hash).
 
+import { el, PanelWorker } from "./panelworker.js";
+
 /** The bug classes `scheduler.inject_bug` accepts (Python's `o1sim.bug_names()`; a test
  *  keeps them equal). */
 export const BUGS = ["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue", "no_seat_preempt"];
 const NO_BUG = "";
 
-const el = (tag, props = {}, ...kids) => {
-  const e = Object.assign(document.createElement(tag), props);
-  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
-  return e;
-};
 
 export class CheckPanel {
   /** `root`: the panel's element; `policies`: the core's policy names; `wasmUrl`: the module. */
@@ -21,11 +18,7 @@ export class CheckPanel {
     this.root = root;
     // The core's starting configuration (the dashboard's check tab starts from it too).
     this.defaultToml = defaultToml;
-    this.wasmUrl = wasmUrl;
-    this.worker = null;
-    this.ready = null;
-    this.nextId = 1;
-    this.pending = new Map();
+    this.client = new PanelWorker(wasmUrl);
     this.urls = [];
     this.seq = 0;
     this.build(policies);
@@ -51,47 +44,14 @@ export class CheckPanel {
     this.text.value = this.defaultToml;
     this.button.disabled = false;
     this.button.addEventListener("click", () => this.run());
-    this.stop.addEventListener("click", () => this.cancel());
+    this.stop.addEventListener("click", () => this.client.cancel());
     $("#check-reset").addEventListener("click", () => { this.text.value = this.defaultToml; });
-  }
-
-  // A Worker of its own: a long search never delays the experiment's runs, and Stop can end
-  // it (terminate) without touching the page's simulation worker.
-  startWorker() {
-    this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-    this.worker.onmessage = (ev) => {
-      const p = this.pending.get(ev.data.id);
-      if (!p) return;
-      this.pending.delete(ev.data.id);
-      ev.data.ok ? p.resolve(ev.data) : p.reject(Object.assign(new Error(ev.data.error.message), ev.data.error));
-    };
-    this.worker.onerror = (ev) => {
-      for (const p of this.pending.values()) p.reject(new Error(`worker failed: ${ev.message}`));
-      this.pending.clear();
-    };
-    this.ready = this.ask("init", this.wasmUrl);
-  }
-
-  ask(op, ...args) {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, op, args });
-    });
-  }
-
-  cancel() {
-    if (!this.worker) return;
-    this.worker.terminate();
-    this.worker = null;
-    for (const p of this.pending.values()) p.reject(Object.assign(new Error("stopped"), { name: "Stopped" }));
-    this.pending.clear();
   }
 
   async run() {
     const seq = ++this.seq;
-    if (this.worker && this.pending.size) this.cancel(); // a newer check replaces one in flight
-    if (!this.worker) this.startWorker();
+    if (this.client.busy) this.client.cancel(); // a newer check replaces one in flight
+    const ready = this.client.start();
     this.error.textContent = "";
     this.error.dataset.field = "";
     this.text.classList.remove("invalid");
@@ -105,8 +65,8 @@ export class CheckPanel {
     this.status.textContent = "checking…";
     const opts = { maxStates: Number(this.maxStates.value) || undefined };
     try {
-      await this.ready;
-      const reply = await this.ask("modelCheck", this.text.value, this.policy.value, this.bug.value, opts);
+      await ready;
+      const reply = await this.client.ask("modelCheck", [this.text.value, this.policy.value, this.bug.value, opts]);
       if (seq !== this.seq) return;
       this.render(reply.result, performance.now() - t0, reply.ms);
       this.root.dataset.state = "done";

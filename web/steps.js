@@ -7,8 +7,11 @@
 // the first time the panel is opened after a run, and kept in the Worker; the page gets a
 // digest (start, end, replica, tokens, kind) and asks for one step's anatomy by index.
 
-const KIND_COLORS = ["#2f6fdf", "#e0752d", "#8e44ad"]; // decode, prefill, mixed
+import { CHART_STYLE } from "./chart_style.js";
+
+// The kinds in the Worker's digest order (kind 0, 1, 2), coloured as the dashboard's steps.
 const KIND_NAMES = ["decode", "prefill", "mixed"];
+const KIND_COLORS = KIND_NAMES.map((k) => CHART_STYLE.stepKinds[k]);
 const STREAMS = ["cpu", "compute", "communication"];
 const LANE_H = 22;
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -82,7 +81,7 @@ def gemms(out: Path) -> None:
 
 def elementwise(out: Path) -> None:
     rows = []
-    for model, (h, hq, hkv, hd, inter, vocab) in SHAPES.items():
+    for model, (h, hq, hkv, hd, inter, _vocab) in SHAPES.items():
         eng = Engine(dict(layers=1, hidden=h, hq=hq, hkv=hkv, hd=hd, inter=inter, vocab=1024))
         for m in ELEM_M:
             x = torch.randn(m, h, device=DEV, dtype=DT)

@@ -23,6 +23,7 @@ from ._core import __version__
 from .errors import ConfigError, InfeasibleError, InternalError, ResourceError, SimError, StallError
 
 if TYPE_CHECKING:
+    from . import workload
     from .api import (
         CheckProgress,
         CheckResult,
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from .planning import Capacity, Plan, capacity, default_prices, plan
     from .sweeps import aggregate, sweep
     from .topology import Topology, routes, topology_presets
-    from . import workload
 
 #: Submodules offered as attributes (``o1sim.workload.from_trace(...)``), imported on first use.
 _SUBMODULES = ("workload",)

@@ -9,10 +9,11 @@ scenario text itself, so Python never hands it one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path, PurePath
 from typing import Any, Union
 
 from .errors import config_error, resource_error
@@ -87,3 +88,42 @@ def check_depth(value: Any, path: str = "") -> None:
             stack.extend((x, depth + 1) for x in v.values())
         elif isinstance(v, (list, tuple)):
             stack.extend((x, depth + 1) for x in v)
+
+
+def join_path(path: str, key: str | int) -> str:
+    """``path`` extended by a table key (``a.b``) or a list index (``a[3]``)."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def jsonable(value: Any, path: str, depth: int = 0) -> Any:
+    """A JSON-safe copy of ``value``; a ``ConfigError`` naming ``path`` for what JSON can't
+    carry or what is nested deeper than ``MAX_DEPTH`` levels (iterating further would hit
+    Python's recursion limit)."""
+    if depth > MAX_DEPTH:
+        raise too_deep(path)
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise config_error(path, f"must be a finite number (got {float(value)!r})")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise config_error(join_path(path, repr(k)), "keys must be strings")
+            out[k] = jsonable(v, join_path(path, k), depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, join_path(path, i), depth + 1) for i, v in enumerate(value)]
+    np = sys.modules.get("numpy")  # a numpy scalar can only exist once numpy is loaded
+    if np is not None and isinstance(value, np.generic):
+        return jsonable(value.item(), path, depth)
+    if isinstance(value, PurePath):
+        return str(value)
+    raise config_error(
+        path or "<scenario>",
+        f"unsupported value of type {type(value).__name__} (expected a number, string, bool, list or table)",
+    )

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 
 from . import _core
-from ._input import MAX_DEPTH, check_depth, loads, read_text, too_deep
+from ._input import check_depth, loads, read_text, too_deep
+from ._input import join_path as _join
+from ._input import jsonable as _jsonable
 from .errors import config_error
-from .topology import Topology, resolve_topology
+from .exports import prometheus_text, write_chrome_trace
+from .topology import resolve_topology
 from .workload import trace_for
 
 if sys.version_info >= (3, 11):
@@ -98,12 +100,6 @@ def _parse_dotted(path: str) -> list[str | int]:
     return parts
 
 
-def _join(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
 def _set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
     """Set ``data[a][b]...`` from a dotted path, creating missing tables on the way."""
     parts = _parse_dotted(path)
@@ -123,38 +119,6 @@ def _set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
                 node[key] = {}
             node = node[key]
         walked = here
-
-
-def _jsonable(value: Any, path: str, depth: int = 0) -> Any:
-    """A JSON-safe copy of ``value``; a ``ConfigError`` naming ``path`` for what JSON can't
-    carry or what is nested deeper than ``MAX_DEPTH`` levels (iterating further would hit
-    Python's recursion limit)."""
-    if depth > MAX_DEPTH:
-        raise too_deep(path)
-    if value is None or isinstance(value, (bool, str, int)):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise config_error(path, f"must be a finite number (got {float(value)!r})")
-        return value
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise config_error(_join(path, repr(k)), "keys must be strings")
-            out[k] = _jsonable(v, _join(path, k), depth + 1)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, _join(path, i), depth + 1) for i, v in enumerate(value)]
-    np = sys.modules.get("numpy")  # a numpy scalar can only exist once numpy is loaded
-    if np is not None and isinstance(value, np.generic):
-        return _jsonable(value.item(), path, depth)
-    if isinstance(value, PurePath):
-        return str(value)
-    raise config_error(
-        path or "<scenario>",
-        f"unsupported value of type {type(value).__name__} (expected a number, string, bool, list or table)",
-    )
 
 
 def _copy(data: dict[str, Any]) -> dict[str, Any]:
@@ -292,6 +256,17 @@ def _as_scenario(scenario: ScenarioLike) -> Scenario:
 
 # --------------------------------------------------------------------------- results
 
+#: The step's shape fields (``shape`` in :attr:`Result.step_records`), columns of :attr:`Result.steps`.
+STEP_SHAPE_COLUMNS: tuple[str, ...] = (
+    "prefill", "decode_seqs", "decode_context_sum", "context_sum_after", "sampled", "decode_blocks_1024", "comm_ms",
+    "decision_ms",
+)
+#: Columns of :attr:`Result.steps`, in order.
+STEP_COLUMNS: tuple[str, ...] = (
+    "replica", "start_ms", "end_ms", "tokens", "batch_size", "free_blocks_after", "scheduled", "preempted", "finished",
+    "cached", *STEP_SHAPE_COLUMNS,
+)
+
 #: Columns of :meth:`Result.step_anatomy`, in order.
 ANATOMY_COLUMNS: tuple[str, ...] = (
     "name", "layer", "part", "parts", "launched_us", "start_us", "end_us", "stream", "source", "ctas", "sm_occupancy",
@@ -301,9 +276,13 @@ ANATOMY_COLUMNS: tuple[str, ...] = (
 class Result:
     """The outcome of one simulation. Tables are built on first access."""
 
-    def __init__(self, raw: _core.RunResult, *, record_steps: bool = False, scenario: Optional[Scenario] = None) -> None:
+    def __init__(self, raw: _core.RunResult, *, record_steps: bool = False, scenario: Optional[Scenario] = None,
+                 rerunnable: bool = True) -> None:
         self._raw = raw
         self._record_steps = record_steps
+        # False when the run's topology changed while it ran: its scenario alone would not
+        # give its steps again.
+        self._rerunnable = rerunnable
         self.scenario = scenario
         """The scenario that was run."""
 
@@ -374,12 +353,53 @@ class Result:
         return pd.DataFrame(json.loads(text))
 
     @cached_property
-    def steps(self) -> list[dict[str, Any]]:
-        """Every scheduler step, as dicts (needs ``simulate(..., record_steps=True)``)."""
-        if not self._record_steps:
-            raise ValueError("steps were not recorded; run with simulate(..., record_steps=True)")
-        steps: list[dict[str, Any]] = json.loads(self._raw.steps_json())
-        return steps
+    def step_records(self) -> list[dict[str, Any]]:
+        """Every scheduler step as the core records it, one dict each: ``replica``,
+        ``start_ms``, ``end_ms``, ``scheduled`` (``[request, tokens]`` pairs), ``preempted``,
+        ``finished``, ``free_blocks_after``, ``cached`` (``[request, hit tokens]`` at
+        admission) and ``shape`` (what the step's time was priced from).
+
+        A result run without ``record_steps=True`` runs its scenario again, once, with it:
+        a run is deterministic, so the same scenario gives the same steps, byte for byte.
+        A result whose topology changed while it ran (:meth:`Simulation.inject_topology`)
+        cannot be re-run that way and raises ``ValueError``."""
+        if self._record_steps:
+            steps: list[dict[str, Any]] = json.loads(self._raw.steps_json())
+            return steps
+        if self.scenario is None:
+            raise ValueError("steps were not recorded and the result has no scenario to re-run")
+        if not self._rerunnable:
+            raise ValueError("steps were not recorded and the topology changed while the run went on "
+                             "(inject_topology): run with Simulation(..., record_steps=True)")
+        return simulate(self.scenario, record_steps=True).step_records
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        """Every scheduler step, one row each (index ``step``, in the order the steps ran):
+        ``replica``, ``start_ms``, ``end_ms``, ``tokens`` (scheduled this step) and
+        ``batch_size`` (requests in the batch), ``free_blocks_after``, the lists
+        ``scheduled`` (``[request, tokens]`` pairs), ``preempted``, ``finished`` and
+        ``cached`` (``[request, prefix-cache hit tokens]`` at admission), then the step's
+        shape: ``prefill`` (``[new, context]`` tokens per prefill entry), ``decode_seqs``,
+        ``decode_context_sum``, ``context_sum_after``, ``sampled``, ``decode_blocks_1024``,
+        ``comm_ms`` and ``decision_ms``. The same steps as dicts: :attr:`step_records`.
+        A result run without ``record_steps=True`` is run again once to get them."""
+        import pandas as pd
+
+        records = self.step_records
+        cols: dict[str, list[Any]] = {}
+        for name in STEP_COLUMNS:
+            if name == "tokens":
+                cols[name] = [sum(int(t) for _, t in s["scheduled"]) for s in records]
+            elif name == "batch_size":
+                cols[name] = [len(s["scheduled"]) for s in records]
+            elif name in STEP_SHAPE_COLUMNS:
+                cols[name] = [s["shape"][name] for s in records]
+            else:
+                cols[name] = [s[name] for s in records]
+        df = pd.DataFrame(cols, columns=list(STEP_COLUMNS))
+        df.index.name = "step"
+        return df
 
     def step_anatomy(self, i: int) -> pd.DataFrame:
         """The kernels of scheduler step ``i`` (an index into :attr:`steps`; negative counts
@@ -396,7 +416,7 @@ class Result:
         again with it once (same scenario, same run)."""
         import pandas as pd
 
-        steps = self._anatomy_steps()
+        steps = self.step_records
         n = len(steps)
         if not -n <= i < n:
             raise IndexError(f"step {i} out of range: the run has {n} steps")
@@ -409,18 +429,6 @@ class Result:
         df.attrs.update(a)
         df.attrs.update(step=i % n, replica=step["replica"], start_ms=step["start_ms"])
         return df
-
-    def _anatomy_steps(self) -> list[dict[str, Any]]:
-        """The steps, re-run once and kept when they were not recorded."""
-        if self._record_steps:
-            return self.steps
-        cached: Optional[list[dict[str, Any]]] = getattr(self, "_rerun_steps", None)
-        if cached is None:
-            from .exports import steps_of
-
-            cached = steps_of(self)
-            self._rerun_steps = cached
-        return cached
 
     def to_json(self) -> str:
         """The whole result as JSON, byte-for-byte what every o1sim front end produces."""
@@ -445,16 +453,12 @@ class Result:
         given by index (``True``: every step; a long run has thousands of kernels per step)
         on per-replica kernel tracks (:meth:`step_anatomy`). See
         :func:`o1sim.exports.chrome_trace`."""
-        from .exports import write_chrome_trace
-
         return write_chrome_trace(self, path, kernels=kernels)
 
     def to_prometheus(self, *, model_name: Optional[str] = None) -> str:
         """The run as Prometheus text exposition with vLLM's metric names (histograms of
         TTFT, inter-token and E2E latency; token, request and preemption counters; mean
         running/waiting/KV gauges per replica). See :func:`o1sim.exports.prometheus_text`."""
-        from .exports import prometheus_text
-
         return prometheus_text(self, model_name=model_name)
 
     def __repr__(self) -> str:
@@ -510,6 +514,7 @@ class Simulation:
         self.scenario = _as_scenario(scenario)
         text, fmt = self.scenario.payload()
         self._record_steps = record_steps
+        self._injected = False
         self._sim = _core.Simulation(text, fmt, record_steps, False, self.scenario.trace())
 
     def run_events(self, max_events: int) -> bool:
@@ -535,12 +540,15 @@ class Simulation:
             holder: dict[str, Any] = {"topology": topology}
             resolve_topology(holder, Path.cwd())
             self._sim.inject_topology(json.dumps(_jsonable(holder["topology"], "topology"), allow_nan=False))
+            self._injected = True
         if events is not None:
             self._sim.inject_topology(json.dumps(_jsonable(list(events), "events"), allow_nan=False))
+            self._injected = True
 
     def finish(self) -> Result:
         """Run to the end and return the :class:`Result` (once)."""
-        return Result(self._sim.finish(), record_steps=self._record_steps, scenario=self.scenario)
+        return Result(self._sim.finish(), record_steps=self._record_steps, scenario=self.scenario,
+                      rerunnable=not self._injected)
 
 
 def presets() -> dict[str, Any]:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
 
+from ._cli_args import _load, _parse_value, _progress_bar, scenario_arg, seed_opt, set_opt
 from ._cli_io import _err, _fail, _out, _write
-from .cli import _load, _parse_value, _progress_bar, scenario_arg, seed_opt, set_opt
 from .errors import SimError
 
 if TYPE_CHECKING:

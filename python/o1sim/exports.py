@@ -1,8 +1,12 @@
 """Observability exports of a :class:`~o1sim.Result`: a Chrome/Perfetto trace and Prometheus text.
 
 Both need to know when each request emitted each token, which the per-request table does
-not hold; the scheduler steps do. A result run without ``record_steps=True`` is run again
-with it (a run is deterministic: the same scenario gives the same steps, byte for byte).
+not hold; the scheduler steps do (:attr:`o1sim.Result.step_records`, which re-runs a result
+recorded without ``record_steps=True``).
+
+This module is a leaf: it reads a result through the :class:`RunTables` protocol (what
+:class:`o1sim.Result` has) and imports nothing of the package but the core, so ``api`` can
+offer ``Result.to_prometheus()`` and ``Result.to_chrome_trace()`` without an import circle.
 
 Token emission follows the core's rule (vLLM v1's model): a request emits a token in the
 step after which its computed tokens reach its prompt plus the tokens it has already
@@ -18,20 +22,24 @@ import bisect
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
+
+from . import _core
 
 if TYPE_CHECKING:
-    from .api import Result
+    import pandas as pd
+    from prometheus_client.core import Metric
 
 __all__ = [
+    "RunTables",
     "TokenTimeline",
     "chrome_trace",
     "prometheus_text",
-    "steps_of",
     "token_timeline",
+    "write_chrome_trace",
     "E2E_BUCKETS_S",
     "ITL_BUCKETS_S",
     "TTFT_BUCKETS_S",
@@ -55,18 +63,34 @@ E2E_BUCKETS_S: tuple[float, ...] = (
 ROUTER_PID = 0
 
 
-def steps_of(result: Result) -> list[dict[str, Any]]:
-    """The result's scheduler steps, re-running its scenario with ``record_steps=True`` when
-    they were not recorded."""
-    try:
-        return result.steps
-    except ValueError:
-        pass
-    if result.scenario is None:
-        raise ValueError("steps were not recorded and the result has no scenario to re-run")
-    from .api import simulate
+class ScenarioText(Protocol):
+    """What the exports read of a scenario (:class:`o1sim.Scenario` has it)."""
 
-    return simulate(result.scenario, record_steps=True).steps
+    source: str
+
+    def payload(self) -> tuple[str, str]: ...
+
+
+class RunTables(Protocol):
+    """What the exports read of a run: :class:`o1sim.Result` has all of it."""
+
+    @property
+    def requests(self) -> pd.DataFrame: ...
+
+    @property
+    def timeseries(self) -> pd.DataFrame: ...
+
+    @property
+    def timeseries_interval_ms(self) -> float: ...
+
+    @property
+    def deployment(self) -> dict[str, Any]: ...
+
+    @property
+    def step_records(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def scenario(self) -> Optional[ScenarioText]: ...
 
 
 @dataclass
@@ -109,7 +133,7 @@ def token_timeline(steps: Sequence[Mapping[str, Any]], prompt_tokens: Mapping[in
     return tl
 
 
-def _prompts(result: Result) -> dict[int, int]:
+def _prompts(result: RunTables) -> dict[int, int]:
     req = result.requests
     return dict(zip(req["request_id"].tolist(), req["prompt_tokens"].tolist()))
 
@@ -129,15 +153,13 @@ KERNEL_TIDS: dict[str, tuple[int, str]] = {
 }
 
 
-def _kernel_events(result: Result, steps: Sequence[Mapping[str, Any]], which: Union[bool, Iterable[int]]) -> list[dict[str, Any]]:
+def _kernel_events(result: RunTables, steps: Sequence[Mapping[str, Any]], which: Union[bool, Iterable[int]]) -> list[dict[str, Any]]:
     """Complete slices of the kernels of the chosen steps, on per-stream tracks of their replica."""
     if which is False:
         return []
     indices = range(len(steps)) if which is True else sorted({int(i) % len(steps) for i in which}) if steps else []
     if result.scenario is None:
         raise ValueError("the result has no scenario to price its steps with")
-    from . import _core
-
     text, fmt = result.scenario.payload()
     events: list[dict[str, Any]] = []
     for i in indices:
@@ -159,7 +181,7 @@ def _kernel_events(result: Result, steps: Sequence[Mapping[str, Any]], which: Un
     return events
 
 
-def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]] = None,
+def chrome_trace(result: RunTables, *, steps: Optional[Sequence[Mapping[str, Any]]] = None,
                  kernels: Union[bool, Iterable[int]] = False) -> dict[str, Any]:
     """The run as a Trace Event Format object (``{"traceEvents": [...]}``), for Perfetto or
     ``chrome://tracing``.
@@ -175,7 +197,7 @@ def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]]
     CTAs, SM occupancy). Timestamps are µs since the start of the run; events are sorted by
     time.
     """
-    steps = steps_of(result) if steps is None else steps
+    steps = result.step_records if steps is None else steps
     deployment = result.deployment
     req = result.requests
     tl = token_timeline(steps, _prompts(result))
@@ -236,7 +258,8 @@ def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]]
         arrival = float(row.arrival_ms)
         finish = float(row.finish_ms)
 
-        def slice_(name: str, t0: float, t1: float, args: Optional[dict[str, Any]] = None) -> None:
+        def slice_(name: str, t0: float, t1: float, args: Optional[dict[str, Any]] = None,
+                   rid: int = rid, pid: int = pid) -> None:
             common = {"cat": "request", "id": rid, "pid": pid, "tid": 0, "name": name}
             events.append({**common, "ph": "b", "ts": _us(t0), "args": args or {}})
             events.append({**common, "ph": "e", "ts": _us(t1)})
@@ -265,7 +288,7 @@ def chrome_trace(result: Result, *, steps: Optional[Sequence[Mapping[str, Any]]]
     }
 
 
-def write_chrome_trace(result: Result, path: Union[str, "os.PathLike[str]", None] = None, *,
+def write_chrome_trace(result: RunTables, path: Union[str, "os.PathLike[str]", None] = None, *,
                        kernels: Union[bool, Iterable[int]] = False) -> str:
     """The trace as compact JSON text, also written to ``path`` when given."""
     text = json.dumps(chrome_trace(result, kernels=kernels), separators=(",", ":"))
@@ -277,47 +300,15 @@ def write_chrome_trace(result: Result, path: Union[str, "os.PathLike[str]", None
 # --------------------------------------------------------------------------- Prometheus
 
 
-def _fmt(v: float) -> str:
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    if float(v).is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return repr(float(v))
+def _histogram_buckets(values_s: Iterable[float], buckets: Sequence[float]) -> tuple[list[tuple[str, float]], float]:
+    """Cumulative ``(le, count)`` pairs ending at ``+Inf``, and the sum of the values."""
+    vals = sorted(values_s)
+    out: list[tuple[str, float]] = [(repr(float(le)), float(bisect.bisect_right(vals, le))) for le in buckets]
+    out.append(("+Inf", float(len(vals))))
+    return out, math.fsum(vals)
 
 
-def _labels(labels: Mapping[str, str]) -> str:
-    if not labels:
-        return ""
-    esc = (str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"') for v in labels.values())
-    return "{" + ",".join(f'{k}="{v}"' for k, v in zip(labels, esc)) + "}"
-
-
-class _Exposition:
-    """A tiny writer for the Prometheus text format (0.0.4): HELP/TYPE once per family."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def family(self, name: str, kind: str, help_: str) -> None:
-        self.lines.append(f"# HELP {name} {help_}")
-        self.lines.append(f"# TYPE {name} {kind}")
-
-    def sample(self, name: str, labels: Mapping[str, str], value: float) -> None:
-        self.lines.append(f"{name}{_labels(labels)} {_fmt(value)}")
-
-    def histogram(self, name: str, labels: Mapping[str, str], values_s: Iterable[float], buckets: Sequence[float]) -> None:
-        vals = sorted(values_s)
-        for le in buckets:
-            self.sample(f"{name}_bucket", {**labels, "le": repr(float(le))}, bisect.bisect_right(vals, le))
-        self.sample(f"{name}_bucket", {**labels, "le": "+Inf"}, len(vals))
-        self.sample(f"{name}_count", labels, len(vals))
-        self.sample(f"{name}_sum", labels, math.fsum(vals))
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-def prometheus_text(result: Result, *, model_name: Optional[str] = None,
+def prometheus_text(result: RunTables, *, model_name: Optional[str] = None,
                     steps: Optional[Sequence[Mapping[str, Any]]] = None) -> str:
     """The run as Prometheus text exposition with vLLM's (v1) metric names and types.
 
@@ -336,7 +327,7 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
     *time-weighted mean over the run* (a scrape after a finished run would read zero; the
     peaks are in ``Result.summary``).
     """
-    steps = steps_of(result) if steps is None else steps
+    steps = result.step_records if steps is None else steps
     req = result.requests
     model = model_name or str(result.deployment.get("model", {}).get("name", "model"))
     replicas = int(result.deployment.get("replicas", 1))
@@ -358,10 +349,26 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
         if int(row.output_tokens) > 1:
             h["tpot"].append((float(row.finish_ms) - float(row.first_token_ms)) / 1e3 / (int(row.output_tokens) - 1))
 
-    def lab(r: int) -> dict[str, str]:
-        return {"model_name": model, "engine": str(r)}
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+    from prometheus_client.registry import Collector
 
-    out = _Exposition()
+    class Families(Collector):
+        """The run's metric families, for a fresh ``CollectorRegistry`` (never the
+        process-wide default one) that ``prometheus_client``'s exposition writes."""
+
+        def __init__(self) -> None:
+            self.families: list[Metric] = []
+
+        def collect(self) -> Iterator[Metric]:
+            return iter(self.families)
+
+    engine_labels = ["model_name", "engine"]
+
+    def lab(r: int) -> list[str]:
+        return [model, str(r)]
+
+    out = Families()
     hists = [
         ("vllm:time_to_first_token_seconds", "ttft", TTFT_BUCKETS_S, "Histogram of time to first token in seconds."),
         ("vllm:inter_token_latency_seconds", "itl", ITL_BUCKETS_S, "Histogram of inter-token latency in seconds."),
@@ -372,9 +379,11 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
          "Histogram of time spent in WAITING phase for request."),
     ]
     for name, key, buckets, help_ in hists:
-        out.family(name, "histogram", help_)
+        hist = HistogramMetricFamily(name, help_, labels=engine_labels)
         for r in range(replicas):
-            out.histogram(name, lab(r), per_engine[r][key], buckets)
+            counts, total = _histogram_buckets(per_engine[r][key], buckets)
+            hist.add_metric(lab(r), counts, total)
+        out.families.append(hist)
 
     by_rep = finished.groupby("replica", observed=True)
     prompt = by_rep["prompt_tokens"].sum()
@@ -395,15 +404,19 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
          by_ts["prefix_hits"].sum(), {}),
     ]
     for name, help_, series, extra in counters:
-        out.family(name, "counter", help_)
+        counter = CounterMetricFamily(name, help_, labels=[*engine_labels, *extra])
         for r in range(replicas):
-            out.sample(name, {**lab(r), **extra}, float(series.get(r, 0)))
+            counter.add_metric([*lab(r), *extra.values()], float(series.get(r, 0)))
+        out.families.append(counter)
 
-    out.family("o1sim:requests_rejected_total", "counter", "Requests rejected, by reason (engine -1: by the router).")
+    rejections = CounterMetricFamily("o1sim:requests_rejected_total",
+                                     "Requests rejected, by reason (engine -1: by the router).",
+                                     labels=[*engine_labels, "reason"])
     rejected = req[req["status"] == "rejected"]
     for (rep, reason), n in sorted(rejected.groupby(["replica", "reason"], observed=True).size().items()):
         if n:
-            out.sample("o1sim:requests_rejected_total", {**lab(int(rep)), "reason": str(reason)}, float(n))
+            rejections.add_metric([*lab(int(rep)), str(reason)], float(n))
+    out.families.append(rejections)
 
     ts = result.timeseries
     interval = float(result.timeseries_interval_ms)
@@ -423,9 +436,12 @@ def prometheus_text(result: Result, *, model_name: Optional[str] = None,
     ]
     groups = dict(tuple(ts.groupby("replica", sort=True)))
     for name, col, scale, help_ in gauges:
-        out.family(name, "gauge", help_)
+        gauge = GaugeMetricFamily(name, help_, labels=engine_labels)
         for r in range(replicas):
             rows = groups.get(r)
-            out.sample(name, lab(r), 0.0 if rows is None else scale * time_mean(rows, col))
+            gauge.add_metric(lab(r), 0.0 if rows is None else scale * time_mean(rows, col))
+        out.families.append(gauge)
 
-    return out.text()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(out)
+    return generate_latest(registry).decode("utf-8")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import _core
+from ._input import jsonable
 from .errors import config_error
 
 if TYPE_CHECKING:
@@ -111,9 +112,7 @@ def _as_entry(topology: TopologyLike) -> Union[str, dict[str, Any]]:
 def _entry_json(topology: TopologyLike) -> str:
     """The topology entry as JSON for the core (NaN, ±inf, deep nesting and odd types refused
     as ``ConfigError`` naming ``topology``)."""
-    from .api import _jsonable
-
-    return json.dumps(_jsonable(_as_entry(topology), "topology"), allow_nan=False)
+    return json.dumps(jsonable(_as_entry(topology), "topology"), allow_nan=False)
 
 
 def expand(topology: TopologyLike) -> dict[str, Any]:

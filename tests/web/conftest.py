@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -98,3 +101,42 @@ def page(browser: Any, server: str) -> Iterator[Any]:
     finally:
         ctx.close()
     assert not errors, f"uncaught errors in the page: {errors}"
+
+
+@pytest.fixture(scope="session")
+def dashboard() -> Iterator[str]:
+    """The dashboard as a user starts it (`o1sim dashboard --no-browser`), one server for every
+    dashboard test (each test opens its own browser context, so its own Streamlit session);
+    ready when Streamlit's health endpoint answers."""
+    pytest.importorskip("streamlit")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "o1sim", "dashboard", "--port", str(port), "--no-browser"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"},
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None:
+                out = proc.stdout.read() if proc.stdout else ""
+                raise RuntimeError(f"o1sim dashboard exited at start: {out}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("o1sim dashboard did not answer within 90 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()

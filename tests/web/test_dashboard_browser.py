@@ -7,12 +7,7 @@ what ran (the caption is read from the result itself: model, GPUs, policy)."""
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,47 +16,8 @@ import pytest
 
 from pagekit import OUT
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "python" / "o1sim" / "dashboard" / "app.py"
 #: A first render runs the default scenario under four policies.
 SLOW_MS = 180_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def dashboard() -> Iterator[str]:
-    pytest.importorskip("streamlit")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None:
-                    out = proc.stdout.read() if proc.stdout else ""
-                    raise RuntimeError(f"streamlit exited: {out}")
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture()
@@ -184,3 +140,36 @@ def test_metric_values_are_not_truncated(browser: Any, dashboard: str, width: in
         pg.screenshot(path=str(OUT / f"dashboard-{width}.png"))
     finally:
         ctx.close()
+
+
+def test_stopping_o1sim_dashboard_stops_its_server() -> None:
+    """`o1sim dashboard` is the server: terminating it (Ctrl-C, a supervisor) leaves nothing
+    listening (it used to start Streamlit as a child and leave it running)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    pytest.importorskip("streamlit")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    health = f"http://127.0.0.1:{port}/_stcore/health"
+    proc = subprocess.Popen([sys.executable, "-m", "o1sim", "dashboard", "--port", str(port), "--no-browser"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(health, timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "o1sim dashboard did not start"
+                time.sleep(0.3)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    time.sleep(0.5)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(health, timeout=2)

@@ -5,9 +5,6 @@ page and compared with the Python API's."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,39 +14,6 @@ import pytest
 import o1sim
 
 pytest.importorskip("streamlit")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def dashboard() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "o1sim", "dashboard", "--port", str(port), "--no-browser"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
-    )
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError("o1sim dashboard exited at start")
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        raise RuntimeError("o1sim dashboard did not start within 90 s")
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 @pytest.fixture()

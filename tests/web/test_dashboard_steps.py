@@ -6,47 +6,11 @@ gives for it."""
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 import o1sim
 
 from pagekit import OUT
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def dashboard() -> Iterator[str]:
-    pytest.importorskip("streamlit")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "o1sim", "dashboard", "--port", str(port), "--no-browser"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.3)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def test_a_click_on_a_step_in_the_dashboard_opens_its_kernels(browser: Any, dashboard: str) -> None:

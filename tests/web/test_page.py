@@ -10,7 +10,6 @@ from typing import Any
 from urllib.parse import quote
 
 import o1sim
-import pytest
 
 from pagekit import OUT, runs, wait_ready
 from pagekit import page_scenario as _page_scenario

@@ -8,8 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import o1sim
 import pytest
+
+import o1sim
 from o1sim import _core
 
 ROOT = Path(__file__).resolve().parents[2]

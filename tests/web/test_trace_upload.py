@@ -4,18 +4,10 @@ numbers as the Python API; a bad trace shows the line it fails on next to the up
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 import o1sim
+
 from pagekit import OUT, runs, wait_ready
 from pagekit import page_scenario as _page_scenario
 from pagekit import rows as _rows
@@ -72,43 +64,6 @@ def test_the_page_replays_an_uploaded_trace(page: Any, server: str) -> None:
 
 
 # --------------------------------------------------------------------------- the dashboard
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def dashboard() -> Iterator[str]:
-    pytest.importorskip("streamlit")
-    from o1sim.dashboard import APP_PATH
-
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the dashboard did not start")
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def _metric(page: Any, label: str) -> Any:

@@ -16,7 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import registry
+from .. import chart_style, registry
 
 if TYPE_CHECKING:
     from ..api import Result
@@ -40,8 +40,9 @@ __all__ = [
     "anatomy_table",
 ]
 
-#: (column, axis title) of the per-request latencies shown as CDFs.
-LATENCIES: tuple[tuple[str, str], ...] = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2e_ms", "E2E (s)"))
+#: (column, axis title) of the per-request latencies shown as CDFs (:mod:`o1sim.chart_style`).
+LATENCIES: tuple[tuple[str, str], ...] = tuple(
+    (column, f"{name} ({unit})") for column, (name, unit, _) in chart_style.LATENCIES.items())
 CDF_POINTS = 200
 MAX_HEAT_COLUMNS = 240
 MAX_TIME_POINTS = 600
@@ -49,9 +50,8 @@ WIDTH = 320
 
 
 #: Colours of replicas 0, 1, … in every chart that shows replicas (the deployment grid and
-#: the topology's GPUs are side by side in one tab: one replica, one colour).
-REPLICA_PALETTE: tuple[str, ...] = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d",
-                                    "#bab0ac")
+#: the topology's GPUs are side by side in one tab: one replica, one colour; the page's too).
+REPLICA_PALETTE: tuple[str, ...] = chart_style.REPLICA_PALETTE
 
 #: Dash patterns (px on, px off) of links by state: solid, dashed, dotted. Edges are drawn
 #: with butt caps, so the gaps stay visible however thick a busy link is drawn.
@@ -65,18 +65,16 @@ def replica_colors(n: int) -> list[str]:
 
 #: Policies in the registry's order, so each keeps its place in legends across charts.
 POLICY_ORDER: tuple[str, ...] = tuple(registry.policy_names())
-#: Each policy's colour, the same as the page's (python/o1sim/registry.json).
+#: Each policy's colour, the same as the page's (the registry's, :mod:`o1sim.registry`).
 POLICY_COLORS: dict[str, str] = registry.policy_colors()
 #: Colours of names the registry does not know (a result labelled otherwise).
-OTHER_COLORS: tuple[str, ...] = ("#555555", "#16a085", "#d35400", "#7f8c8d")
+OTHER_COLORS: tuple[str, ...] = chart_style.OTHER_COLORS
 
 
 def policy_color(names: Any, legend_bottom: bool = False) -> alt.Color:
-    """A colour encoding of the ``policy`` field: each policy in its registry colour."""
-    names = list(dict.fromkeys(names))
-    domain = [p for p in POLICY_ORDER if p in names] + [n for n in names if n not in POLICY_ORDER]
-    others = iter(OTHER_COLORS * (1 + len(domain) // len(OTHER_COLORS)))
-    colors = [POLICY_COLORS[n] if n in POLICY_COLORS else next(others) for n in domain]
+    """A colour encoding of the ``policy`` field: each policy in its registry colour
+    (:func:`o1sim.chart_style.policy_domain`)."""
+    domain, colors = chart_style.policy_domain(str(n) for n in names)
     legend = alt.Legend(orient="bottom", title=None, columns=2, columnPadding=12, symbolSize=60) if legend_bottom else alt.Legend(title="policy")
     return alt.Color("policy:N", scale=alt.Scale(domain=domain, range=colors), legend=legend)
 
@@ -102,28 +100,35 @@ def _cdf(values: np.ndarray[Any, Any], points: int = CDF_POINTS) -> tuple[np.nda
 
 
 def latency_cdf_chart(results: Mapping[str, Result], metric: str, title: Optional[str] = None,
-                      clip_quantile: float = 0.995) -> alt.Chart:
+                      clip_quantile: float = 1.0) -> alt.Chart:
     """CDF of one per-request latency (``ttft_ms``, ``tpot_ms`` or ``e2e_ms``), one line per
-    result; the x axis ends at the largest ``clip_quantile`` of the results (the far tail is
-    in the summary's p99) so the bodies of the distributions stay readable."""
+    result, in the charts' one convention (:mod:`o1sim.chart_style`, the page's too): the
+    latency on a logarithmic x axis, the fraction of requests on a linear y axis from 0 to 1.
+    The x axis spans the smallest to the largest value (``clip_quantile`` < 1 ends it at that
+    quantile of the results instead)."""
     label = dict(LATENCIES)[metric]
-    scale = 1e-3 if metric == "e2e_ms" else 1.0
+    name = chart_style.LATENCIES[metric][0]
+    scale = chart_style.LATENCIES[metric][2]
     frames = []
-    x_max = 0.0
-    for name, r in results.items():
-        values = latency_frame(r)[metric].to_numpy()
-        x, q = _cdf(values)
+    x_min, x_max = float("inf"), 0.0
+    for policy, r in results.items():
+        values = latency_frame(r)[metric].to_numpy() * scale
+        x, q = _cdf(values[values > 0])  # a log axis has no zero
         if len(x):
-            x_max = max(x_max, float(np.quantile(x, clip_quantile)) * scale)
-        frames.append(pd.DataFrame({"value": x * scale, "fraction": q, "policy": name}))
+            x_min = min(x_min, float(x[0]))
+            x_max = max(x_max, float(np.quantile(x, clip_quantile)))
+        frames.append(pd.DataFrame({"value": x, "fraction": q, "policy": policy}))
     data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["value", "fraction", "policy"])
-    x_scale = alt.Scale(domain=[0, x_max], nice=False) if x_max > 0 else alt.Scale()
+    domain = [x_min, x_max] if 0 < x_min < x_max else None
+    x_scale = alt.Scale(type=chart_style.CDF_X_SCALE, domain=domain, nice=False) if domain else \
+        alt.Scale(type=chart_style.CDF_X_SCALE)
     chart: alt.Chart = (
-        alt.Chart(data, title=title or f"{label.split(' ')[0]} CDF", width=WIDTH, height=220)
+        alt.Chart(data, title=title or f"{name} CDF", width=WIDTH, height=220)
         .mark_line(interpolate="step-after", clip=True)
         .encode(
-            x=alt.X("value:Q", title=label, scale=x_scale),
-            y=alt.Y("fraction:Q", title="fraction of requests", axis=alt.Axis(format="%")),
+            x=alt.X("value:Q", title=f"{label}, log scale", scale=x_scale),
+            y=alt.Y("fraction:Q", title=chart_style.CDF_Y_TITLE, scale=alt.Scale(type="linear", domain=[0, 1]),
+                    axis=alt.Axis(format="%")),
             color=policy_color(results, legend_bottom=True),
             tooltip=["policy:N", alt.Tooltip("value:Q", format=",.1f", title=label),
                      alt.Tooltip("fraction:Q", format=".1%")],
@@ -202,7 +207,7 @@ def heatmap_chart(result: Result, title: str = "GPU × time utilisation") -> alt
         .encode(
             x=alt.X("t0_s:Q", title="simulated time (s)"), x2="t1_s:Q",
             y=alt.Y("gpu:N", sort=gpus, title=None),
-            color=alt.Color("busy:Q", title="busy", scale=alt.Scale(domain=[0, 1], scheme="viridis"),
+            color=alt.Color("busy:Q", title="busy", scale=alt.Scale(domain=[0, 1], range=list(chart_style.HEAT_RAMP), interpolate="rgb"),
                             legend=alt.Legend(format="%")),
             tooltip=["gpu:N", alt.Tooltip("t0_s:Q", format=",.2f", title="from s"),
                      alt.Tooltip("busy:Q", format=".0%")],
@@ -516,24 +521,24 @@ def charts_for(results: Mapping[str, Result], primary: Optional[str] = None,
 # --------------------------------------------------------------------------- steps and their kernels
 
 #: The step kinds of :func:`steps_frame`, in legend order.
-STEP_KINDS: tuple[str, ...] = ("decode", "prefill", "mixed")
+STEP_KINDS: tuple[str, ...] = tuple(chart_style.STEP_KIND_COLORS)
 #: The streams of a step's anatomy, top to bottom.
 STREAMS: tuple[str, ...] = ("cpu", "compute", "communication")
 
 
-def steps_frame(steps: Sequence[Mapping[str, Any]], first: int = 0, count: int = 400) -> pd.DataFrame:
-    """Steps ``first .. first + count`` as rows: ``step`` (index), ``replica``, ``start_ms``,
-    ``end_ms``, ``tokens``, ``batch`` and ``kind`` (decode, prefill or mixed)."""
-    rows = []
-    for i in range(max(0, first), min(len(steps), first + count)):
-        s = steps[i]
-        pre, dec = len(s["shape"]["prefill"]), int(s["shape"]["decode_seqs"])
-        rows.append({
-            "step": i, "replica": f"replica {s['replica']}", "start_ms": float(s["start_ms"]), "end_ms": float(s["end_ms"]),
-            "tokens": sum(int(t) for _, t in s["scheduled"]), "batch": len(s["scheduled"]),
-            "kind": "decode" if pre == 0 else ("prefill" if dec == 0 else "mixed"),
-        })
-    return pd.DataFrame(rows, columns=["step", "replica", "start_ms", "end_ms", "tokens", "batch", "kind"])
+def steps_frame(steps: pd.DataFrame, first: int = 0, count: int = 400) -> pd.DataFrame:
+    """Steps ``first .. first + count`` of :attr:`~o1sim.Result.steps` as rows: ``step``
+    (index), ``replica`` (a lane label), ``start_ms``, ``end_ms``, ``tokens``, ``batch`` and
+    ``kind`` (decode, prefill or mixed)."""
+    part = steps.iloc[max(0, first):max(0, first) + max(0, count)]
+    prefills = part["prefill"].map(len).to_numpy()
+    decodes = part["decode_seqs"].to_numpy()
+    kind = np.where(prefills == 0, "decode", np.where(decodes == 0, "prefill", "mixed"))
+    return pd.DataFrame({
+        "step": part.index.to_numpy(dtype=int), "replica": [f"replica {int(r)}" for r in part["replica"]],
+        "start_ms": part["start_ms"].to_numpy(dtype=float), "end_ms": part["end_ms"].to_numpy(dtype=float),
+        "tokens": part["tokens"].to_numpy(dtype=int), "batch": part["batch_size"].to_numpy(dtype=int), "kind": kind,
+    }, columns=["step", "replica", "start_ms", "end_ms", "tokens", "batch", "kind"])
 
 
 def steps_chart(frame: pd.DataFrame, title: str = "Scheduler steps (click one for its kernels)") -> alt.Chart:
@@ -547,7 +552,8 @@ def steps_chart(frame: pd.DataFrame, title: str = "Scheduler steps (click one fo
         .encode(
             x=alt.X("start_ms:Q", title="simulated time (ms)", scale=alt.Scale(zero=False)), x2="end_ms:Q",
             y=alt.Y("replica:N", sort=lanes, title=None),
-            color=alt.Color("kind:N", scale=alt.Scale(domain=list(STEP_KINDS), range=["#2f6fdf", "#e0752d", "#8e44ad"]),
+            color=alt.Color("kind:N", scale=alt.Scale(domain=list(STEP_KINDS),
+                                                      range=[chart_style.STEP_KIND_COLORS[k] for k in STEP_KINDS]),
                             legend=alt.Legend(title="step")),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.55)),
             tooltip=["step:Q", "replica:N", "kind:N", "tokens:Q", "batch:Q",

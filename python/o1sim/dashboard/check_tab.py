@@ -5,6 +5,7 @@ violation's shortest counterexample step by step, with its replay scenario to do
 from __future__ import annotations
 
 import json
+
 import pandas as pd
 import streamlit as st
 

@@ -25,9 +25,27 @@ from typing import Optional
 
 from .. import _core
 from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, VERDICTS, Claim
-from .mechanisms import alpha_table, decision_latency, fusion_effect, fusion_rules, hysteresis, model_check, remap, tiles
-from .serving import (adversarial_flood, adversarial_memory, cold_start, fragmentation, ordering_sweep, p99_order,
-                      python_figures, topology_switch, urgent_requests)
+from .mechanisms import (
+    alpha_table,
+    decision_latency,
+    fusion_effect,
+    fusion_rules,
+    hysteresis,
+    model_check,
+    remap,
+    tiles,
+)
+from .serving import (
+    adversarial_flood,
+    adversarial_memory,
+    cold_start,
+    fragmentation,
+    ordering_sweep,
+    p99_order,
+    python_figures,
+    topology_switch,
+    urgent_requests,
+)
 
 __all__ = ["Claim", "CLAIMS", "VERDICTS", "run_claims", "render_markdown", "render_html", "write"]
 

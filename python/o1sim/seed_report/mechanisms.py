@@ -7,8 +7,9 @@ from typing import Any, Optional
 
 from .. import _core
 from ..api import Scenario, check, predict_step, simulate
-from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim, f as _f, pct as _pct
-
+from ._claim import NOT_REPRODUCIBLE, REFUTED, REPRODUCED, Claim
+from ._claim import f as _f
+from ._claim import pct as _pct
 
 # --------------------------------------------------------------------------- §2.1 fusion
 
@@ -265,7 +266,8 @@ def decision_latency() -> Claim:
     kib = 256 * 1024 * 8 / (600e9 * 8) * 1e9
     kb = 256_000 / 600e9 * 1e9
     r = simulate(Scenario.default().with_overrides({"scheduler.policy": "o1pro"}), record_steps=True)
-    exposed = [s["shape"]["decision_ms"] for s in r.steps if s["shape"]["decision_ms"] > 0]
+    decisions = r.steps["decision_ms"]
+    exposed = decisions[decisions > 0].tolist()
     c.table = [
         ["quantity", "value"],
         ["256 KiB / 600 GB/s", f"{kib:.0f} ns"],

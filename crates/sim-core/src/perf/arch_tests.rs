@@ -1,6 +1,7 @@
 //! Tests that the step model's ops follow each architecture: experts and shared experts,
 //! interleaved dense/MoE layers, q/k/v bias and q/k norm, sliding-window and chunked
 //! attention, and the GPU record's links.
+use super::tests::{decode, prefill};
 use super::*;
 use crate::catalog::{resolve_gpu, resolve_model, LocalAttention, LocalKind, ModelFields, ModelInput};
 
@@ -52,23 +53,6 @@ fn vllm_engine_keeps_the_architectures_ops() {
     }
 }
 
-fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
-    BatchShape {
-        prefill: &[],
-        prefill_tokens: 0,
-        decode_seqs: seqs,
-        decode_context_sum: seqs * ctx,
-        context_sum_after: seqs * ctx,
-        sampled: seqs,
-        decode_blocks_1024: 0,
-    }
-}
-
-fn prefill(items: &[PrefillItem]) -> BatchShape<'_> {
-    let tokens: u64 = items.iter().map(|i| u64::from(i.new_tokens)).sum();
-    let ctx: u64 = items.iter().map(|i| u64::from(i.new_tokens) + u64::from(i.context_before)).sum();
-    BatchShape { prefill: items, prefill_tokens: tokens, decode_seqs: 0, decode_context_sum: 0, context_sum_after: ctx, sampled: items.len() as u64, decode_blocks_1024: 0 }
-}
 
 /// The breakdown line `op` (ms, summed over layers), 0 when absent.
 fn line(c: &StepCostModel, b: &BatchShape, op: &str) -> f64 {

@@ -26,7 +26,7 @@ fn reference_eager(m: &str, g: &str, tp: u32) -> StepCostModel {
 }
 
 /// `seqs` decodes, each with `ctx` tokens of KV after the step.
-fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
+pub(super) fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
     BatchShape {
         prefill: &[],
         prefill_tokens: 0,
@@ -38,7 +38,8 @@ fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
     }
 }
 
-fn prefill(items: &[PrefillItem]) -> BatchShape<'_> {
+/// Prefills only: `items`' new tokens after their context.
+pub(super) fn prefill(items: &[PrefillItem]) -> BatchShape<'_> {
     let tokens: u64 = items.iter().map(|i| u64::from(i.new_tokens)).sum();
     let ctx: u64 = items.iter().map(|i| u64::from(i.new_tokens) + u64::from(i.context_before)).sum();
     BatchShape {

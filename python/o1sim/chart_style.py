@@ -1,0 +1,92 @@
+"""The charts' one language: colours and axis conventions shared by the dashboard, the
+report (both Altair, :mod:`o1sim.dashboard.charts`) and the page (uPlot, ``web/charts.js``).
+
+- A policy has one colour everywhere: its colour in the registry (:mod:`o1sim.registry`).
+  Names the registry does not know (a result labelled otherwise) take ``OTHER_COLORS`` in
+  turn; replicas take ``REPLICA_PALETTE`` by index; the GPU × time heatmap ramps from
+  ``HEAT_RAMP[0]`` (idle) to ``HEAT_RAMP[1]`` (busy); scheduler steps are coloured by kind
+  (``STEP_KIND_COLORS``).
+- A latency CDF has the latency on a logarithmic x axis (TTFT, TPOT and E2E span orders of
+  magnitude between an idle and a queued request: a linear axis squeezes the body of the
+  distribution against zero) and the fraction of requests on a linear y axis from 0 to 1,
+  drawn as a step (the empirical CDF). Latencies are in ms, E2E in s.
+
+Plain data with no plotting import. The page's copy (``CHART_STYLE`` in
+``web/chart_style.js``) is held equal to :func:`page_style` by
+``tests/web/test_chart_style.py``, which also reads the drawn charts' scales and colours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from . import registry
+
+__all__ = [
+    "CDF_X_SCALE",
+    "CDF_Y_TITLE",
+    "HEAT_RAMP",
+    "LATENCIES",
+    "OTHER_COLORS",
+    "REPLICA_PALETTE",
+    "STEP_KIND_COLORS",
+    "page_style",
+    "policy_domain",
+]
+
+#: Colours of names the registry does not know, in turn.
+OTHER_COLORS: tuple[str, ...] = ("#555555", "#16a085", "#d35400", "#7f8c8d")
+
+#: Colours of replicas 0, 1, … in every chart that shows replicas (Tableau 10's first eight).
+REPLICA_PALETTE: tuple[str, ...] = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d",
+                                    "#bab0ac")
+
+#: The GPU × time heatmap's colour ramp, busy 0 → 1, interpolated in RGB.
+HEAT_RAMP: tuple[str, str] = ("#fffaff", "#376ee1")
+
+#: Scheduler steps by kind (the step timelines of the dashboard and the page).
+STEP_KIND_COLORS: dict[str, str] = {"decode": "#2f6fdf", "prefill": "#e0752d", "mixed": "#8e44ad"}
+
+#: The x scale of every latency CDF: logarithmic.
+CDF_X_SCALE: Final = "log"
+#: The y axis of every latency CDF: the fraction of requests at or below x, 0..1, linear.
+CDF_Y_TITLE = "fraction of requests"
+
+#: Latency CDFs: column → (name, unit, scale from ms). E2E is shown in seconds.
+LATENCIES: dict[str, tuple[str, str, float]] = {
+    "ttft_ms": ("TTFT", "ms", 1.0),
+    "tpot_ms": ("TPOT", "ms", 1.0),
+    "e2e_ms": ("E2E", "s", 1e-3),
+}
+
+
+def policy_domain(names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``(names, colours)`` for a colour scale: the registry's policies first, in its order,
+    each in its colour, then any other names in the order given, in ``OTHER_COLORS``."""
+    wanted = list(dict.fromkeys(names))
+    order = registry.policy_names()
+    colors = registry.policy_colors()
+    domain = [p for p in order if p in wanted] + [n for n in wanted if n not in order]
+    others = 0
+    out: list[str] = []
+    for name in domain:
+        if name in colors:
+            out.append(colors[name])
+        else:
+            out.append(OTHER_COLORS[others % len(OTHER_COLORS)])
+            others += 1
+    return domain, out
+
+
+def page_style() -> dict[str, Any]:
+    """The conventions as the page holds them (``CHART_STYLE`` in ``web/chart_style.js``; uPlot's
+    ``distr: 3`` is a log scale, ``1`` linear): what the page's test compares against."""
+    return {
+        "cdf": {"x": CDF_X_SCALE, "y": "linear", "yTitle": CDF_Y_TITLE, "yRange": [0, 1],
+                "units": {name: unit for name, unit, _ in LATENCIES.values()}},
+        "otherColors": list(OTHER_COLORS),
+        "replicaPalette": list(REPLICA_PALETTE),
+        "heatRamp": list(HEAT_RAMP),
+        "stepKinds": dict(STEP_KIND_COLORS),
+    }
