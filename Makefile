@@ -44,12 +44,11 @@ $(WEB_DEPS): web/package.json web/package-lock.json
 	cd web && $(NPM) ci --no-audit --no-fund --silent
 	@touch $@
 
-# The WASM module, the page's vendored files and the policy registry (each policy's colour,
-# shared with the dashboard), into git-ignored web/pkg/.
+# The WASM module and the page's vendored files, into git-ignored web/pkg/ (the policy
+# registry comes from the module's presets()).
 web: check-cargo $(WEB_DEPS)
 	crates/sim-wasm/build-wasm.sh
 	cp web/node_modules/uplot/dist/uPlot.esm.js web/node_modules/uplot/dist/uPlot.min.css web/pkg/
-	cp python/o1sim/registry.json web/pkg/
 
 # The main job: compare the policies on the embedded default scenario, then say where the
 # in-browser lab is (`make serve` serves it; `make run` itself returns).

@@ -25,7 +25,7 @@ import numpy as np
 
 import o1sim
 
-POLICIES = ["orca", "vllm", "sarathi", "o1pro"]
+POLICIES = o1sim.presets()["policies"]  # every co-located policy of the core's registry
 TARGET = 1_000_000
 
 # name → (KV blocks per replica, replicas, token budget, [(prompt, output, priority)]); block size 4.

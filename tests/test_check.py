@@ -27,7 +27,7 @@ def small(policy: str = "vllm", bug: Optional[str] = None, blocks: int = 6) -> d
                                       for p, o, pr in reqs]}}
 
 
-@pytest.mark.parametrize("policy", ["orca", "vllm", "sarathi", "o1pro"])
+@pytest.mark.parametrize("policy", o1sim.presets()["policies"])
 def test_real_policies_pass(policy: str) -> None:
     r = o1sim.check(small(policy))
     assert r.ok and r.complete and not r.violations

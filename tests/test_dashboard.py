@@ -4,6 +4,7 @@ HTML (self-contained: no script or stylesheet from the network)."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,14 @@ def test_dashboard_command_starts_streamlit(runner: Any, monkeypatch: pytest.Mon
         seen.append(cmd)
         return 0
 
+    def fake_execv(path: str, cmd: list[str]) -> None:
+        assert path == cmd[0]
+        seen.append(cmd)
+        raise SystemExit(0)
+
     monkeypatch.setattr(subprocess, "call", fake_call)
+    # On POSIX the command execs Streamlit: unpatched, that would replace the test process.
+    monkeypatch.setattr(os, "execv", fake_execv)
     res = runner.invoke(main, ["dashboard", "--port", "8599", "--no-browser"])
     assert res.exit_code == 0, res.output
     cmd = seen[0]

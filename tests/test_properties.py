@@ -25,7 +25,7 @@ requests = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    policy=st.sampled_from(["orca", "vllm", "sarathi", "o1pro"]),
+    policy=st.sampled_from(o1sim.presets()["policies"]),
     blocks=st.integers(4, 64),
     budget=st.integers(1, 64),
     replicas=st.integers(1, 3),

@@ -78,12 +78,16 @@ const PRESETS = {
   },
 };
 const DEFAULT_PRESET = Object.keys(PRESETS)[0];
-// The policies ticked by default: every one of the registry (pkg/registry.json, copied from
-// python/o1sim/registry.json by `make web`) that runs without a topology. Set by main().
+// The core's registry of policies (`presets().policy_info`: name, label, colour, summary,
+// needs_topology, disaggregated), in display order. Set by main().
+let POLICY_INFO = [];
+// The policies ticked by default: every one that runs without a topology.
 let DEFAULT_POLICIES = [];
-// `disagg` runs prefill and decode on separate replicas and moves each request's KV cache
-// over the fabric, so it needs a topology; only its scenario carries prefill_replicas.
-const DISAGG = "disagg";
+// A policy that needs a topology (`disagg`: prefill and decode on separate replicas, each
+// request's KV cache moved over the fabric) is offered once a fabric is chosen; only a
+// disaggregated policy's scenario carries prefill_replicas.
+const needsFabric = (name) => POLICY_INFO.some((p) => p.name === name && p.needs_topology);
+const splits = (name) => POLICY_INFO.some((p) => p.name === name && p.disaggregated);
 const PREFILL_REPLICAS = "deployment.prefill_replicas";
 
 function flatten(obj, prefix = "", out = {}) {
@@ -141,26 +145,30 @@ function writeForm(flat, policies, preset) {
   form.classList.toggle("gamma", flat["workload.arrival.kind"] === "gamma");
 }
 
-/** The disagg choice follows the fabric: offered once a topology is chosen, else unticked. */
+/** The policies that need a topology follow the fabric: offered once one is chosen, else
+ *  unticked; the prefill split shows while a disaggregated policy is ticked. */
 function updateDisagg() {
-  const box = $(`#policies input[value=${DISAGG}]`);
-  if (!box) return;
   const fabric = topology.enabled && topology.preset ? topology.preset : "";
-  box.disabled = !fabric;
-  if (!fabric) box.checked = false;
   const gpus = (topology.base?.nodes || []).filter((n) => n.kind === "gpu").length;
-  $("#disagg-note").textContent = fabric
-    ? `disagg: separate prefill and decode replicas; each request's KV cache crosses ${fabric}` +
-      (gpus ? ` (${gpus} GPUs; needs ≥ 2 replicas of tp × pp GPUs)` : "")
-    : "disagg (prefill and decode on separate replicas) needs a fabric: choose one under Topology.";
-  form.classList.toggle("disagg", box.checked);
+  const notes = [];
+  for (const p of POLICY_INFO.filter((q) => q.needs_topology)) {
+    const box = $(`#policies input[value="${p.name}"]`);
+    if (!box) continue;
+    box.disabled = !fabric;
+    if (!fabric) box.checked = false;
+    notes.push(fabric
+      ? `${p.name}: ${p.summary}, over ${fabric}` + (gpus && p.disaggregated ? ` (${gpus} GPUs; needs ≥ 2 replicas of tp × pp GPUs)` : "")
+      : `${p.name} (${p.summary}) needs a fabric: choose one under Topology.`);
+  }
+  $("#disagg-note").textContent = notes.join(" ");
+  form.classList.toggle("disagg", $$("#policies input:checked").some((el) => splits(el.value)));
 }
 
 async function applyPreset(name) {
   const { topology: topo = "", policies, ...fields } = PRESETS[name] || {};
   const flat = { ...defaults, ...fields };
   const current = readForm().policies;
-  writeForm(flat, policies || (current.length ? current.filter((p) => p !== DISAGG) : DEFAULT_POLICIES), name);
+  writeForm(flat, policies || (current.length ? current.filter((p) => !needsFabric(p)) : DEFAULT_POLICIES), name);
   await topology.use(topo);
   updateDisagg();
 }
@@ -233,7 +241,7 @@ function scenarios(state) {
     const s = structuredClone(base);
     s.scheduler = { ...(s.scheduler || {}), policy };
     const prefill = state.flat[PREFILL_REPLICAS];
-    if (policy === DISAGG && prefill !== "" && prefill !== undefined) {
+    if (splits(policy) && prefill !== "" && prefill !== undefined) {
       s.deployment = { ...(s.deployment || {}), prefill_replicas: Number(prefill) };
     }
     return { label: policy, scenario: s };
@@ -436,18 +444,13 @@ async function main() {
   startWorker();
   const t0 = performance.now();
   const wasmUrl = new URL("./pkg/o1sim.wasm", import.meta.url).href;
-  // The registry: each policy's label and chart colour, shared with the dashboard.
-  const registryText = fetch(new URL("./pkg/registry.json", import.meta.url)).then((r) => {
-    if (!r.ok) throw new Error(`pkg/registry.json: ${r.status} (run \`make web\`)`);
-    return r.json();
-  });
   const { result } = await ask("init", wasmUrl);
   timings.initMs = performance.now() - t0;
   catalog = result.presets;
-  const registry = await registryText;
-  const info = new Map(registry.policies.map((p) => [p.name, p]));
-  setPolicyColors(Object.fromEntries(registry.policies.map((p) => [p.name, p.color])));
-  DEFAULT_POLICIES = registry.policies.filter((p) => !p.needs_topology).map((p) => p.name);
+  // The core's registry: each policy's label, summary and chart colour (the dashboard's too).
+  POLICY_INFO = catalog.policy_info;
+  setPolicyColors(Object.fromEntries(POLICY_INFO.map((p) => [p.name, p.color])));
+  DEFAULT_POLICIES = POLICY_INFO.filter((p) => !p.needs_topology).map((p) => p.name);
   defaults = flatten(result.defaultScenario);
   delete defaults.name;
   delete defaults["scheduler.policy"];
@@ -464,11 +467,11 @@ async function main() {
     .join("");
   opts($("[name=gpu]"), catalog.gpus.map((g) => g.name));
   opts($("[name='deployment.router']"), catalog.routers);
+  opts($("[name='workload.arrival.kind']"), catalog.arrival_kinds);
   opts($("#preset"), Object.keys(PRESETS));
-  const policyNames = [...catalog.policies, ...(catalog.topology_policies || [])];
-  $("#policies").innerHTML = policyNames
-    .map((p) => `<label title="${info.get(p)?.label ?? p}: ${info.get(p)?.summary ?? ""}">` +
-      `<input type="checkbox" value="${p}"> <span class="swatch" style="background:${info.get(p)?.color ?? "#555"}"></span>${p}</label>`)
+  $("#policies").innerHTML = POLICY_INFO
+    .map((p) => `<label title="${p.label}: ${p.summary}">` +
+      `<input type="checkbox" value="${p.name}"> <span class="swatch" style="background:${p.color}"></span>${p.name}</label>`)
     .join("");
   topology.init(catalog, result.features);
   // The Model check panel: outside the form, so neither the experiment's runs nor its URL

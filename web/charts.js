@@ -3,9 +3,10 @@
 import uPlot from "./pkg/uPlot.esm.js";
 import { CHART_STYLE, UPLOT_DISTR, heatColor } from "./chart_style.js";
 
-// Each policy's colour comes from the registry (the dashboard's too), set by the page before
-// the first chart; names it does not know take the other colours in turn, replicas the
-// replica palette (chart_style.js: the dashboard's and the report's conventions).
+// Each policy's colour comes from the core's registry (`presets().policy_info`, the
+// dashboard's too), set by the page before the first chart; names it does not know take the
+// other colours in turn, replicas the replica palette (chart_style.js: the dashboard's and
+// the report's conventions).
 let COLORS = {};
 const otherColor = (i) => CHART_STYLE.otherColors[i % CHART_STYLE.otherColors.length];
 const replicaColor = (i) => CHART_STYLE.replicaPalette[i % CHART_STYLE.replicaPalette.length];

@@ -36,9 +36,25 @@ if TYPE_CHECKING:
     from .api import CheckProgress, CheckResult, Result, Scenario
     from .api import Progress as SimProgress
 
-#: What `compare` and `report` run without --policies: every policy of the registry that needs
-#: no topology (python/o1sim/registry.json, held equal to the core's list by a test).
+#: What `compare` and `report` run without --policies: every policy of the core's registry
+#: (o1sim.presets()) that needs no topology.
 DEFAULT_POLICIES = ",".join(registry.default_policies())
+#: The --policies help: the names come from the core's registry too.
+POLICIES_HELP = (
+    "Comma-separated scheduler policies to compare, of: "
+    + ", ".join(f"{p['name']} ({p['label']}{', needs a topology' if p['needs_topology'] else ''})"
+                for p in registry.policies())
+    + "."
+)
+
+
+def _policy_list(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+    """--policies as a list (the core's parser judges each name: an unknown one is a
+    ConfigError on scheduler.policy with the closest names)."""
+    names = [p.strip() for p in value.split(",") if p.strip()]
+    if not names:
+        raise click.BadParameter("give at least one policy", ctx=ctx, param=param)
+    return names
 
 F = TypeVar("F", bound=Callable[..., Any])
 DASH = "—"
@@ -215,20 +231,18 @@ COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
 
 @main.command()
 @scenario_arg
-@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
+@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, callback=_policy_list, help=POLICIES_HELP)
 @click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT ('-': stdout).")
 @trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def compare(scenario: Optional[str], policies: str, json_out: Optional[str], trace: Optional[str],
+def compare(scenario: Optional[str], policies: list[str], json_out: Optional[str], trace: Optional[str],
             trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run the scenario once per scheduler policy and compare the results."""
     from .api import Result, simulate
 
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    if not names:
-        raise click.BadParameter("give at least one policy", param_hint="--policies")
+    names = policies
     _check_out(json_out, "--json")
     base = _load(scenario, seed, sets, trace, trace_format)
     results: dict[str, Result | SimError] = {}
@@ -704,19 +718,17 @@ def dashboard(port: int, host: str, no_browser: bool) -> None:
 @scenario_arg
 @click.option("-o", "--output", "output", default="report.html", show_default=True, metavar="OUT",
               help="Where to write the HTML report.")
-@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, help="Comma-separated scheduler policies to compare.")
+@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, callback=_policy_list, help=POLICIES_HELP)
 @trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def report(scenario: Optional[str], output: str, policies: str, trace: Optional[str], trace_format: Optional[str],
+def report(scenario: Optional[str], output: str, policies: list[str], trace: Optional[str], trace_format: Optional[str],
            seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Write one self-contained HTML file comparing the policies (tables and charts; opens offline)."""
     import importlib.util
 
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    if not names:
-        raise click.BadParameter("give at least one policy", param_hint="--policies")
+    names = policies
     if importlib.util.find_spec("vl_convert") is None or importlib.util.find_spec("altair") is None:
         _fail(RuntimeError("the report needs Altair and vl-convert: pip install 'o1sim[dashboard]'"))
         sys.exit(2)

@@ -1,22 +1,24 @@
-"""The front ends' registry of scheduling policies: one list, read by the CLI, the dashboard
-and (as ``web/pkg/registry.json``, copied by ``make web``) the page.
+"""The front ends' view of the core's registry (``o1sim.presets()``): the scheduling policies
+in display order with each one's label, chart colour and summary, and the other names a
+scenario may use (routers, arrival, length and event kinds).
 
-The core decides which policies exist (``o1sim.presets()``: ``policies`` and
-``topology_policies``); this file adds what only a front end needs, each defined once: the
-display order, a label and a chart colour, so that a policy is drawn in the same colour by
-the dashboard (Altair), the report and the page (uPlot). ``tests/test_registry.py`` fails
-when a name here and the core's list differ, or when a front end keeps a list of its own.
+The core defines each of them once (``crates/sim-core/src/policy.rs``, ``registry.rs``),
+the same lists its scenario parser accepts; the CLI, the dashboard and (through the WASM
+module's ``presets()``) the page read them, so a policy is drawn in the same colour by the
+dashboard (Altair), the report and the page (uPlot), and no front end keeps a list of its
+own (``tests/test_registry.py`` fails when one does).
 
-Plain JSON read with the standard library: importing this module costs the CLI's start-up
-nothing measurable.
+Read from the extension with the standard library only (no pandas, no numpy): importing this
+module costs the CLI's start-up a fraction of a millisecond.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from typing import Any, TypedDict
+
+from . import _core
 
 
 class PolicyInfo(TypedDict):
@@ -31,12 +33,18 @@ class PolicyInfo(TypedDict):
     summary: str
 
 
+class EventKind(TypedDict):
+    """One topology event kind: ``name`` (the event's ``kind``), ``label`` (for people),
+    ``target`` (``"link"``: the event names ``src`` and ``dst``; ``"gpu"``: ``node``)."""
+
+    name: str
+    label: str
+    target: str
+
+
 @lru_cache(maxsize=1)
-def _registry() -> dict[str, Any]:
-    # A plain read next to this file (importlib.resources costs the CLI ~10 ms to import).
-    with open(os.path.join(os.path.dirname(__file__), "registry.json"), encoding="utf-8") as f:
-        text = f.read()
-    data: dict[str, Any] = json.loads(text)
+def _presets() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_core.presets_json())
     return data
 
 
@@ -45,7 +53,7 @@ def policies() -> list[PolicyInfo]:
     return [
         PolicyInfo(name=str(p["name"]), label=str(p["label"]), color=str(p["color"]),
                    needs_topology=bool(p["needs_topology"]), summary=str(p["summary"]))
-        for p in _registry()["policies"]
+        for p in _presets()["policy_info"]
     ]
 
 
@@ -63,3 +71,29 @@ def default_policies() -> list[str]:
 def policy_colors() -> dict[str, str]:
     """``{name: "#rrggbb"}``: the colour each policy has in every chart."""
     return {p["name"]: p["color"] for p in policies()}
+
+
+def policy_labels() -> dict[str, str]:
+    """``{name: label}``: each policy's name for people."""
+    return {p["name"]: p["label"] for p in policies()}
+
+
+def routers() -> list[str]:
+    """The values of ``deployment.router``."""
+    return [str(r) for r in _presets()["routers"]]
+
+
+def arrival_kinds() -> list[str]:
+    """The values of ``workload.arrival.kind``."""
+    return [str(k) for k in _presets()["arrival_kinds"]]
+
+
+def length_kinds() -> list[str]:
+    """The values of ``workload.prompt.kind`` / ``workload.output.kind``."""
+    return [str(k) for k in _presets()["length_kinds"]]
+
+
+def event_kinds() -> list[EventKind]:
+    """The topology event kinds (``events[i].kind``), in display order."""
+    return [EventKind(name=str(e["name"]), label=str(e["label"]), target=str(e["target"]))
+            for e in _presets()["event_kinds"]]

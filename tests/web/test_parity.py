@@ -44,3 +44,25 @@ def test_wasm_and_python_give_the_same_bytes() -> None:
         assert got[policy] == o1sim.simulate(json.loads(text)).to_json(), policy
     # predict_step (parsed by o1sim.js, so compared as values: every float exactly equal).
     assert json.loads(got["predict"]) == json.loads(_core.predict_step_json(json.dumps(PREDICT)))
+
+
+PRESETS_SCRIPT = """
+import * as o from %r;
+import { readFileSync } from 'node:fs';
+await o.init(readFileSync(%r));
+process.stdout.write(JSON.stringify(o.presets()));
+"""
+
+
+def test_wasm_presets_are_the_python_registry() -> None:
+    """The page's registry (the module's presets()) is the extension's, record for record:
+    the same policies with the same colours, kinds, GPUs, models and topologies."""
+    node = shutil.which("node")
+    if node is None or not (ROOT / "web" / "pkg" / "o1sim.wasm").is_file():
+        pytest.skip("needs node and `make web`")
+    script = PRESETS_SCRIPT % (str(ROOT / "web" / "o1sim.js"), str(ROOT / "web" / "pkg" / "o1sim.wasm"))
+    res = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    wasm = json.loads(res.stdout)
+    extras = {"bugs": o1sim.bug_names(), "status_names": o1sim.status_names(), "reason_names": o1sim.reason_names(),
+              "trace_formats": _core.trace_formats()}
+    assert wasm == {**o1sim.presets(), **extras}

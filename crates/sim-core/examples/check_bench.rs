@@ -5,7 +5,8 @@
 //! whose "config policy bug" line contains it (`C5`, `C5 vllm -`, `leak_on_preempt`).
 
 use sim_core::check::{check, CheckOptions};
-use sim_core::config::{BUGS, POLICIES};
+use sim_core::config::BUGS;
+use sim_core::policy::Policy;
 use sim_core::Format;
 use std::time::Instant;
 
@@ -47,7 +48,7 @@ fn main() {
     let mut per_cfg: Vec<(String, u64, f64)> = Vec::new();
     for (name, blocks, reps, budget, reqs) in configs() {
         let (mut cs, mut ct) = (0u64, 0f64);
-        for &policy in POLICIES {
+        for policy in Policy::colocated_names() {
             for bug in std::iter::once(None).chain(BUGS.iter().map(|b| Some(*b))) {
                 if !format!("{name} {policy} {}", bug.unwrap_or("-")).contains(filter.as_str()) {
                     continue;

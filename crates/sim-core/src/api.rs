@@ -253,7 +253,7 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
         engine.attach_scaler(crate::scaling::Autoscaler::new(cfg, d.replicas, d.tp * d.pp, weights_bytes_per_gpu));
     }
-    if s.policy == "o1pro" {
+    if s.policy.info().o1pro_admission {
         let decision_s = crate::perf::seed::o1pro_decision_latency_s(&gpu, d.tp);
         engine.set_decision_latency_ns(crate::perf::round_u64(decision_s * 1e9));
     }
@@ -374,7 +374,7 @@ fn build_fabric(
         None => placement::auto(&topo, d.tp, d.pp, d.replicas)?,
     };
     let evs = events::resolve(&topo, &scenario.events)?;
-    let prefill = if scenario.scheduler.policy == "disagg" { d.prefill_replicas.unwrap_or(1) as usize } else { 0 };
+    let prefill = if scenario.scheduler.policy.disaggregated() { d.prefill_replicas.unwrap_or(1) as usize } else { 0 };
     crate::fabric::Fabric::new(topo, evs, placement, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill)
 }
 
@@ -675,15 +675,7 @@ pub fn calibration_fidelity(gpu: &str) -> Option<String> {
 
 /// The catalog (GPUs, models, policies, routers) as JSON.
 pub fn presets_json() -> String {
-    serde_json::json!({
-        "gpus": crate::catalog::gpu_presets(),
-        "models": crate::catalog::model_catalog_json(),
-        "policies": crate::config::POLICIES,
-        "topology_policies": ["disagg"],
-        "routers": crate::config::ROUTERS,
-        "topologies": crate::topo::presets::PRESET_NAMES,
-    })
-    .to_string()
+    crate::registry::presets().to_string()
 }
 
 /// RTMPv2 candidates between two nodes of a topology (JSON: a preset name string or a
@@ -842,7 +834,7 @@ mod tests {
     fn default_scenario_is_valid_and_separates_policies() {
         let text = default_scenario_toml();
         let mut p99 = Vec::new();
-        for policy in crate::config::POLICIES {
+        for policy in crate::policy::Policy::colocated_names() {
             let t = text.replace("policy = \"vllm\"", &format!("policy = \"{policy}\""));
             let r = simulate(&t, Format::Toml, SimOptions::default()).unwrap();
             assert_eq!(r.summary["finished"], 2000, "{policy}");

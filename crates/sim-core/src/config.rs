@@ -9,6 +9,7 @@ use crate::error::{check, Result, SimError};
 use crate::frontend::{Frontend, FrontendSpec, NO_FRONTEND, VLLM_FRONTEND};
 use crate::limits::Limits;
 use crate::perf::{CostModelSpec, Engine};
+pub use crate::policy::{Policy, Router};
 use crate::scaling::ScalingConfig;
 use crate::topo::events::EventSpec;
 use crate::topo::TopologyInput;
@@ -77,7 +78,7 @@ pub struct Deployment {
     /// outstanding tokens weighed by the pace of each replica's links as they are — degraded,
     /// down or shared — and with `disagg` the decode replica with the best route score from
     /// the prefill replica; without a topology as `least_outstanding_tokens`).
-    pub router: String,
+    pub router: Router,
     /// How long an arrival may wait in the router's dispatch queue for room in some
     /// replica's waiting queue before it is rejected ("dispatch queue full"). Seed: 500 ms.
     pub dispatch_timeout_ms: f64,
@@ -96,7 +97,7 @@ impl Default for Deployment {
             tp: 1,
             pp: 1,
             replicas: 1,
-            router: "round_robin".into(),
+            router: Router::RoundRobin,
             dispatch_timeout_ms: 500.0,
             prefill_replicas: None,
             placement: None,
@@ -104,19 +105,10 @@ impl Default for Deployment {
     }
 }
 
-/// The co-located scheduling policies (each replica prefills and decodes).
-pub const POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro"];
-/// Every policy name `scheduler.policy` accepts: [`POLICIES`] plus `disagg` (needs a
-/// topology).
-pub const ALL_POLICIES: &[&str] = &["orca", "vllm", "sarathi", "o1pro", "disagg"];
 /// The bug classes `scheduler.inject_bug` can switch on (model checking only).
 pub const BUGS: &[&str] = &["leak_on_preempt", "double_admit", "no_preempt", "drop_on_requeue", "no_seat_preempt"];
 /// The values of `scheduler.scheduling_policy` (vLLM's `--scheduling-policy`).
 pub const SCHEDULING_POLICIES: &[&str] = &["fcfs", "priority"];
-/// The policies built on vLLM's scheduler, which take `scheduling_policy`.
-pub const VLLM_SCHEDULERS: &[&str] = &["vllm", "sarathi", "disagg"];
-/// The router policies.
-pub const ROUTERS: &[&str] = &["round_robin", "least_outstanding_tokens", "topology_aware"];
 
 fn is_default_frontend(f: &FrontendSpec) -> bool {
     *f == FrontendSpec::default()
@@ -128,8 +120,9 @@ fn is_default_frontend(f: &FrontendSpec) -> bool {
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerConfig {
     /// `orca`, `vllm`, `sarathi`, `o1pro` or `disagg` (vLLM scheduling on separate prefill
-    /// and decode replicas; the KV cache moves over the topology between them).
-    pub policy: String,
+    /// and decode replicas; the KV cache moves over the topology between them): see
+    /// [`crate::policy`].
+    pub policy: Policy,
     /// Tokens per KV block (paged managers; the base unit of the others). Power of two.
     pub block_size: u32,
     /// Most requests running at once (vLLM `max_num_seqs`).
@@ -181,7 +174,7 @@ pub struct SchedulerConfig {
 impl SchedulerConfig {
     /// Whether prefix caching is on (the field, or the policy's default).
     pub fn prefix_caching(&self) -> bool {
-        self.enable_prefix_caching.unwrap_or(self.policy != "orca")
+        self.enable_prefix_caching.unwrap_or(self.policy.info().prefix_cache)
     }
 
     /// vLLM's priority scheduling is on.
@@ -193,7 +186,7 @@ impl SchedulerConfig {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
-            policy: "vllm".into(),
+            policy: Policy::Vllm,
             block_size: 16,
             max_num_seqs: 256,
             max_num_batched_tokens: 8192,
@@ -410,10 +403,10 @@ impl Scenario {
 
     /// The policy's effective waiting-queue bound.
     pub fn effective_max_waiting(&self) -> Option<u32> {
-        match (self.scheduler.max_waiting, self.scheduler.policy.as_str()) {
-            (Some(n), _) => Some(n),
-            (None, "o1pro") => Some(self.scheduler.max_num_seqs.saturating_mul(4)),
-            (None, _) => None,
+        match self.scheduler.max_waiting {
+            Some(n) => Some(n),
+            None if self.scheduler.policy.info().o1pro_admission => Some(self.scheduler.max_num_seqs.saturating_mul(4)),
+            None => None,
         }
     }
 
@@ -424,13 +417,10 @@ impl Scenario {
         check::in_range("deployment.tp", d.tp, 1, 64)?;
         check::in_range("deployment.pp", d.pp, 1, 64)?;
         check::in_range("deployment.replicas", d.replicas, 1, 100_000)?;
-        if !ROUTERS.contains(&d.router.as_str()) {
-            return Err(check::unknown_name("deployment.router", "router", &d.router, ROUTERS));
-        }
         check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
         if let Some(sc) = &self.scaling {
             sc.validate(d.replicas)?;
-            if self.topology.is_some() || self.scheduler.policy == "disagg" {
+            if self.topology.is_some() || self.scheduler.policy.info().needs_topology {
                 return Err(SimError::config(
                     "scaling",
                     "autoscaling runs without a topology (replicas joining a fabric are not modelled): remove \
@@ -446,9 +436,6 @@ impl Scenario {
         }
 
         let s = &self.scheduler;
-        if !ALL_POLICIES.contains(&s.policy.as_str()) {
-            return Err(check::unknown_name("scheduler.policy", "policy", &s.policy, ALL_POLICIES));
-        }
         if !(1..=1024).contains(&s.block_size) || !s.block_size.is_power_of_two() {
             return Err(SimError::config(
                 "scheduler.block_size",
@@ -480,22 +467,23 @@ impl Scenario {
                 return Err(check::unknown_name("scheduler.inject_bug", "bug", b, BUGS));
             }
         }
-        if s.enable_prefix_caching == Some(true) && s.policy == "orca" {
+        if s.enable_prefix_caching == Some(true) && !s.policy.info().prefix_cache {
             return Err(SimError::config(
                 "scheduler.enable_prefix_caching",
-                "orca reserves contiguous KV per request and has no prefix cache (remove the field or set it to false)",
+                format!("{} reserves contiguous KV per request and has no prefix cache (remove the field or set it to false)", s.policy),
             ));
         }
         if let Some(sp) = &s.scheduling_policy {
             if !SCHEDULING_POLICIES.contains(&sp.as_str()) {
                 return Err(check::unknown_name("scheduler.scheduling_policy", "scheduling policy", sp, SCHEDULING_POLICIES));
             }
-            if !VLLM_SCHEDULERS.contains(&s.policy.as_str()) {
+            if !s.policy.info().vllm_scheduler {
+                let vllm: Vec<&str> = Policy::ALL.iter().filter(|p| p.info().vllm_scheduler).map(|p| p.name()).collect();
                 return Err(SimError::config(
                     "scheduler.scheduling_policy",
                     format!(
                         "only applies to the policies on vLLM's scheduler ({}); {} orders its queue itself",
-                        VLLM_SCHEDULERS.join(", "),
+                        vllm.join(", "),
                         s.policy
                     ),
                 ));
@@ -518,22 +506,27 @@ impl Scenario {
             if d.placement.is_some() {
                 return Err(SimError::config("deployment.placement", "needs a `topology` section"));
             }
-            if s.policy == "disagg" {
-                return Err(SimError::config("scheduler.policy", "disagg moves KV over the topology: add a `topology` section"));
+            if s.policy.info().needs_topology {
+                return Err(SimError::config("scheduler.policy", format!("{} moves KV over the topology: add a `topology` section", s.policy)));
             }
         }
-        match (s.policy == "disagg", d.prefill_replicas) {
+        let disagg = s.policy.disaggregated();
+        match (disagg, d.prefill_replicas) {
             (true, Some(p)) => check::in_range("deployment.prefill_replicas", p, 1, d.replicas.saturating_sub(1).max(1))?,
             (true, None) => {
-                return Err(SimError::config("deployment.prefill_replicas", "disagg needs prefill_replicas (the rest decode)"))
+                return Err(SimError::config("deployment.prefill_replicas", format!("{} needs prefill_replicas (the rest decode)", s.policy)))
             }
             (false, Some(_)) => {
-                return Err(SimError::config("deployment.prefill_replicas", "only applies to scheduler.policy = \"disagg\""))
+                let split: Vec<String> = Policy::ALL.iter().filter(|p| p.disaggregated()).map(|p| format!("\"{p}\"")).collect();
+                return Err(SimError::config(
+                    "deployment.prefill_replicas",
+                    format!("only applies to scheduler.policy = {}", split.join(" or ")),
+                ));
             }
             (false, None) => {}
         }
-        if s.policy == "disagg" && d.replicas < 2 {
-            return Err(SimError::config("deployment.replicas", "disagg needs at least 2 replicas (prefill and decode)"));
+        if disagg && d.replicas < 2 {
+            return Err(SimError::config("deployment.replicas", format!("{} needs at least 2 replicas (prefill and decode)", s.policy)));
         }
         Ok(())
     }

@@ -77,18 +77,8 @@ pub struct Replica {
     pub(crate) last_decision_ns: u64,
 }
 
-/// Router policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Router {
-    RoundRobin,
-    LeastOutstandingTokens,
-    /// Arrivals weigh each replica's links ([`Engine::pick_by_links`]): outstanding tokens
-    /// times the pace of a step on its links as they are now (degraded, down, shared), so it
-    /// leaves least-outstanding-tokens once links are shared or degraded. With `disagg` the
-    /// decode replica is the one with the best route score from the prefill replica.
-    /// Without a topology: as [`Router::LeastOutstandingTokens`].
-    TopologyAware,
-}
+/// Router policies (defined with their names in [`crate::policy`]).
+pub use crate::policy::Router;
 
 /// The state of a running simulation.
 pub struct Engine {
@@ -274,11 +264,7 @@ impl Engine {
             replicas,
             params,
             perf,
-            router: match scenario.deployment.router.as_str() {
-                "least_outstanding_tokens" => Router::LeastOutstandingTokens,
-                "topology_aware" => Router::TopologyAware,
-                _ => Router::RoundRobin,
-            },
+            router: scenario.deployment.router,
             rr_next: 0,
             max_waiting: scenario.effective_max_waiting(),
             dispatch_timeout_ns: (scenario.deployment.dispatch_timeout_ms * 1e6).round() as u64,
@@ -317,7 +303,7 @@ impl Engine {
             unguarded: false,
             scaler: None,
             decision_ns: 0,
-            max_template_depth: (scenario.scheduler.policy == "o1pro")
+            max_template_depth: scenario.scheduler.policy.info().o1pro_admission
                 .then_some(crate::workload::adversarial::O1PRO_MAX_TEMPLATE_DEPTH),
         }
     }

@@ -21,8 +21,10 @@ pub mod limits;
 pub mod memory;
 pub mod metrics;
 pub mod perf;
+pub mod policy;
 pub mod prefix;
 pub mod request;
+pub mod registry;
 pub mod rng;
 pub mod scaling;
 pub mod sched;
@@ -36,8 +38,8 @@ mod api;
 pub use api::*;
 pub use error::{panic_message, Result, SimError};
 
-/// The layers below the façade ([`api`]) and the model checker ([`check`]) must not import
-/// them: the engine reports its state through [`engine::InvariantObserver`], and the types
+/// The layers below the façade ([`api`]), the model checker ([`check`]) and the registry
+/// ([`registry`], which gathers the lower modules' lists) must not import them: the engine reports its state through [`engine::InvariantObserver`], and the types
 /// both sides share live in the lower module (`SimOptions` in the engine, `StepRecord` and
 /// `TimeSeries` in metrics, `Format` in config). These tests read the sources, so a `use`
 /// that brings an import circle back fails here.
@@ -55,7 +57,14 @@ mod layering_tests {
         ("sched.rs", include_str!("sched.rs")),
         ("kv.rs", include_str!("kv.rs")),
         ("request.rs", include_str!("request.rs")),
-        ("fabric.rs", include_str!("fabric.rs")),
+        ("fabric/mod.rs", include_str!("fabric/mod.rs")),
+        ("fabric/comm.rs", include_str!("fabric/comm.rs")),
+        ("fabric/events.rs", include_str!("fabric/events.rs")),
+        ("fabric/links.rs", include_str!("fabric/links.rs")),
+        ("fabric/placement.rs", include_str!("fabric/placement.rs")),
+        ("fabric/transfers.rs", include_str!("fabric/transfers.rs")),
+        ("policy.rs", include_str!("policy.rs")),
+        ("registry.rs", include_str!("registry.rs")),
         ("frontend.rs", include_str!("frontend.rs")),
         ("limits.rs", include_str!("limits.rs")),
         ("memory.rs", include_str!("memory.rs")),
@@ -76,7 +85,8 @@ mod layering_tests {
         code.lines()
             .filter(|l| !l.trim_start().starts_with("//"))
             .filter(|l| {
-                l.contains("crate::api") || l.contains("crate::check") || l.contains("crate::{") ||
+                l.contains("crate::api") || l.contains("crate::check") || l.contains("crate::registry") ||
+                    l.contains("crate::{") ||
                     FACADE.iter().any(|name| {
                         let pat = format!("crate::{name}");
                         l.match_indices(&pat).any(|(i, _)| !l[i + pat.len()..].starts_with(ident))
@@ -93,10 +103,25 @@ mod layering_tests {
         }
     }
 
+    /// `policy.rs` is the bottom of the graph: the parser (`config.rs`), the engine and the
+    /// registry read it, so it may name nothing of the crate but the error helpers.
+    #[test]
+    fn the_policy_registry_imports_only_the_errors() {
+        let src = include_str!("policy.rs");
+        let code = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
+        let reached: Vec<&str> = code
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .flat_map(|l| l.match_indices("crate::").map(move |(i, _)| &l[i..]))
+            .filter(|rest| !rest.starts_with("crate::error"))
+            .collect();
+        assert!(reached.is_empty(), "policy.rs imports {reached:?}");
+    }
+
     #[test]
     fn the_scan_finds_an_upward_import() {
         for bad in ["use crate::api::SimOptions;", "crate::check::props::check_state(self)", "use crate::{Format};",
-            "let f = crate::Format::Json;"] {
+            "let f = crate::Format::Json;", "crate::registry::presets()"] {
             assert_eq!(upward_imports(bad).len(), 1, "{bad}");
         }
         // A lower module's own items and doc comments are not upward imports.

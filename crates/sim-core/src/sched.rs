@@ -45,6 +45,7 @@
 
 use crate::kv::{KvMode, KvPool};
 use crate::perf::PrefillItem;
+use crate::policy::Policy;
 use crate::prefix::{Apc, Hit};
 use crate::request::{Req, Status, NO_TIME};
 
@@ -163,10 +164,10 @@ impl Params {
             bug: Bug::from_name(cfg.inject_bug.as_deref()),
         };
         let base = if base.vllm_priority { Params { victim: Victim::PriorityArrival, ..base } } else { base };
-        match cfg.policy.as_str() {
-            "orca" => (Params { chunked: false, victim: Victim::Never, decodes_first: true, ..base }, KvMode::Contiguous),
-            "sarathi" => (Params { budget: cfg.chunk_size, decodes_first: true, ..base }, KvMode::Paged),
-            "o1pro" => (
+        match cfg.policy {
+            Policy::Orca => (Params { chunked: false, victim: Victim::Never, decodes_first: true, ..base }, KvMode::Contiguous),
+            Policy::Sarathi => (Params { budget: cfg.chunk_size, decodes_first: true, ..base }, KvMode::Paged),
+            Policy::O1pro => (
                 Params {
                     per_request_cap: cfg.max_tokens_per_request,
                     decodes_first: true,
@@ -177,7 +178,7 @@ impl Params {
                 },
                 KvMode::PagedPerRequest,
             ),
-            _ => (base, KvMode::Paged),
+            Policy::Vllm | Policy::Disagg => (base, KvMode::Paged),
         }
     }
 }

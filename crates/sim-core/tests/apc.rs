@@ -254,7 +254,7 @@ fn priority_order_admits_a_later_urgent_request_first() {
     assert!(fcfs.requests.first_token_ms[1] < fcfs.requests.first_token_ms[2]);
     assert!(prio.requests.first_token_ms[2] < prio.requests.first_token_ms[1]);
     // sarathi runs vLLM's scheduler too and takes the same setting.
-    sc.scheduler.policy = "sarathi".into();
+    sc.scheduler.policy = sim_core::policy::Policy::Sarathi;
     let sarathi = run(&sc, &w);
     assert!(sarathi.requests.first_token_ms[2] < sarathi.requests.first_token_ms[1]);
 }

@@ -62,7 +62,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
     #[test]
     fn accounting_holds_under_random_workloads(
-        policy in prop::sample::select(sim_core::config::POLICIES.to_vec()),
+        policy in prop::sample::select(sim_core::policy::Policy::colocated_names()),
         blocks in 2u32..24,
         budget in 1u32..40,
         replicas in 1u32..3,
@@ -79,7 +79,7 @@ proptest! {
     /// replicas, the results are the same bytes either way.
     #[test]
     fn lazy_steady_decode_changes_no_byte(
-        policy in prop::sample::select(sim_core::config::POLICIES.to_vec()),
+        policy in prop::sample::select(sim_core::policy::Policy::colocated_names()),
         blocks in 8u32..160,
         budget in 4u32..64,
         replicas in 1u32..3,

@@ -26,6 +26,7 @@ import pandas as pd
 import streamlit as st
 
 import o1sim
+from o1sim import registry
 from o1sim.dashboard import charts
 from o1sim.dashboard.capacity_tab import capacity_tab
 from o1sim.dashboard.check_tab import check_tab
@@ -40,9 +41,10 @@ ERROR_SLOT_EVENTS = "_events"
 NO_TOPOLOGY = "(none)"
 FROM_TEXT = "(as in the scenario text)"
 MAX_EVENTS = 4
-#: Link-event kinds offered in the sidebar → the scenario's ``kind``.
-EVENT_KINDS = {"degrade a link": "set_link", "link down": "link_down", "link up": "link_up",
-               "remove GPU": "remove_gpu"}
+#: Topology event kinds offered in the sidebar, from the core's registry: label → the
+#: scenario's ``kind``; and each kind's target (``link``: src/dst; ``gpu``: node).
+EVENT_KINDS = {e["label"]: e["name"] for e in registry.event_kinds()}
+EVENT_TARGETS = {e["name"]: e["target"] for e in registry.event_kinds()}
 #: Session-state keys of the topology widgets (reset with the other fields).
 TOPOLOGY_KEYS = ("topology", "n_events") + tuple(f"ev{i}_{k}" for i in range(MAX_EVENTS)
                                                   for k in ("kind", "link", "pct", "at"))
@@ -226,10 +228,11 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     for i in range(n):
         _seed(f"ev{i}_kind", list(EVENT_KINDS)[0])
         kind = EVENT_KINDS[st.sidebar.selectbox(f"Event {i + 1}", list(EVENT_KINDS), key=f"ev{i}_kind")]
-        what = (gpus if kind == "remove_gpu" else links) or ["—"]
+        on_gpu = EVENT_TARGETS[kind] == "gpu"
+        what = (gpus if on_gpu else links) or ["—"]
         if st.session_state.get(f"ev{i}_link") not in what:
             st.session_state[f"ev{i}_link"] = what[0]
-        target = st.sidebar.selectbox("GPU" if kind == "remove_gpu" else "link", what, key=f"ev{i}_link")
+        target = st.sidebar.selectbox("GPU" if on_gpu else "link", what, key=f"ev{i}_link")
         c1, c2 = st.sidebar.columns(2)
         _seed(f"ev{i}_at", 60.0)
         at = c1.number_input("at t (s)", step=10.0, key=f"ev{i}_at", format="%g")
@@ -238,7 +241,7 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
             _seed(f"ev{i}_pct", 10.0)
             pct = c2.number_input("to % of bandwidth", step=5.0, key=f"ev{i}_pct", format="%g")
             event["bandwidth_gbps"] = nominal.get(str(target), 0.0) * float(pct) / 100.0
-        if kind == "remove_gpu":
+        if on_gpu:
             event["node"] = str(target)
         else:
             src, _, dst = str(target).partition(" – ")

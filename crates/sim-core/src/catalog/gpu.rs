@@ -196,58 +196,60 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 /// by the roofline (`priced_by = "roofline"`): the profiles' tables were timed on those exact
 /// parts, and a variant with other clocks and bandwidth would inherit their times.
 pub fn gpu_presets() -> Vec<Gpu> {
-    /// Datasheet peaks: (bf16_tflops, fp8_tflops, hbm_gib, hbm_tbps, sms, sm_clock_mhz).
-    type Peaks = (f64, f64, f64, f64, u32, f64);
-    /// Links: (nvlink_gbps, nvlink_gpus, pcie_gbps).
-    type Links = (f64, u32, f64);
-    /// Descriptor cache and efficiencies: (entries, miss cycles, compute, memory).
-    type Tuning = (u32, f64, f64, f64);
-    fn gpu(name: &str, p: Peaks, l: Links, t: Tuning, priced_by: &str) -> Gpu {
-        tpu(name, p, l, t, priced_by, MatrixUnit::TensorCore)
-    }
-    fn tpu(name: &str, p: Peaks, l: Links, t: Tuning, priced_by: &str, matrix_unit: MatrixUnit) -> Gpu {
-        Gpu {
-            name: name.to_string(),
-            bf16_tflops: p.0,
-            fp8_tflops: p.1,
-            hbm_gib: p.2,
-            hbm_tbps: p.3,
-            sms: p.4,
-            sm_clock_mhz: p.5,
-            nvlink_gbps: l.0,
-            nvlink_gpus: l.1,
-            pcie_gbps: l.2,
-            descriptor_cache_entries: t.0,
-            descriptor_miss_cycles: t.1,
-            compute_efficiency: t.2,
-            memory_efficiency: t.3,
-            priced_by: priced_by.to_string(),
-            matrix_unit,
-        }
-    }
-    const AMPERE: Tuning = (64, 4.0, 0.70, 0.80);
-    const HOPPER: Tuning = (256, 2.0, 0.75, 0.85);
-    const OTHER: Tuning = (256, 2.0, 0.70, 0.80);
-    // No block-table figures for a TPU in the seed: its remap is not priced (0 cycles).
-    const TPU: Tuning = (256, 0.0, 0.70, 0.80);
-    vec![
-        gpu("a100-80g", (312.0, 0.0, 80.0, 2.039, 108, 1410.0), (600.0, 8, 64.0), AMPERE, "a100-80g"),
-        gpu("a100-40g", (312.0, 0.0, 40.0, 1.555, 108, 1410.0), (600.0, 8, 64.0), AMPERE, ROOFLINE),
-        gpu("a100-80g-pcie", (312.0, 0.0, 80.0, 1.935, 108, 1410.0), (600.0, 2, 64.0), AMPERE, ROOFLINE),
-        gpu("h100", (989.4, 1978.9, 80.0, 3.35, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h100"),
-        gpu("h100-pcie", (756.0, 1513.0, 80.0, 2.0, 114, 1755.0), (600.0, 2, 128.0), HOPPER, ROOFLINE),
-        gpu("h100-nvl", (835.5, 1670.5, 94.0, 3.9, 132, 1785.0), (600.0, 2, 128.0), HOPPER, ROOFLINE),
-        gpu("h200", (989.4, 1978.9, 139.8, 4.8, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h200"),
-        gpu("l40s", (362.05, 733.0, L40S_GIB, 0.864, 142, 2520.0), (64.0, 1, 64.0), OTHER, ROOFLINE),
-        gpu("b200", (2250.0, 4500.0, 180.0, 8.0, 148, 1965.0), (1800.0, 8, 128.0), OTHER, ROOFLINE),
-        gpu("mi300x", (1307.4, 2614.9, 192.0, 5.3, 304, 2100.0), (896.0, 8, 128.0), OTHER, ROOFLINE),
-        tpu("tpu-v5e", (197.0, 0.0, 16.0, 0.819, 4, 1500.0), (400.0, 256, 3.125), TPU, ROOFLINE, MatrixUnit::Mxu),
-    ]
+    GPU_PRESETS.iter().map(|&(name, p, l, t, priced_by, matrix_unit)| Gpu {
+        name: name.to_string(),
+        bf16_tflops: p.0,
+        fp8_tflops: p.1,
+        hbm_gib: p.2,
+        hbm_tbps: p.3,
+        sms: p.4,
+        sm_clock_mhz: p.5,
+        nvlink_gbps: l.0,
+        nvlink_gpus: l.1,
+        pcie_gbps: l.2,
+        descriptor_cache_entries: t.0,
+        descriptor_miss_cycles: t.1,
+        compute_efficiency: t.2,
+        memory_efficiency: t.3,
+        priced_by: priced_by.to_string(),
+        matrix_unit,
+    })
+    .collect()
 }
+
+/// Datasheet peaks: (bf16_tflops, fp8_tflops, hbm_gib, hbm_tbps, sms, sm_clock_mhz).
+type Peaks = (f64, f64, f64, f64, u32, f64);
+/// Links: (nvlink_gbps, nvlink_gpus, pcie_gbps).
+type Links = (f64, u32, f64);
+/// Descriptor cache and efficiencies: (entries, miss cycles, compute, memory).
+type Tuning = (u32, f64, f64, f64);
+const AMPERE: Tuning = (64, 4.0, 0.70, 0.80);
+const HOPPER: Tuning = (256, 2.0, 0.75, 0.85);
+const OTHER: Tuning = (256, 2.0, 0.70, 0.80);
+// No block-table figures for a TPU in the seed: its remap is not priced (0 cycles).
+const TPU: Tuning = (256, 0.0, 0.70, 0.80);
+const CUDA: MatrixUnit = MatrixUnit::TensorCore;
+
+/// The GPU presets, in catalog order, each defined once: (name, peaks, links, tuning,
+/// `priced_by`, matrix unit). [`gpu_presets`] and [`gpu_preset_names`] read this table
+/// (sources in [`gpu_presets`]' documentation).
+const GPU_PRESETS: &[(&str, Peaks, Links, Tuning, &str, MatrixUnit)] = &[
+    ("a100-80g", (312.0, 0.0, 80.0, 2.039, 108, 1410.0), (600.0, 8, 64.0), AMPERE, "a100-80g", CUDA),
+    ("a100-40g", (312.0, 0.0, 40.0, 1.555, 108, 1410.0), (600.0, 8, 64.0), AMPERE, ROOFLINE, CUDA),
+    ("a100-80g-pcie", (312.0, 0.0, 80.0, 1.935, 108, 1410.0), (600.0, 2, 64.0), AMPERE, ROOFLINE, CUDA),
+    ("h100", (989.4, 1978.9, 80.0, 3.35, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h100", CUDA),
+    ("h100-pcie", (756.0, 1513.0, 80.0, 2.0, 114, 1755.0), (600.0, 2, 128.0), HOPPER, ROOFLINE, CUDA),
+    ("h100-nvl", (835.5, 1670.5, 94.0, 3.9, 132, 1785.0), (600.0, 2, 128.0), HOPPER, ROOFLINE, CUDA),
+    ("h200", (989.4, 1978.9, 139.8, 4.8, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h200", CUDA),
+    ("l40s", (362.05, 733.0, L40S_GIB, 0.864, 142, 2520.0), (64.0, 1, 64.0), OTHER, ROOFLINE, CUDA),
+    ("b200", (2250.0, 4500.0, 180.0, 8.0, 148, 1965.0), (1800.0, 8, 128.0), OTHER, ROOFLINE, CUDA),
+    ("mi300x", (1307.4, 2614.9, 192.0, 5.3, 304, 2100.0), (896.0, 8, 128.0), OTHER, ROOFLINE, CUDA),
+    ("tpu-v5e", (197.0, 0.0, 16.0, 0.819, 4, 1500.0), (400.0, 256, 3.125), TPU, ROOFLINE, MatrixUnit::Mxu),
+];
 
 /// Names of the GPU presets, in catalog order.
 pub fn gpu_preset_names() -> Vec<&'static str> {
-    vec!["a100-80g", "a100-40g", "a100-80g-pcie", "h100", "h100-pcie", "h100-nvl", "h200", "l40s", "b200", "mi300x", "tpu-v5e"]
+    GPU_PRESETS.iter().map(|g| g.0).collect()
 }
 
 pub(super) fn gpu_preset(name: &str) -> Option<Gpu> {

@@ -251,7 +251,7 @@ impl Checker {
         )?;
         let p = engine.params;
         let config = CheckedConfig {
-            policy: scenario.scheduler.policy.clone(),
+            policy: scenario.scheduler.policy.name().to_string(),
             inject_bug: scenario.scheduler.inject_bug.clone(),
             requests: n,
             replicas: engine.replicas.len(),

@@ -54,7 +54,7 @@ fn configs() -> Vec<Config> {
 fn a_full_batch_is_preempted_for_an_urgent_request_and_the_checker_proves_it() {
     // Ample KV (16 blocks) but 2 seats: only a full batch can keep the urgent requests waiting.
     let reqs = [(4, 4, 1), (4, 4, 1), (3, 3, 0), (3, 3, 0)];
-    for policy in crate::config::POLICIES {
+    for policy in crate::policy::Policy::colocated_names() {
         let r = run(&small_seats(policy, None, 16, 1, 8, 2, &reqs));
         assert!(r.ok && r.complete, "{policy}: {:?}", r.violations.first().map(|v| (&v.property, &v.message)));
     }
@@ -71,7 +71,7 @@ fn a_full_batch_is_preempted_for_an_urgent_request_and_the_checker_proves_it() {
 #[test]
 fn real_policies_pass_every_property() {
     for (name, blocks, reps, budget, reqs) in configs() {
-        for policy in crate::config::POLICIES {
+        for policy in crate::policy::Policy::colocated_names() {
             let r = run(&small(policy, None, blocks, reps, budget, &reqs));
             assert!(r.ok && r.complete, "{policy} on {name}: {:?}", r.violations.first().map(|v| (&v.property, &v.message)));
             assert!(r.states > 1 && r.transitions >= r.states - 1, "{policy} on {name}");

@@ -47,7 +47,36 @@ pub struct TopoEvent {
     pub action: Action,
 }
 
+/// One event kind as the front ends offer it: `name` (the scenario's `kind`), a `label`
+/// for people, and its `target`: `"link"` (`src`, `dst`) or `"gpu"` (`node`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EventKind {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub target: &'static str,
+}
+
+/// Every event kind `events[i].kind` accepts, in display order. [`EventSpec::kind`] names
+/// each variant (an exhaustive `match`); the tests hold this list equal to the variants
+/// serde accepts.
+pub const EVENT_KINDS: &[EventKind] = &[
+    EventKind { name: "set_link", label: "degrade a link", target: "link" },
+    EventKind { name: "link_down", label: "link down", target: "link" },
+    EventKind { name: "link_up", label: "link up", target: "link" },
+    EventKind { name: "remove_gpu", label: "remove GPU", target: "gpu" },
+];
+
 impl EventSpec {
+    /// The kind's name, as written in the scenario (one of [`EVENT_KINDS`]).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventSpec::SetLink { .. } => "set_link",
+            EventSpec::LinkDown { .. } => "link_down",
+            EventSpec::LinkUp { .. } => "link_up",
+            EventSpec::RemoveGpu { .. } => "remove_gpu",
+        }
+    }
+
     fn at_s(&self) -> f64 {
         match self {
             EventSpec::SetLink { at_s, .. }

@@ -18,8 +18,8 @@ use super::{ArrivalSpec, MAX_REQUESTS};
 use crate::error::{check, Result, SimError};
 use crate::rng::SimRng;
 
-/// Valid values of `arrival.kind`.
-pub(super) const ARRIVAL_KINDS: &[&str] = &["poisson", "gamma", "constant", "poisson_count"];
+/// Valid values of `arrival.kind` (exported by [`crate::registry`]).
+pub const ARRIVAL_KINDS: &[&str] = &["poisson", "gamma", "constant", "poisson_count"];
 
 /// One stage of load (`arrival.stages[i]`), as inference-perf's `load.stages`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -243,7 +243,8 @@ pub(super) fn resolve_arrival(a: &ArrivalSpec) -> Result<ArrivalModel> {
             match other {
                 "poisson" => GapKind::Poisson,
                 "constant" => GapKind::Constant,
-                _ => GapKind::PoissonCount,
+                "poisson_count" => GapKind::PoissonCount,
+                other => return Err(check::unknown_name("arrival.kind", "arrival kind", other, ARRIVAL_KINDS)),
             }
         }
     };

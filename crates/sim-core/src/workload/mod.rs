@@ -45,7 +45,7 @@ pub mod shared;
 pub mod trace;
 
 pub use adversarial::{AdversarialSpec, ADVERSARIAL_KINDS};
-pub use arrival::StageSpec;
+pub use arrival::{StageSpec, ARRIVAL_KINDS};
 pub use dist::{IdValue, Len, SecondsDist, SecondsSpec};
 pub use sessions::SessionsSpec;
 pub use shared::SharedPrefixSpec;
@@ -65,8 +65,8 @@ const STREAM_ARRIVALS: u64 = 1;
 const STREAM_PROMPT: u64 = 2;
 const STREAM_OUTPUT: u64 = 3;
 
-/// Valid values of `prompt.kind` / `output.kind`.
-const LENGTH_KINDS: &[&str] = &["fixed", "uniform", "normal", "lognormal", "zipf"];
+/// Valid values of `prompt.kind` / `output.kind` (exported by [`crate::registry`]).
+pub const LENGTH_KINDS: &[&str] = &["fixed", "uniform", "normal", "lognormal", "zipf"];
 
 /// One request as the engine sees it, after generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -263,6 +263,10 @@ pub(super) fn resolve_length(spec: &LengthSpec, prefix: &str) -> Result<LengthMo
             format!("required: one of {}", LENGTH_KINDS.join(", ")),
         )
     })?;
+    // The list is the one exported to the front ends: a kind must be in it to be accepted.
+    if !LENGTH_KINDS.contains(&kind) {
+        return Err(check::unknown_name(&format!("{prefix}.kind"), "length distribution kind", kind, LENGTH_KINDS));
+    }
     let allowed: &[&str] = match kind {
         "fixed" => &["value", "min", "max"],
         "uniform" => &["min", "max"],
