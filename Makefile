@@ -62,8 +62,9 @@ serve: build web
 test-rust: check-cargo
 	cargo test --workspace --exclude sim-py
 
-# pytest exits 5 when it collected nothing: that must fail, not pass quietly.
-test-py: build
+# pytest exits 5 when it collected nothing: that must fail, not pass quietly. The page is
+# built first: the README test serves it (`make serve`), and must not skip in CI.
+test-py: build web
 	@rc=0; $(VPY) -m pytest $(PYTEST_ARGS) tests --ignore=tests/web || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
