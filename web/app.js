@@ -1,6 +1,7 @@
 // The page: a form that is the experiment (mirrored in the URL hash), a Worker that runs the
 // WASM core, and the results (summary table, CDFs, time series, GPU × time heatmap).
 import { Charts, setPolicyColors } from "./charts.js";
+import { setChartStyle } from "./chart_style.js";
 import { TopologyPanel } from "./topology.js";
 import { CheckPanel } from "./check.js";
 import { CapacityPanel } from "./capacity.js";
@@ -450,6 +451,7 @@ async function main() {
   // The core's registry: each policy's label, summary and chart colour (the dashboard's too).
   POLICY_INFO = catalog.policy_info;
   setPolicyColors(Object.fromEntries(POLICY_INFO.map((p) => [p.name, p.color])));
+  setChartStyle(catalog.chart_style);
   DEFAULT_POLICIES = POLICY_INFO.filter((p) => !p.needs_topology).map((p) => p.name);
   defaults = flatten(result.defaultScenario);
   delete defaults.name;

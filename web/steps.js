@@ -11,7 +11,7 @@ import { CHART_STYLE } from "./chart_style.js";
 
 // The kinds in the Worker's digest order (kind 0, 1, 2), coloured as the dashboard's steps.
 const KIND_NAMES = ["decode", "prefill", "mixed"];
-const KIND_COLORS = KIND_NAMES.map((k) => CHART_STYLE.stepKinds[k]);
+const kindColor = (i) => CHART_STYLE.stepKinds[KIND_NAMES[i]];
 const STREAMS = ["cpu", "compute", "communication"];
 const LANE_H = 22;
 
@@ -44,7 +44,7 @@ export class StepsPanel {
         <span id="steps-info" class="muted"></span>
       </div>
       <canvas id="steps-canvas" height="80"></canvas>
-      <div class="legend muted">${KIND_NAMES.map((k, i) => `<span style="color:${KIND_COLORS[i]}">■</span> ${k}`).join(" ")}</div>
+      <div id="steps-legend" class="legend muted"></div>
       <div id="anatomy" class="anatomy"><p class="muted">Click a step above.</p></div>`;
     this.canvas = $("#steps-canvas", root);
     root.addEventListener("toggle", () => { if (root.open) this.load(); });
@@ -57,6 +57,8 @@ export class StepsPanel {
   /** After a run: the policies that ran (`[{label, scenario}]`); reloads if open. */
   setRuns(list) {
     this.runs = list;
+    // The chart style arrives with the core's presets, before the first run.
+    $("#steps-legend", this.root).innerHTML = KIND_NAMES.map((k, i) => `<span style="color:${kindColor(i)}">■</span> ${k}`).join(" ");
     const sel = $("#steps-policy", this.root);
     const keep = sel.value;
     sel.innerHTML = list.map((r) => `<option>${r.label}</option>`).join("");
@@ -109,7 +111,7 @@ export class StepsPanel {
     for (let i = 0; i < d.start_ms.length; i++) {
       if (d.end_ms[i] < from || d.start_ms[i] > to) continue;
       const x0 = x(d.start_ms[i]);
-      g.fillStyle = KIND_COLORS[d.kind[i]];
+      g.fillStyle = kindColor(d.kind[i]);
       g.fillRect(x0, d.replica[i] * LANE_H + 2, Math.max(1, x(d.end_ms[i]) - x0 - 0.5), LANE_H - 4);
     }
     if (this.selected !== undefined) {

@@ -11,15 +11,16 @@ report (both Altair, :mod:`o1sim.dashboard.charts`) and the page (uPlot, ``web/c
   distribution against zero) and the fraction of requests on a linear y axis from 0 to 1,
   drawn as a step (the empirical CDF). Latencies are in ms, E2E in s.
 
-Plain data with no plotting import. The page's copy (``CHART_STYLE`` in
-``web/chart_style.js``) is held equal to :func:`page_style` by
-``tests/web/test_chart_style.py``, which also reads the drawn charts' scales and colours.
+The conventions are data of the core's registry (``presets()["chart_style"]``, defined once in
+``crates/sim-core/src/registry.rs``); this module names them for Python, and the page reads the
+same record from the WASM module's ``presets()`` (``setChartStyle`` in ``web/chart_style.js``).
+``tests/web/test_chart_style.py`` reads the page's drawn charts' scales and colours.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from . import registry
 
@@ -35,29 +36,30 @@ __all__ = [
     "policy_domain",
 ]
 
+_STYLE: Final = registry.chart_style()
+
 #: Colours of names the registry does not know, in turn.
-OTHER_COLORS: tuple[str, ...] = ("#555555", "#16a085", "#d35400", "#7f8c8d")
+OTHER_COLORS: tuple[str, ...] = tuple(_STYLE["otherColors"])
 
 #: Colours of replicas 0, 1, … in every chart that shows replicas (Tableau 10's first eight).
-REPLICA_PALETTE: tuple[str, ...] = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d",
-                                    "#bab0ac")
+REPLICA_PALETTE: tuple[str, ...] = tuple(_STYLE["replicaPalette"])
 
 #: The GPU × time heatmap's colour ramp, busy 0 → 1, interpolated in RGB.
-HEAT_RAMP: tuple[str, str] = ("#fffaff", "#376ee1")
+HEAT_RAMP: tuple[str, str] = (_STYLE["heatRamp"][0], _STYLE["heatRamp"][1])
 
 #: Scheduler steps by kind (the step timelines of the dashboard and the page).
-STEP_KIND_COLORS: dict[str, str] = {"decode": "#2f6fdf", "prefill": "#e0752d", "mixed": "#8e44ad"}
+STEP_KIND_COLORS: dict[str, str] = dict(_STYLE["stepKinds"])
 
 #: The x scale of every latency CDF: logarithmic.
-CDF_X_SCALE: Final = "log"
+CDF_X_SCALE: Final[Literal["log", "linear"]] = "log" if _STYLE["cdf"]["x"] == "log" else "linear"
 #: The y axis of every latency CDF: the fraction of requests at or below x, 0..1, linear.
-CDF_Y_TITLE = "fraction of requests"
+CDF_Y_TITLE: Final[str] = _STYLE["cdf"]["yTitle"]
 
-#: Latency CDFs: column → (name, unit, scale from ms). E2E is shown in seconds.
+#: Latency CDFs, in display order: column → (name, unit, factor from ms). E2E is shown in s.
+_FROM_MS: Final = {"ms": 1.0, "s": 1e-3}
 LATENCIES: dict[str, tuple[str, str, float]] = {
-    "ttft_ms": ("TTFT", "ms", 1.0),
-    "tpot_ms": ("TPOT", "ms", 1.0),
-    "e2e_ms": ("E2E", "s", 1e-3),
+    f"{name.lower()}_ms": (name, _STYLE["cdf"]["units"][name], _FROM_MS[_STYLE["cdf"]["units"][name]])
+    for name in ("TTFT", "TPOT", "E2E")
 }
 
 
@@ -80,13 +82,6 @@ def policy_domain(names: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def page_style() -> dict[str, Any]:
-    """The conventions as the page holds them (``CHART_STYLE`` in ``web/chart_style.js``; uPlot's
-    ``distr: 3`` is a log scale, ``1`` linear): what the page's test compares against."""
-    return {
-        "cdf": {"x": CDF_X_SCALE, "y": "linear", "yTitle": CDF_Y_TITLE, "yRange": [0, 1],
-                "units": {name: unit for name, unit, _ in LATENCIES.values()}},
-        "otherColors": list(OTHER_COLORS),
-        "replicaPalette": list(REPLICA_PALETTE),
-        "heatRamp": list(HEAT_RAMP),
-        "stepKinds": dict(STEP_KIND_COLORS),
-    }
+    """The conventions as the page holds them (``CHART_STYLE`` in ``web/chart_style.js``, set
+    from the WASM module's ``presets()``): what the page's test compares against."""
+    return registry.chart_style()

@@ -48,6 +48,14 @@ def _presets() -> dict[str, Any]:
     return data
 
 
+def chart_style() -> dict[str, Any]:
+    """The charts' conventions besides the policies' colours (the core's ``chart_style``:
+    CDF axes and units, the palettes for other names and replicas, the heatmap ramp, step
+    kinds' colours); :mod:`o1sim.chart_style` names them."""
+    style: dict[str, Any] = json.loads(json.dumps(_presets()["chart_style"]))  # a copy
+    return style
+
+
 def policies() -> list[PolicyInfo]:
     """Every policy, in display order (copies: callers may change them)."""
     return [

@@ -24,7 +24,8 @@ pub fn policy_info() -> Vec<crate::policy::PolicyInfo> {
 ///   disaggregated, vllm_scheduler, prefix_cache}`, display order;
 /// - `routers`, `arrival_kinds`, `length_kinds`, `scheduling_policies`: names;
 /// - `event_kinds`: `{name, label, target}` (`target`: `link` or `gpu`);
-/// - `gpus`, `models`: the presets' records; `topologies`: the topology presets' names.
+/// - `gpus`, `models`: the presets' records; `topologies`: the topology presets' names;
+/// - `chart_style`: the charts' conventions besides the policies' colours ([`chart_style`]).
 pub fn presets() -> Value {
     let topology_policies: Vec<&str> =
         Policy::ALL.iter().filter(|p| p.info().needs_topology).map(|p| p.name()).collect();
@@ -40,6 +41,27 @@ pub fn presets() -> Value {
         "length_kinds": crate::workload::LENGTH_KINDS,
         "event_kinds": crate::topo::events::EVENT_KINDS,
         "topologies": crate::topo::presets::PRESET_NAMES,
+        "chart_style": chart_style(),
+    })
+}
+
+/// The charts' one language, for the dashboard, the report and the page alike (policies take
+/// their colour from [`crate::policy::PolicyInfo`]):
+/// - `cdf`: a latency CDF has the latency on a log x axis (an idle and a queued request are
+///   orders of magnitude apart; a linear axis squeezes the body against zero) and the fraction
+///   of requests, 0..1, on a linear y axis; `units`: TTFT and TPOT in ms, E2E in s;
+/// - `otherColors`: names no policy has, in turn; `replicaPalette`: replicas 0, 1, … (Tableau
+///   10's first eight);
+/// - `heatRamp`: the GPU × time heatmap, idle → busy, interpolated in RGB;
+/// - `stepKinds`: scheduler steps by kind.
+pub fn chart_style() -> Value {
+    json!({
+        "cdf": {"x": "log", "y": "linear", "yTitle": "fraction of requests", "yRange": [0, 1],
+                "units": {"TTFT": "ms", "TPOT": "ms", "E2E": "s"}},
+        "otherColors": ["#555555", "#16a085", "#d35400", "#7f8c8d"],
+        "replicaPalette": ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d", "#bab0ac"],
+        "heatRamp": ["#fffaff", "#376ee1"],
+        "stepKinds": {"decode": "#2f6fdf", "prefill": "#e0752d", "mixed": "#8e44ad"},
     })
 }
 
