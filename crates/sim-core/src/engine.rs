@@ -868,8 +868,7 @@ impl Engine {
                 }
             }
             if r.generated >= r.output {
-                let blank_from = self.apc.blank_from(id, r.blocks.len());
-                st.kv.release_from(&mut r.blocks, blank_from);
+                self.apc.release(&mut st.kv, r, None);
                 r.blocks = Vec::new(); // a finished request keeps no allocation
                 used_slots = used_slots.saturating_sub(r.computed as u64);
                 r.status = Status::Finished;

@@ -221,23 +221,15 @@ impl KvPool {
         self.allocation_failures += 1;
     }
 
-    /// Return every unit of `table` to the pool, last first (with caching: one holder
-    /// fewer each, the units nobody holds to the free queue's tail, still cached).
+    /// Return every unit of `table` to the pool, last first. With an awake cache the
+    /// table must cache nothing (a request's table goes through [`crate::prefix::Apc::release`]).
     #[inline]
     pub fn release(&mut self, table: &mut Vec<u32>) {
         match self.cache.as_deref_mut() {
-            Some(c) if c.active => c.release_all(table, table.len()),
-            _ => self.free.extend(table.drain(..).rev()),
-        }
-    }
-
-    /// [`KvPool::release`] for a table whose units from index `blank_from` on cache
-    /// nothing (see [`crate::prefix::Apc::blank_from`]): those are freed without reading
-    /// their state.
-    #[inline]
-    pub fn release_from(&mut self, table: &mut Vec<u32>, blank_from: usize) {
-        match self.cache.as_deref_mut() {
-            Some(c) if c.active => c.release_all(table, blank_from),
+            Some(c) if c.active => {
+                c.free_blank(table);
+                table.clear();
+            }
             _ => self.free.extend(table.drain(..).rev()),
         }
     }
@@ -253,9 +245,10 @@ impl KvPool {
         self.free.iter().copied().chain(self.cache.iter().flat_map(|c| c.free_iter()))
     }
 
-    /// How many request tables hold unit `u` by its reference count (an awake cache).
-    pub fn ref_count(&self, u: u32) -> u32 {
-        self.cache.as_ref().filter(|c| c.active).map_or(0, |c| c.ref_count(u))
+    /// Per unit, how many request tables hold it by its reference count (an awake cache;
+    /// empty otherwise).
+    pub fn ref_counts(&self) -> Vec<u32> {
+        self.cache.as_ref().filter(|c| c.active).map_or_else(Vec::new, |c| c.ref_counts())
     }
 }
 

@@ -383,12 +383,13 @@ fn check_cached_pool(e: &Engine, i: usize) -> Result<(), Broken> {
         }
     }
     let mut held = 0usize;
+    let refs = kv.ref_counts();
     for u in 0..total {
         let h = holders[u];
         if free[u] && h > 0 {
             return fail(format!("unit {u} held twice (free queue and {h} request(s))"));
         }
-        let rc = kv.ref_count(u as u32);
+        let rc = refs.get(u).copied().unwrap_or(0);
         if h != rc {
             return fail(format!("unit {u} is held by {h} request(s) but its reference count is {rc}"));
         }

@@ -1,14 +1,41 @@
-//! The cache side of one replica's KV pool: reference counts, the keys units are cached
-//! under, vLLM's free queue, and the indexes from keys to units (see [`super`]).
+//! The cache side of one replica's KV pool: vLLM's free queue, reference counts and the
+//! index from block hashes to cached units (see [`super`]), kept by *pieces* of runs
+//! instead of by unit.
+//!
+//! **What is kept.** A *run* is a key (a block hash, or a request's id for its private
+//! blocks) with unit indices 0, 1, …: the units of one stream piece's blocks, of one
+//! single block, or of one request's table. Each registration (`BlockPool.cache_full_blocks`
+//! on consecutive units) adds a *piece* to its run: an index range, the units that hold it
+//! (copied from the table), its rank (registration order: among several copies of an index
+//! a lookup takes the oldest, as vLLM's `get_one_block` does) and its state: held by
+//! `refs` tables, or free in the queue. A piece's units share their state; a hit on part of
+//! a piece splits it, so a table always holds whole pieces.
+//!
+//! **The free queue** (`FreeKVCacheBlockQueue`) is the units' ids in order, head evicted
+//! next. Freeing a piece (`free_blocks`, last unit first) appends its units and records
+//! where the first one went: index `i` of a free piece `[lo, hi)` is at queue position
+//! `pos + hi − 1 − i`. Taking units from the head (`get_new_blocks`) evicts their blocks
+//! (`_maybe_evict_cached_block`) without reading them: a free copy is cached while its
+//! position is at or after the head's, so the copies a pop passes are gone from every
+//! lookup at once, and what is left of a partly popped piece is a prefix of it (its tail
+//! went first, as vLLM frees tails first to keep prefixes). A hit on a free unit
+//! (`touch`, `remove` from the middle of the queue) leaves a hole (`NIL`) in the queue,
+//! skipped when it reaches the head; when holes are many they are packed away and the free
+//! pieces' positions renumbered.
+//!
+//! So the per-unit work of a request's life — allocating, caching, freeing and evicting
+//! about a thousand blocks of a long prompt — is copying unit ids; everything else is done
+//! once per piece. Pieces whose every copy was evicted are swept away in batches (amortised
+//! O(1) each), and a run with no piece left leaves the index.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::{private_key, NIL, RUN, TOP};
+use super::NIL;
 
-/// A hasher for keys that are already hashes (or private keys): one multiply-xorshift
-/// spreads the bits the map indexes by. Deterministic; the map is only ever looked up,
-/// never iterated, so its order cannot reach a result.
+/// A hasher for keys that are already hashes (or request ids): one multiply-xorshift
+/// spreads the bits the map indexes by. Deterministic; the maps are only ever looked up,
+/// never iterated, so their order cannot reach a result.
 #[derive(Default)]
 pub struct KeyHasher(u64);
 
@@ -26,129 +53,71 @@ impl Hasher for KeyHasher {
         let h = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.0 = h ^ (h >> 32);
     }
-}
-
-/// One unit's cache state: 16 bytes, all zero for a unit never cached (so the array is
-/// handed out as zeroed pages, touched only as units are used). Every allocation and
-/// release of a cached unit reads and writes it, and after the free queue's full cycle
-/// through a large pool it is never in a CPU cache, so its size is memory traffic.
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    /// The key it is cached under, 0 when it holds no cached block.
-    key: u64,
-    /// Its position in the free queue (counted from the queue's first entry ever, modulo
-    /// 2³²: the queue never holds 2³² entries, so two positions in it never agree), while
-    /// it is there: an entry of `queue` naming it is live only at this position.
-    qpos: u32,
-    /// `REFS`: how many request tables hold it (vLLM's `ref_cnt`), while it is cached
-    /// (`key` not 0; a unit caching nothing is held by one table or free, see
-    /// `BlockCache::blanks`); `FIRST`: the map's entry for `key` names this unit (the
-    /// oldest copy); `DUP`: a later copy is cached under the same key (in `dups`).
-    meta: u32,
-}
-
-/// `Slot::meta`'s reference count (at most `scheduler.max_num_seqs` ≤ 2²⁰ tables).
-const REFS: u32 = (1 << 30) - 1;
-/// `Slot::meta`: the oldest unit cached under its key.
-const FIRST: u32 = 1 << 30;
-/// `Slot::meta`: `dups` names the next unit cached under its key.
-const DUP: u32 = 1 << 31;
-
-impl Slot {
     #[inline]
-    fn ref_cnt(&self) -> u32 {
-        self.meta & REFS
-    }
-    #[inline]
-    fn first(&self) -> bool {
-        self.meta & FIRST != 0
-    }
-    /// Is it the free queue's entry at position `at`? (Queued cached units have no holder.)
-    #[inline]
-    fn queued_at(&self, at: u64) -> bool {
-        self.key != 0 && self.meta & REFS == 0 && self.qpos == at as u32
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
     }
 }
 
-/// Per-unit cache state: `slots`, and the duplicate chains (rare) apart.
-#[derive(Debug, Clone, Default)]
-struct Units {
-    slots: Vec<Slot>,
-    /// Per unit with `DUP` set: the next unit cached under the same key (registration
-    /// order). Read only through `DUP`, so never initialised.
-    dups: Vec<u32>,
+type Map<K> = HashMap<K, u32, BuildHasherDefault<KeyHasher>>;
+
+/// Which key a run is cached under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKey {
+    /// A slab entry not in use.
+    Free,
+    /// A block hash (shared blocks: a run's first block, or a single block).
+    Shared(u64),
+    /// A request's private blocks, by unit index of its table.
+    Private(u32),
 }
 
-impl Units {
-    /// The next unit cached under `u`'s key, or NIL.
+/// Consecutive unit indices of a run registered together, in one state.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    /// Registration order (pieces split from one share it).
+    rank: u64,
+    lo: u32,
+    hi: u32,
+    /// Where index `lo`'s unit is in the run's `units`.
+    at: u32,
+    /// Tables holding it; 0: free, in the queue.
+    refs: u32,
+    /// Free: the queue position of index `hi − 1` (the first of its units appended).
+    pos: u64,
+}
+
+impl Piece {
+    /// End of the indices still cached at head position `head` (all of them when held;
+    /// a free piece loses its tail first).
     #[inline]
-    fn dup(&self, u: u32) -> u32 {
-        if self.slots[u as usize].meta & DUP != 0 {
-            self.dups[u as usize]
-        } else {
-            NIL
+    fn valid_hi(&self, head: u64) -> u32 {
+        if self.refs > 0 || self.pos >= head {
+            return self.hi;
         }
+        let gone = (head - self.pos).min(u64::from(self.hi - self.lo)) as u32;
+        self.hi - gone
     }
 
+    /// Every copy evicted (free, its first index's unit popped).
     #[inline]
-    fn set_dup(&mut self, u: u32, next: u32) {
-        let s = &mut self.slots[u as usize];
-        if next == NIL {
-            s.meta &= !DUP;
-        } else {
-            s.meta |= DUP;
-            self.dups[u as usize] = next;
-        }
+    fn expired(&self, head: u64) -> bool {
+        self.refs == 0 && self.pos + u64::from(self.hi - self.lo) <= head
     }
 
-    /// Cache blank unit `u` under `key`, after `head` (the first unit cached under it,
-    /// NIL: none) and its copies; held by the one table that held it blank.
+    /// The part `[lo, hi)` of it, in the same state.
     #[inline]
-    fn cache(&mut self, u: u32, key: u64, head: u32) {
-        if head != NIL {
-            let mut last = head;
-            loop {
-                let next = self.dup(last);
-                if next == NIL {
-                    break;
-                }
-                last = next;
-            }
-            self.set_dup(last, u);
-        }
-        let s = &mut self.slots[u as usize];
-        s.key = key;
-        s.meta = 1 | if head == NIL { FIRST } else { 0 };
+    fn part(&self, lo: u32, hi: u32) -> Piece {
+        Piece { lo, hi, at: self.at + (lo - self.lo), pos: self.pos + u64::from(self.hi - hi), ..*self }
     }
+}
 
-    /// Read the slots of `units` (NIL skipped) before working on them one by one: they
-    /// are seldom in a CPU cache (the free queue cycles through the whole pool), and these
-    /// independent loads are in flight together, where the work's own loads, each behind
-    /// the last one's branch, mostly wait one at a time.
-    #[inline]
-    fn warm(&self, units: impl Iterator<Item = u32>) {
-        let mut acc = 0u64;
-        for u in units {
-            if let Some(s) = self.slots.get(u as usize) {
-                acc ^= s.key;
-            }
-        }
-        std::hint::black_box(acc);
-    }
-
-    /// Take `u` out of the chain that starts at `head` (it is not the first).
-    fn unchain(&mut self, head: u32, u: u32) {
-        let after = self.dup(u);
-        let mut x = head;
-        loop {
-            let next = self.dup(x);
-            if next == u || next == NIL {
-                break;
-            }
-            x = next;
-        }
-        self.set_dup(x, after);
-    }
+/// One run: its pieces (in rank order) and their units.
+#[derive(Debug, Clone)]
+struct Run {
+    key: RunKey,
+    pieces: Vec<Piece>,
+    units: Vec<u32>,
 }
 
 /// The cache side of one replica's pool.
@@ -157,129 +126,38 @@ impl Units {
 /// which free unit an allocation takes cannot change any result, and the pool keeps its
 /// plain free stack (a workload of unique prompts that never preempts never leaves this
 /// state and pays nothing). The first registration wakes it: the free units, all equally
-/// empty, become the free queue, every held unit gets a reference count of one (nothing
-/// can be shared before something is cached), and from then on the queue follows vLLM's
-/// order exactly.
+/// empty, become the free queue, and from then on the queue follows vLLM's order exactly.
 #[derive(Debug, Clone)]
 pub struct BlockCache {
     /// Units in the pool.
     total: u32,
-    /// Awake: `units` and the queue are live.
+    /// Awake: the queue and the runs are live.
     pub active: bool,
-    units: Units,
-    /// The free queue, head = evicted next, as an array: a unit taken out of the middle
-    /// (a hit on a free unit) leaves a stale entry behind, skipped when it reaches the head
-    /// (its slot's `qpos` no longer names that position). The same order as a linked list,
-    /// but popping a run of units reads their ids in sequence instead of chasing one link
-    /// per unit through memory (the simulator's hottest loop on long prompts).
+    /// The free queue's unit ids, head first; `NIL`: a hole left by a hit.
     queue: VecDeque<u32>,
-    /// Entries ever popped from the queue's head: `queue[i]` is at position `popped + i`.
-    popped: u64,
-    /// Stale entries in `queue`.
-    stale: u32,
-    /// Units in the free queue (free, cached or not).
+    /// Entries ever taken from the head: `queue[i]` is at position `head + i`.
+    head: u64,
+    /// Holes in `queue`.
+    holes: u32,
+    /// Units in the free queue (cached or not).
     pub num_free: u32,
-    /// The free units that cache nothing (*blank*), next handed out last. Their places in
-    /// the queue hold `NIL`: a blank unit's position in vLLM's queue matters (it delays
-    /// the eviction of the cached units behind it), which blank unit it is does not (it
-    /// holds nothing a lookup could find), so a `NIL` entry reaching the head hands out
-    /// the most recently freed blank unit. Freeing or taking one touches no per-unit state
-    /// but a bit (a request's private tail, about half the blocks of a long prompt): blank
-    /// units are held by one table (nothing is shared before it is cached).
-    blanks: Vec<u32>,
-    /// One bit per unit: a free blank unit (in `blanks`).
-    blank_bits: Vec<u64>,
-    /// Counts changes of what is cached (registrations, evictions): a lookup's answer
-    /// cannot change while it stays put.
+    /// Counts registrations: with the head's position, what a lookup's answer depends on.
     pub epoch: u64,
-    /// Shared key of a single block (one that holds pieces of two token streams) → the
-    /// first unit cached under it.
-    map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
-    /// Runs of shared blocks, each inside one stream piece (a 512-token `hash_id`, a
-    /// system prompt): run key (the hash of the run's first block) → index into `slab`.
-    /// One entry for a whole run instead of one per block: a run's blocks are cached,
-    /// looked up and (mostly) evicted together, block by block in order. An entry whose
-    /// slab entry no longer carries its key is stale (the run emptied: its last unit was
-    /// evicted); it is left in place rather than removed then (the removal's probe of a
-    /// cold bucket was half the cost of evicting a run's last unit), overwritten when the
-    /// key is cached again, and swept out when stale entries outnumber live ones.
-    runs: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
-    /// Stale entries in `runs`.
-    stale_runs: usize,
+    shared: Map<u64>,
+    private: Map<u32>,
     slab: Vec<Run>,
-    /// Free entries of `slab` (key 0).
     free_slab: Vec<u32>,
-    /// Private keys, by request id: per unit index of the request's table, the first unit
-    /// cached under that key (NIL: none). Arrays instead of map entries: a request
-    /// registers its whole table at once and looks it up in order. Dropped when the
-    /// request is done ([`BlockCache::forget`]); its units keep their keys until reused,
-    /// unreachable (nobody else can look them up).
-    ghosts: HashMap<u32, Ghost, BuildHasherDefault<KeyHasher>>,
+    /// Registrations so far (the next piece's rank).
+    ranks: u64,
+    /// Pieces now in the runs, and at the last sweep.
+    pieces: usize,
+    swept: usize,
+    /// Scratch for [`BlockCache::release`].
+    mine: Vec<usize>,
 }
 
-/// A run of shared blocks inside one stream piece (see `BlockCache::runs`).
-#[derive(Debug, Clone, Default)]
-struct Run {
-    /// Its key in `runs` (0 while the entry is free: no run key is 0).
-    key: u64,
-    /// Per unit index in the run: the first unit cached there (NIL: none).
-    heads: Vec<u32>,
-    /// Units cached in the run (copies included): at zero the entry goes.
-    live: u32,
-}
-
-/// A run unit's key: its slab entry and unit index.
-#[inline]
-fn run_key_of(slab: u32, idx: u32) -> u64 {
-    RUN | (u64::from(slab) << 24) | u64::from(idx)
-}
-
-/// A run unit's slab entry and index.
-#[inline]
-fn split_run(key: u64) -> (usize, usize) {
-    (((key & !RUN) >> 24) as usize, (key & 0xFF_FFFF) as usize)
-}
-
-/// One request's private index (see `BlockCache::ghosts`).
-#[derive(Debug, Clone, Default)]
-struct Ghost {
-    /// Per unit index: the first unit cached under that private key (NIL: none).
-    heads: Vec<u32>,
-    /// The first private unit index (the request's shared blocks come before).
-    base: usize,
-    /// How many indices from `base` on are cached without a gap: a lookup hits those.
-    valid: usize,
-}
-
-impl Ghost {
-    /// Make `u` (NIL: nobody) the first unit cached at index `i`.
-    fn set(&mut self, i: usize, u: u32) {
-        if i >= self.heads.len() {
-            if u == NIL {
-                return;
-            }
-            self.heads.resize(i + 1, NIL);
-        }
-        self.heads[i] = u;
-        if i < self.base {
-            return;
-        }
-        let r = i - self.base;
-        if u == NIL {
-            self.valid = self.valid.min(r);
-        } else if r == self.valid {
-            while self.base + self.valid < self.heads.len() && self.heads[self.base + self.valid] != NIL {
-                self.valid += 1;
-            }
-        }
-    }
-}
-
-/// A private key's request id and unit index.
-#[inline]
-fn split_private(key: u64) -> (u32, usize) {
-    ((key >> 24) as u32, (key & 0xFF_FFFF) as usize)
-}
+/// A held range of a run found by a lookup: (run, first index, length).
+pub type Seg = (u32, u32, u32);
 
 impl BlockCache {
     /// A dormant cache for a pool of `total` units.
@@ -287,505 +165,445 @@ impl BlockCache {
         BlockCache {
             total,
             active: false,
-            units: Units::default(),
             queue: VecDeque::new(),
-            popped: 0,
-            stale: 0,
+            head: 0,
+            holes: 0,
             num_free: 0,
-            blanks: Vec::new(),
-            blank_bits: Vec::new(),
             epoch: 0,
-            map: HashMap::default(),
-            runs: HashMap::default(),
-            stale_runs: 0,
+            shared: Map::default(),
+            private: Map::default(),
             slab: Vec::new(),
             free_slab: Vec::new(),
-            ghosts: HashMap::default(),
+            ranks: 0,
+            pieces: 0,
+            swept: 0,
+            mine: Vec::new(),
         }
     }
 
-    /// Wake up with `free` (the pool's free stack, drained) as the free queue, next
-    /// allocated first; every other unit is held by one request. Nothing is cached yet:
-    /// all of them are blank.
+    /// Wake up with `free` (the pool's free stack, drained) as the free queue, its top
+    /// (allocated next) at the head. Nothing is cached yet.
     pub fn activate(&mut self, free: &mut Vec<u32>) {
-        // Zeroed: the pages are mapped as units are first used.
-        self.units = Units { slots: vec![Slot::default(); self.total as usize], dups: vec![0; self.total as usize] };
-        self.blank_bits = vec![0; (self.total as usize).div_ceil(64)];
-        // Room for every unit and the most stale entries kept: the queue never grows.
-        self.queue = VecDeque::with_capacity(self.total as usize + self.max_stale() as usize + 1);
-        self.queue.extend(std::iter::repeat_n(NIL, free.len()));
+        self.queue = free.iter().rev().copied().collect();
         self.num_free = free.len() as u32;
-        for &u in free.iter() {
-            self.blank_bits[u as usize / 64] |= 1 << (u % 64);
-        }
-        // The stack's top, handed out next, stays on top.
-        self.blanks = std::mem::take(free);
+        free.clear();
         self.active = true;
         self.epoch += 1;
     }
 
-    /// Tests only: count the queue's positions from `n` on (their wrap at 2³² reached).
+    /// The head's position: a lookup's answer holds while it stays at or before the
+    /// earliest position of a free unit the answer names.
+    #[inline]
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// Tests only: count the queue's positions from `n` on.
     #[cfg(test)]
     pub(crate) fn skip_positions(&mut self, n: u64) {
-        self.popped += n;
+        self.head += n;
     }
 
-    /// Is `u` a free blank unit?
-    #[inline]
-    fn is_free_blank(&self, u: u32) -> bool {
-        self.blank_bits.get(u as usize / 64).is_some_and(|w| w >> (u % 64) & 1 != 0)
+    /// Append `need` units from the queue's head to `table` (`get_new_blocks`): the blocks
+    /// they cached are evicted by the head passing them. The caller has checked they are free.
+    pub fn pop_into(&mut self, table: &mut Vec<u32>, need: usize) {
+        table.reserve(need);
+        let mut got = 0;
+        while got < need {
+            let u = self.queue.pop_front().expect("pop_into beyond the free queue");
+            self.head += 1;
+            if u == NIL {
+                self.holes -= 1;
+            } else {
+                table.push(u);
+                got += 1;
+            }
+        }
+        self.num_free -= need as u32;
     }
 
-    /// Free blank unit `u` (held by one table, caching nothing): a `NIL` entry at the
-    /// queue's tail.
-    #[inline]
-    fn free_blank(&mut self, u: u32) {
-        debug_assert!(self.units.slots[u as usize].key == 0 && !self.is_free_blank(u));
-        self.blank_bits[u as usize / 64] |= 1 << (u % 64);
-        self.blanks.push(u);
-        self.queue.push_back(NIL);
-        self.num_free += 1;
+    /// Free units that cache nothing (a table's tail past its cached blocks), `units` in
+    /// table order: appended last first.
+    pub fn free_blank(&mut self, units: &[u32]) {
+        self.queue.extend(units.iter().rev());
+        self.num_free += units.len() as u32;
     }
 
-    /// Append `u` at the tail of the free queue (`FreeKVCacheBlockQueue.append`).
+    /// The run cached under a block hash, if any.
     #[inline]
-    fn push_free(&mut self, u: u32) {
-        let s = &mut self.units.slots[u as usize];
-        debug_assert!(s.key != 0 && s.ref_cnt() == 0);
-        s.qpos = (self.popped + self.queue.len() as u64) as u32;
-        self.queue.push_back(u);
-        self.num_free += 1;
+    pub fn shared_run(&self, key: u64) -> Option<u32> {
+        self.shared.get(&key).copied()
     }
 
-    /// Take `u` out of the free queue (`FreeKVCacheBlockQueue.remove`; the caller gives it
-    /// a holder): its entry goes stale; when most entries are, the live ones are packed
-    /// (amortised O(1)).
+    /// Request `id`'s private run, if any.
     #[inline]
-    fn unlink(&mut self) {
-        self.num_free -= 1;
-        self.stale += 1;
-        if self.stale > self.max_stale() {
+    pub fn private_run(&self, id: u32) -> Option<u32> {
+        self.private.get(&id).copied()
+    }
+
+    /// The piece of run `e` whose unit at index `i` is the oldest cached copy (NIL: none),
+    /// and how far from `i` on that stays so: its cached end, or the start of an older
+    /// piece that covers an index after `i`.
+    #[inline]
+    fn oldest_at(&self, e: usize, i: u32) -> (usize, u32) {
+        let pieces = &self.slab[e].pieces;
+        let mut end = u32::MAX;
+        for (k, p) in pieces.iter().enumerate() {
+            if p.lo <= i && i < p.valid_hi(self.head) {
+                return (k, end.min(p.valid_hi(self.head)));
+            }
+            if p.lo > i {
+                end = end.min(p.lo);
+            }
+        }
+        (NIL as usize, 0)
+    }
+
+    /// vLLM's lookup along run `e` from index `from`: the oldest cached copy of each index
+    /// in turn, at most `max`, until one is not cached. Appends their units to `out` and
+    /// the ranges to `segs` (one per piece); returns how many.
+    pub fn hits(&self, e: u32, from: u32, max: u32, out: &mut Vec<u32>, segs: &mut Vec<Seg>) -> u32 {
+        let e = e as usize;
+        let end = from.saturating_add(max);
+        let mut i = from;
+        while i < end {
+            let (k, stop) = self.oldest_at(e, i);
+            if k == NIL as usize {
+                break;
+            }
+            let p = &self.slab[e].pieces[k];
+            let to = stop.min(end);
+            let at = (p.at + (i - p.lo)) as usize;
+            out.extend_from_slice(&self.slab[e].units[at..at + (to - i) as usize]);
+            segs.push((e as u32, i, to - i));
+            i = to;
+        }
+        i - from
+    }
+
+    /// Of run `e`'s indices `[lo, lo + n)` as a lookup found them: how many are free, and
+    /// the earliest queue position among those (`u64::MAX`: none).
+    pub fn free_in(&self, (e, lo, n): Seg) -> (u32, u64) {
+        let (mut free, mut first) = (0, u64::MAX);
+        let mut i = lo;
+        while i < lo + n {
+            let (k, stop) = self.oldest_at(e as usize, i);
+            let p = &self.slab[e as usize].pieces[k];
+            let to = stop.min(lo + n);
+            if p.refs == 0 {
+                free += to - i;
+                first = first.min(p.pos + u64::from(p.hi - to));
+            }
+            i = to;
+        }
+        (free, first)
+    }
+
+    /// A table takes the copies a lookup found at run `e`'s indices `[lo, lo + n)` (vLLM's
+    /// `touch`): one holder more each; free ones leave the queue (a hole each).
+    pub fn touch(&mut self, (e, lo, n): Seg) {
+        let mut i = lo;
+        while i < lo + n {
+            let (k, stop) = self.oldest_at(e as usize, i);
+            let to = stop.min(lo + n);
+            let p = self.slab[e as usize].pieces[k];
+            if p.refs == 0 {
+                for j in i..to {
+                    let at = (p.pos + u64::from(p.hi - 1 - j) - self.head) as usize;
+                    self.queue[at] = NIL;
+                }
+                self.holes += to - i;
+                self.num_free -= to - i;
+            }
+            let mid = Piece { refs: p.refs + 1, ..p.part(i, to) };
+            self.split(e as usize, k, p, mid);
+            i = to;
+        }
+        // (Tests pack early, so that the tiny pools they use exercise it.)
+        if self.holes > (self.total / 8).max(if cfg!(test) { 2 } else { 1024 }) {
             self.pack();
         }
     }
 
-    /// Stale entries kept before they are packed away: an eighth of the pool (packing
-    /// costs a pass over the queue, paid for by that many removals), at least 1024.
-    #[inline]
-    fn max_stale(&self) -> u32 {
-        (self.total / 8).max(1024)
+    /// Replace piece `k` (`p`) of run `e` by `mid` (a part of it in a new state) and the
+    /// parts of `p` before and after it.
+    fn split(&mut self, e: usize, k: usize, p: Piece, mid: Piece) {
+        let mut parts = [None, Some(mid), None];
+        if p.lo < mid.lo {
+            parts[0] = Some(p.part(p.lo, mid.lo));
+        }
+        if mid.hi < p.hi {
+            parts[2] = Some(p.part(mid.hi, p.hi));
+        }
+        self.pieces += parts.iter().flatten().count() - 1;
+        self.slab[e].pieces.splice(k..=k, parts.into_iter().flatten());
     }
 
-    /// Drop the stale entries of the queue, renumbering the live ones' positions.
-    #[cold]
-    fn pack(&mut self) {
-        let BlockCache { queue, units, popped, .. } = self;
-        let slots = &mut units.slots;
-        let mut at = *popped;
-        queue.retain(|&u| {
-            let live = u == NIL || slots[u as usize].queued_at(at);
-            at += 1;
-            live
-        });
-        for (i, &u) in queue.iter().enumerate() {
-            if u != NIL {
-                slots[u as usize].qpos = (*popped + i as u64) as u32;
-            }
-        }
-        self.stale = 0;
-    }
-
-    /// A new unit for a request: the head of the free queue, its cached block evicted
-    /// (`BlockPool.get_new_blocks` with `_maybe_evict_cached_block`). The caller has
-    /// checked that a unit is free.
-    #[inline]
-    pub fn pop_free(&mut self) -> u32 {
-        loop {
-            let u = self.queue.pop_front().expect("pop_free on an empty free queue");
-            let at = self.popped;
-            self.popped += 1;
-            if u == NIL {
-                // A blank unit's place: the most recently freed one.
-                let b = self.blanks.pop().expect("a blank unit for each NIL entry");
-                self.blank_bits[b as usize / 64] &= !(1 << (b % 64));
-                self.num_free -= 1;
-                return b;
-            }
-            let s = &mut self.units.slots[u as usize];
-            if !s.queued_at(at) {
-                self.stale -= 1;
-                continue; // taken out of the middle since
-            }
-            self.num_free -= 1;
-            self.evict(u);
-            return u;
-        }
-    }
-
-    /// A request hits cached unit `u`: one more holder, out of the free queue if it was
-    /// there (`BlockPool.touch`).
-    #[inline]
-    pub fn touch(&mut self, u: u32) {
-        debug_assert!(self.units.slots[u as usize].key != 0, "a hit is on a cached unit");
-        let s = &mut self.units.slots[u as usize];
-        s.meta += 1;
-        if s.ref_cnt() == 1 {
-            // Held now (so its entry is stale) before `unlink` may pack the queue.
-            self.unlink();
-        }
-    }
-
-    /// Append `need` new units to `table` ([`BlockCache::pop_free`] each, the queue's
-    /// head first). The caller has checked that they are free.
-    pub fn pop_into(&mut self, table: &mut Vec<u32>, need: usize) {
-        table.reserve(need);
-        self.units.warm(self.queue.range(..need.min(self.queue.len())).copied());
-        for _ in 0..need {
-            let u = self.pop_free();
-            table.push(u);
-        }
-    }
-
-    /// Every unit of `table` lets go of it, last first ([`BlockCache::decref`] each).
-    /// Its units from index `blank_from` on are known to cache nothing (so to be held by
-    /// this table alone): they are freed without reading their state.
-    pub fn release_all(&mut self, table: &mut Vec<u32>, blank_from: usize) {
-        let cut = blank_from.min(table.len());
-        self.units.warm(table[..cut].iter().copied());
-        for &u in table[cut..].iter().rev() {
-            self.free_blank(u);
-        }
-        for &u in table[..cut].iter().rev() {
-            self.decref(u);
-        }
-        table.clear();
-    }
-
-    /// One holder lets `u` go; at zero it joins the tail of the free queue, still cached
-    /// (`BlockPool.free_blocks`).
-    #[inline]
-    pub fn decref(&mut self, u: u32) {
-        let s = &mut self.units.slots[u as usize];
-        if s.key == 0 {
-            self.free_blank(u);
-            return;
-        }
-        s.meta -= 1;
-        if s.ref_cnt() == 0 {
-            self.push_free(u);
-        }
-    }
-
-    /// The first unit cached under `key` (`BlockHashToBlockMap.get_one_block`): a single
-    /// block's hash, a private key or a run unit's key.
-    #[inline]
-    pub fn lookup(&self, key: u64) -> Option<u32> {
-        let u = if key & TOP != 0 {
-            let (id, i) = split_private(key);
-            self.ghosts.get(&id).and_then(|g| g.heads.get(i)).copied()
-        } else if key & RUN != 0 {
-            let (e, i) = split_run(key);
-            self.slab.get(e).and_then(|r| r.heads.get(i)).copied()
-        } else {
-            self.map.get(&key).copied()
+    /// Cache `units` (held by one table, blank) at indices `from..` of the run under `key`
+    /// (vLLM's `cache_full_blocks`: duplicates of cached copies are kept, after them).
+    /// Returns the run.
+    pub fn register(&mut self, key: RunKey, from: u32, units: &[u32]) -> u32 {
+        debug_assert!(self.active && key != RunKey::Free && !units.is_empty());
+        self.epoch += 1;
+        let found = match key {
+            RunKey::Shared(h) => self.shared.get(&h),
+            RunKey::Private(id) => self.private.get(&id),
+            RunKey::Free => None,
         };
-        u.filter(|&u| u != NIL)
-    }
-
-    /// The run `key`'s first unit cached at each index (NIL: none there; empty: no run).
-    #[inline]
-    pub fn run(&self, key: u64) -> &[u32] {
-        match self.runs.get(&key) {
-            Some(&e) if self.slab[e as usize].key == key => self.slab[e as usize].heads.as_slice(),
-            _ => &[],
-        }
-    }
-
-    /// Cache the not yet cached units of `units` in run `key`, the first at unit index
-    /// `from` (one map operation for all; duplicates after the copies already there).
-    pub fn register_run(&mut self, key: u64, from: u32, units: &[u32]) {
-        use std::collections::hash_map::Entry;
-        debug_assert!(key != 0);
-        let BlockCache { runs, slab, free_slab, units: us, epoch, stale_runs, .. } = self;
-        let new_entry = |slab: &mut Vec<Run>, free_slab: &mut Vec<u32>| match free_slab.pop() {
-            Some(e) => {
-                slab[e as usize].key = key;
+        let e = match found {
+            Some(&e) => e,
+            None => {
+                let e = match self.free_slab.pop() {
+                    Some(e) => {
+                        self.slab[e as usize].key = key;
+                        e
+                    }
+                    None => {
+                        self.slab.push(Run { key, pieces: Vec::new(), units: Vec::new() });
+                        self.slab.len() as u32 - 1
+                    }
+                };
+                match key {
+                    RunKey::Shared(h) => self.shared.insert(h, e),
+                    RunKey::Private(id) => self.private.insert(id, e),
+                    RunKey::Free => None,
+                };
                 e
             }
-            None => {
-                slab.push(Run { key, ..Run::default() });
-                slab.len() as u32 - 1
-            }
         };
-        let e = match runs.entry(key) {
-            Entry::Occupied(mut o) => {
-                let e = *o.get();
-                if slab[e as usize].key == key {
-                    e
-                } else {
-                    // A stale entry: the run emptied since.
-                    *stale_runs -= 1;
-                    let e = new_entry(slab, free_slab);
-                    o.insert(e);
-                    e
+        let run = &mut self.slab[e as usize];
+        let at = run.units.len() as u32;
+        run.units.extend_from_slice(units);
+        run.pieces.push(Piece { rank: self.ranks, lo: from, hi: from + units.len() as u32, at, refs: 1, pos: 0 });
+        self.ranks += 1;
+        self.pieces += 1;
+        if self.pieces > 2 * self.swept + if cfg!(test) { 4 } else { 4096 } {
+            self.sweep();
+        }
+        e
+    }
+
+    /// A table lets go of its copies at run `e`'s indices `[lo, lo + units.len())` (`units`
+    /// as the table holds them), last first (vLLM's `free_blocks`): one holder fewer each;
+    /// those nobody holds join the queue's tail, still cached.
+    pub fn release(&mut self, e: u32, lo: u32, units: &[u32]) {
+        let hi = lo + units.len() as u32;
+        let run = &mut self.slab[e as usize];
+        // The table's pieces: held, inside the range, with its units (a unit is in one
+        // cached copy at a time).
+        let mut mine = std::mem::take(&mut self.mine);
+        mine.clear();
+        for (k, p) in run.pieces.iter().enumerate() {
+            if p.refs > 0 && lo <= p.lo && p.hi <= hi && run.units[p.at as usize] == units[(p.lo - lo) as usize] {
+                mine.push(k);
+            }
+        }
+        mine.sort_unstable_by_key(|&k| std::cmp::Reverse(run.pieces[k].lo));
+        debug_assert_eq!(mine.iter().map(|&k| run.pieces[k].hi - run.pieces[k].lo).sum::<u32>(), hi - lo, "a table holds whole pieces");
+        for &k in &mine {
+            let p = &mut run.pieces[k];
+            p.refs -= 1;
+            if p.refs == 0 {
+                p.pos = self.head + self.queue.len() as u64;
+                let at = p.at as usize;
+                self.queue.extend(run.units[at..at + (p.hi - p.lo) as usize].iter().rev());
+                self.num_free += p.hi - p.lo;
+            }
+        }
+        self.mine = mine;
+    }
+
+    /// Request `id` is done: nobody will look up its private blocks again (they stay in
+    /// the queue as plain units).
+    pub fn forget(&mut self, id: u32) {
+        if let Some(e) = self.private.remove(&id) {
+            let run = &mut self.slab[e as usize];
+            debug_assert!(run.pieces.iter().all(|p| p.refs == 0), "a done request holds nothing");
+            self.pieces -= run.pieces.len();
+            run.pieces.clear();
+            run.units.clear();
+            run.key = RunKey::Free;
+            self.free_slab.push(e);
+        }
+    }
+
+    /// Drop the pieces whose copies were all evicted, and the runs left with none
+    /// (amortised over as many registrations).
+    #[cold]
+    fn sweep(&mut self) {
+        let head = self.head;
+        let mut left = 0;
+        for (e, run) in self.slab.iter_mut().enumerate() {
+            if run.key == RunKey::Free {
+                continue;
+            }
+            run.pieces.retain(|p| !p.expired(head));
+            if run.pieces.is_empty() {
+                match run.key {
+                    RunKey::Shared(h) => self.shared.remove(&h),
+                    RunKey::Private(id) => self.private.remove(&id),
+                    RunKey::Free => None,
+                };
+                run.key = RunKey::Free;
+                run.units.clear();
+                self.free_slab.push(e as u32);
+                continue;
+            }
+            // Units of pieces gone: compact when they are most of the array.
+            let used: u32 = run.pieces.iter().map(|p| p.hi - p.lo).sum();
+            if run.units.len() as u32 > 2 * used + 64 {
+                let mut units = Vec::with_capacity(used as usize);
+                for p in run.pieces.iter_mut() {
+                    let at = p.at as usize;
+                    let n = (p.hi - p.lo) as usize;
+                    let new_at = units.len() as u32;
+                    units.extend_from_slice(&run.units[at..at + n]);
+                    p.at = new_at;
+                }
+                run.units = units;
+            }
+            left += run.pieces.len();
+        }
+        self.pieces = left;
+        self.swept = left;
+    }
+
+    /// Drop the queue's holes, renumbering the free pieces' positions (amortised over the
+    /// hits that made them).
+    #[cold]
+    fn pack(&mut self) {
+        let head = self.head;
+        let mut holes: Vec<u64> = Vec::with_capacity(self.holes as usize);
+        for (i, &u) in self.queue.iter().enumerate() {
+            if u == NIL {
+                holes.push(head + i as u64);
+            }
+        }
+        self.queue.retain(|&u| u != NIL);
+        self.holes = 0;
+        for run in self.slab.iter_mut() {
+            for p in run.pieces.iter_mut() {
+                if p.refs > 0 || p.valid_hi(head) == p.lo {
+                    continue;
+                }
+                // Its cached units are at positions from pos(valid_hi − 1) on, with no hole
+                // among them: they move up by the holes before.
+                let first = p.pos + u64::from(p.hi - p.valid_hi(head));
+                p.pos -= holes.partition_point(|&h| h < first) as u64;
+            }
+        }
+    }
+
+    /// The free units, head (evicted next) first.
+    pub fn free_iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.queue.iter().copied().filter(|&u| u != NIL)
+    }
+
+    /// Per unit: how many request tables hold it (an awake cache): 0 in the queue, the
+    /// piece's count for a cached held copy, 1 for a held unit caching nothing.
+    pub fn ref_counts(&self) -> Vec<u32> {
+        let mut refs = vec![1u32; self.total as usize];
+        for u in self.free_iter() {
+            if let Some(r) = refs.get_mut(u as usize) {
+                *r = 0;
+            }
+        }
+        for run in &self.slab {
+            for p in run.pieces.iter().filter(|p| p.refs > 0) {
+                for &u in &run.units[p.at as usize..(p.at + p.hi - p.lo) as usize] {
+                    if let Some(r) = refs.get_mut(u as usize) {
+                        *r = p.refs;
+                    }
                 }
             }
-            Entry::Vacant(v) => *v.insert(new_entry(slab, free_slab)),
-        };
-        let run = &mut slab[e as usize];
-        let end = from as usize + units.len();
-        if run.heads.len() < end {
-            run.heads.resize(end, NIL);
         }
-        for (k, &u) in units.iter().enumerate() {
-            if us.slots[u as usize].key != 0 {
-                continue; // a block it hit: cached already
-            }
-            *epoch += 1;
-            let i = from as usize + k;
-            let head = run.heads[i];
-            if head == NIL {
-                run.heads[i] = u;
-            }
-            run.live += 1;
-            us.cache(u, run_key_of(e, i as u32), head);
-        }
+        refs
     }
 
-    /// Request `id`'s private blocks cached without a gap: the first private unit index,
-    /// and the first unit cached under each index from there on.
-    #[inline]
-    pub fn ghost(&self, id: u32) -> (usize, &[u32]) {
-        self.ghosts.get(&id).map_or((0, &[][..]), |g| (g.base, &g.heads[g.base..g.base + g.valid]))
+    /// The unit holding the oldest cached copy at index `i` of the run under `key`.
+    pub fn lookup(&self, key: RunKey, i: u32) -> Option<u32> {
+        let e = match key {
+            RunKey::Shared(h) => self.shared_run(h),
+            RunKey::Private(id) => self.private_run(id),
+            RunKey::Free => None,
+        }? as usize;
+        let (k, _) = self.oldest_at(e, i);
+        let p = self.slab[e].pieces.get(k)?;
+        Some(self.slab[e].units[(p.at + (i - p.lo)) as usize])
     }
 
-    /// Make `u` (NIL: nobody) the first unit cached under private key `key`, in the index
-    /// of a request that is not done (an eviction must not bring one back).
-    fn set_private_head(&mut self, key: u64, u: u32) {
-        let (id, i) = split_private(key);
-        if let Some(g) = self.ghosts.get_mut(&id) {
-            g.set(i, u);
-        }
-    }
-
-    /// Cache unit `u` under shared key `key`, after any unit already cached under it (vLLM
-    /// keeps duplicates; a lookup returns the oldest). The cache must be awake.
-    pub fn register(&mut self, u: u32, key: u64) {
-        use std::collections::hash_map::Entry;
-        self.epoch += 1;
-        debug_assert!(self.active && key != 0 && key & (TOP | RUN) == 0 && self.units.slots[u as usize].key == 0);
-        let head = match self.map.entry(key) {
-            Entry::Vacant(v) => {
-                v.insert(u);
-                NIL
-            }
-            Entry::Occupied(o) => *o.get(),
-        };
-        self.units.cache(u, key, head);
-    }
-
-    /// Cache the not yet cached units of `units` under request `id`'s private keys, the
-    /// first at unit index `from` (the same as [`BlockCache::register`] on each, with the
-    /// request's index fetched once).
-    pub fn register_private(&mut self, id: u32, from: u32, units: &[u32]) {
-        let BlockCache { ghosts, units: us, epoch, .. } = self;
-        let g = ghosts.entry(id).or_insert_with(|| Ghost { base: from as usize, ..Ghost::default() });
-        for (k, &u) in units.iter().enumerate() {
-            let i = from as usize + k;
-            if us.slots[u as usize].key != 0 {
-                continue; // a block it hit: cached already
-            }
-            *epoch += 1;
-            let head = g.heads.get(i).copied().unwrap_or(NIL);
-            if head == NIL {
-                g.set(i, u);
-            }
-            us.cache(u, private_key(id, i as u32), head);
-        }
-    }
-
-    /// Forget queued unit `u`'s cached block: it is being reused, held by one table.
-    fn evict(&mut self, u: u32) {
-        self.epoch += 1;
-        let Slot { key: k, meta, .. } = self.units.slots[u as usize];
-        let after = self.units.dup(u);
-        let first = meta & FIRST != 0;
-        if k & RUN != 0 && k & TOP == 0 {
-            self.evict_run_unit(u, k, after, first);
-        } else if first {
-            // The common case: one map operation.
-            if k & TOP != 0 {
-                self.set_private_head(k, after);
-            } else if after == NIL {
-                self.map.remove(&k);
-            } else {
-                self.map.insert(k, after);
-            }
-            // (A done request's private key is in no index, and its chains are not kept:
-            // a copy evicted from the middle of one is not unchained, so the link to it
-            // may name a unit reused since, cached under another key — not its heir.)
-            if after != NIL && self.units.slots[after as usize].key == k {
-                self.units.slots[after as usize].meta |= FIRST;
-            }
-        } else if let Some(x) = self.lookup(k) {
-            self.units.unchain(x, u);
-        }
-        // Blank now, and held by the table it goes to.
-        self.units.slots[u as usize] = Slot { key: 0, qpos: 0, meta: 1 };
-    }
-
-    /// [`BlockCache::evict`] for a unit of a run: no map operation unless the run empties.
-    fn evict_run_unit(&mut self, u: u32, k: u64, after: u32, first: bool) {
-        let (e, i) = split_run(k);
-        let run = &mut self.slab[e];
-        if first {
-            run.heads[i] = after;
-            if after != NIL {
-                self.units.slots[after as usize].meta |= FIRST;
-            }
-        } else {
-            self.units.unchain(run.heads[i], u);
-        }
-        run.live -= 1;
-        if run.live == 0 {
-            // Its entry in `runs` goes stale (see there).
-            run.key = 0;
-            run.heads.clear();
-            self.free_slab.push(e as u32);
-            self.stale_runs += 1;
-            // (Tests sweep early, so that the tiny pools they use exercise it.)
-            if self.stale_runs > (self.runs.len() - self.stale_runs).max(if cfg!(test) { 2 } else { 1024 }) {
-                self.sweep_runs();
-            }
-        }
-    }
-
-    /// Drop the stale entries of `runs` (amortised over as many evictions).
-    #[cold]
-    fn sweep_runs(&mut self) {
-        let slab = &self.slab;
-        self.runs.retain(|&k, &mut e| slab[e as usize].key == k);
-        self.stale_runs = 0;
-    }
-
-    /// Request `id` is done: nobody will look up its private keys again.
-    pub fn forget(&mut self, id: u32) {
-        self.ghosts.remove(&id);
-    }
-
-    /// The key unit `u` is cached under (0: none).
-    #[inline]
-    pub fn key_of(&self, u: u32) -> u64 {
-        self.units.slots.get(u as usize).map_or(0, |s| s.key)
-    }
-
-    /// How many request tables hold unit `u` (awake cache).
-    #[inline]
-    pub fn ref_count(&self, u: u32) -> u32 {
-        let s = &self.units.slots[u as usize];
-        if s.key != 0 {
-            s.ref_cnt()
-        } else {
-            u32::from(!self.is_free_blank(u))
-        }
-    }
-
-    /// The free units of an awake cache, head (evicted next) first.
-    pub fn free_iter(&self) -> impl Iterator<Item = u32> + '_ {
-        // A dormant cache's queue is empty. The k-th `NIL` entry from the head names the
-        // blank unit it would hand out if the queue were emptied now.
-        let mut blank = self.blanks.len();
-        self.queue.iter().enumerate().filter_map(move |(i, &u)| {
-            if u == NIL {
-                blank = blank.checked_sub(1)?;
-                return self.blanks.get(blank).copied();
-            }
-            self.units.slots[u as usize].queued_at(self.popped + i as u64).then_some(u)
+    /// Is unit `u` a cached copy (held or free)?
+    pub fn is_cached(&self, u: u32) -> bool {
+        self.slab.iter().any(|run| {
+            run.pieces.iter().any(|p| run.units[p.at as usize..(p.at + p.valid_hi(self.head) - p.lo) as usize].contains(&u))
         })
     }
 
-    /// Internal consistency of an awake cache: the free queue's links and length,
-    /// reference counts of zero exactly on the queue, every cached unit reachable from its
-    /// key's entry and every entry's units cached under that key. For invariant checks.
+    /// Internal consistency of an awake cache: the queue's counts, every free cached copy
+    /// at its position in the queue, no unit in two cached copies or both held and free,
+    /// the index naming each run. For invariant checks.
     pub fn check(&self) -> Result<(), String> {
         if !self.active {
             return Ok(());
         }
-        let n = self.units.slots.len();
-        let mut on_queue = vec![false; n];
-        let mut count = 0u32;
-        for u in self.free_iter() {
-            if (u as usize) >= n || on_queue[u as usize] {
-                return Err(format!("free queue revisits unit {u}"));
-            }
-            on_queue[u as usize] = true;
-            count += 1;
-        }
-        if count != self.num_free || self.queue.len() as u64 != u64::from(count) + u64::from(self.stale) {
+        let n = self.total as usize;
+        let live = self.queue.iter().filter(|&&u| u != NIL).count();
+        if live != self.num_free as usize || self.queue.len() != live + self.holes as usize {
             return Err(format!(
-                "free queue holds {count} units and {} stale entries, its counts say {} and {}",
-                self.queue.len() as u64 - u64::from(count),
+                "free queue holds {live} units and {} holes, its counts say {} and {}",
+                self.queue.len() - live,
                 self.num_free,
-                self.stale
+                self.holes
             ));
         }
-        let nil = self.queue.iter().filter(|&&u| u == NIL).count();
-        let bits: u32 = self.blank_bits.iter().map(|w| w.count_ones()).sum();
-        if nil != self.blanks.len() || bits as usize != nil {
-            return Err(format!("{nil} blank places in the free queue, {} blank units, {bits} marked", self.blanks.len()));
-        }
-        if let Some(&u) = self.blanks.iter().find(|&&u| self.units.slots[u as usize].key != 0) {
-            return Err(format!("free blank unit {u} is cached"));
-        }
-        for (u, &q) in on_queue.iter().enumerate() {
-            let rc = self.ref_count(u as u32);
-            if q != (rc == 0) {
-                return Err(format!("unit {u}: reference count {rc} but {} the free queue", if q { "on" } else { "off" }));
+        let mut queued = vec![false; n];
+        for u in self.free_iter() {
+            match queued.get_mut(u as usize) {
+                Some(q) if !*q => *q = true,
+                _ => return Err(format!("free queue names unit {u} twice or out of range")),
             }
         }
-        let mut live = vec![0u32; self.slab.len()];
-        for u in 0..n as u32 {
-            let k = self.units.slots[u as usize].key;
-            if k == 0 {
-                continue;
-            }
-            if k & RUN != 0 && k & TOP == 0 {
-                let (e, _) = split_run(k);
-                match (live.get_mut(e), self.slab.get(e)) {
-                    (Some(c), Some(r)) if r.key != 0 && self.runs.get(&r.key) == Some(&(e as u32)) => *c += 1,
-                    _ => return Err(format!("unit {u} is cached in a run the index does not hold")),
+        let mut in_copy = vec![false; n];
+        for (e, run) in self.slab.iter().enumerate() {
+            let named = match run.key {
+                RunKey::Free => {
+                    if !run.pieces.is_empty() {
+                        return Err(format!("run {e} is free but has pieces"));
+                    }
+                    continue;
                 }
-            }
-            let orphan = k & TOP != 0 && !self.ghosts.contains_key(&split_private(k).0);
-            if orphan {
-                continue; // its request is done: unreachable, reused in due course
-            }
-            let Some(mut x) = self.lookup(k) else {
-                return Err(format!("unit {u} is cached under a key the map does not hold"));
+                RunKey::Shared(h) => self.shared.get(&h) == Some(&(e as u32)),
+                RunKey::Private(id) => self.private.get(&id) == Some(&(e as u32)),
             };
-            if self.units.slots[u as usize].first() != (x == u) {
-                return Err(format!("unit {u}: its oldest-copy flag disagrees with the map"));
+            if !named {
+                return Err(format!("run {e} ({:?}) is not in the index", run.key));
             }
-            let mut steps = 0;
-            while x != u {
-                if x == NIL || steps > n {
-                    return Err(format!("unit {u} is not in its key's chain"));
+            for (k, p) in run.pieces.iter().enumerate() {
+                if p.lo >= p.hi || (p.at + p.hi - p.lo) as usize > run.units.len() || (k > 0 && run.pieces[k - 1].rank > p.rank) {
+                    return Err(format!("run {e}: malformed piece {p:?}"));
                 }
-                if self.units.slots[x as usize].key != k {
-                    return Err(format!("unit {x} is in the chain of a key it is not cached under"));
+                for i in p.lo..p.valid_hi(self.head) {
+                    let u = run.units[(p.at + i - p.lo) as usize];
+                    match in_copy.get_mut(u as usize) {
+                        Some(c) if !*c => *c = true,
+                        _ => return Err(format!("unit {u} is in two cached copies or out of range")),
+                    }
+                    if p.refs > 0 && queued[u as usize] {
+                        return Err(format!("unit {u} is held (run {e}) and free"));
+                    }
+                    if p.refs == 0 {
+                        let at = p.pos + u64::from(p.hi - 1 - i);
+                        let there = at.checked_sub(self.head).and_then(|q| self.queue.get(q as usize));
+                        if there != Some(&u) {
+                            return Err(format!("free unit {u} of run {e} is not at its queue position {at}"));
+                        }
+                    }
                 }
-                x = self.units.dup(x);
-                steps += 1;
             }
         }
-        for (e, r) in self.slab.iter().enumerate() {
-            if r.key != 0 && self.runs.get(&r.key) == Some(&(e as u32)) && r.live != live[e] {
-                return Err(format!("run {e} counts {} cached units, {} are", r.live, live[e]));
-            }
-        }
-        let stale = self.runs.iter().filter(|&(&k, &e)| !matches!(self.slab.get(e as usize), Some(r) if r.key == k)).count();
-        if stale != self.stale_runs {
-            return Err(format!("{stale} stale run entries, {} counted", self.stale_runs));
+        let free_runs = self.slab.iter().filter(|r| r.key == RunKey::Free).count();
+        if free_runs != self.free_slab.len() || self.shared.len() + self.private.len() + free_runs != self.slab.len() {
+            return Err("the run index and the slab disagree".to_string());
         }
         Ok(())
     }

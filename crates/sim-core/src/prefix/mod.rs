@@ -48,7 +48,8 @@ use crate::kv::KvPool;
 use crate::request::Req;
 use crate::workload::{output_key, RequestSpec, Segment, OUTPUT_KEY_BIT};
 
-pub use cache::{BlockCache, KeyHasher};
+pub use cache::{BlockCache, KeyHasher, RunKey};
+use cache::Seg;
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
@@ -70,6 +71,10 @@ pub struct Hit {
     pub private: u32,
 }
 
+/// A range of a request's table holding cached copies: (run, first index in the run,
+/// first position in the table, length).
+type Held = (u32, u32, u32, u32);
+
 /// Per-request state of a workload whose prompts share tokens.
 #[derive(Debug, Clone, Default)]
 struct ApcReq {
@@ -89,9 +94,6 @@ struct ApcReq {
     starts: Vec<u32>,
     /// Tokens hit at the first admission (vLLM's `num_cached_tokens`).
     cached_tokens: u32,
-    /// Leading units of the request's current table that may cache a block (hit or
-    /// registered); the units after them cache nothing and only it holds them.
-    cached_units: u32,
 }
 
 /// The engine-wide side of prefix caching.
@@ -106,8 +108,15 @@ pub struct Apc {
     segs: Vec<(u32, u32)>,
     /// Per request id (empty when `shared` is false).
     per: Vec<ApcReq>,
+    /// Per request holding cached copies: where in its table (in table order; its units
+    /// after the last range cache nothing). Emptied when it frees its table.
+    held: HashMap<u32, Vec<Held>, BuildHasherDefault<KeyHasher>>,
+    /// Emptied `held` lists, for reuse.
+    spare: Vec<Vec<Held>>,
     /// The units of the last lookup.
     pub hits: Vec<u32>,
+    /// The last lookup's ranges (run, first index, length), its private ones last.
+    hit_segs: Vec<Seg>,
     /// Scratch: the token-stream pieces of the request being hashed.
     pieces: Vec<(u64, u64, u64)>,
     /// Tests only: vLLM's algorithm taken literally (every full block hashed, unique tokens
@@ -117,9 +126,10 @@ pub struct Apc {
     /// drop their index there when it is done.
     homes: HashMap<u32, Vec<u32>, BuildHasherDefault<KeyHasher>>,
     /// The last lookup (request, replica, cache epoch, tokens, private), whose units are
-    /// in `hits`: a request waiting at the head of a full pool asks again every step, and
-    /// the answer cannot change until something is cached or evicted.
-    memo: Option<(u32, u32, u64, u32, bool, Hit)>,
+    /// in `hits`, and the earliest queue position of a free unit among them: a request
+    /// waiting at the head of a full pool asks again every step, and the answer cannot
+    /// change until something is cached or the queue's head passes that position.
+    memo: Option<((u32, u32, u64, u32, bool), u64, Hit)>,
 }
 
 /// One word into a running hash.
@@ -136,12 +146,6 @@ fn finish(h: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     ((z ^ (z >> 31)) & !(TOP | RUN)).max(1)
-}
-
-/// The key of request `id`'s private unit `unit`.
-#[inline]
-fn private_key(id: u32, unit: u32) -> u64 {
-    TOP | (u64::from(id) << 24) | u64::from(unit)
 }
 
 impl Apc {
@@ -346,8 +350,8 @@ impl Apc {
             return Hit::default();
         };
         let asked = (r.id, kv.replica, c.epoch, r.num_tokens(), r.apc_private);
-        if let Some((id, rep, epoch, tokens, private, hit)) = self.memo {
-            if (id, rep, epoch, tokens, private) == asked {
+        if let Some((key, until, hit)) = self.memo {
+            if key == asked && c.head() <= until {
                 return hit;
             }
         }
@@ -362,56 +366,58 @@ impl Apc {
         }
         self.hash_upto(r, b, share.min(limit));
         let mut hit = Hit::default();
-        // Shared blocks by their hashes, then private ones by the request's own index.
+        // Shared blocks by their runs, then private ones by the request's own run.
         let mut k = 0;
         let end = limit.min(share);
+        let (hits, segs) = (&mut self.hits, &mut self.hit_segs);
         if end > 0 {
             let p = &self.per[r.id as usize];
-            let hits = &mut self.hits;
-            let (mut run_start, mut run): (u32, &[u32]) = (NIL, &[]);
-            'shared: while k < end {
+            while k < end {
                 let s = p.starts[k as usize];
-                let first = hits.len();
-                for j in 0..per {
-                    let found = if s == NIL {
-                        let h = p.hashes[k as usize];
-                        c.lookup(if per == 1 { h } else { finish(mix(h, u64::from(j))) })
-                    } else {
-                        if s != run_start {
-                            (run_start, run) = (s, c.run(p.hashes[s as usize]));
-                        }
-                        run.get(((k - s) * per + j) as usize).copied().filter(|&u| u != NIL)
-                    };
-                    match found {
-                        Some(u) => hits.push(u),
-                        None => {
-                            hits.truncate(first);
-                            break 'shared;
-                        }
+                // A single block (its own run, indices 0..per) or the blocks of a run from k.
+                let (key, from, blocks) = if s == NIL {
+                    (p.hashes[k as usize], 0, 1)
+                } else {
+                    let mut e = k + 1;
+                    while e < end && p.starts[e as usize] == s {
+                        e += 1;
                     }
+                    (p.hashes[s as usize], (k - s) * per, e - k)
+                };
+                let Some(run) = c.shared_run(key) else { break };
+                let (units, nsegs) = (hits.len(), segs.len());
+                let got = c.hits(run, from, blocks * per, hits, segs) / per;
+                // Whole blocks only.
+                hits.truncate(units + (got * per) as usize);
+                trim_segs(segs, nsegs, got * per);
+                hit.tokens += got * b;
+                k += got;
+                if got < blocks {
+                    break;
                 }
-                hit.tokens += b;
-                k += 1;
             }
         }
         if k == share && k < limit {
-            // Its private blocks cached without a gap, from index `base` (= k · per).
-            let (base, run) = c.ghost(r.id);
-            if base == (k * per) as usize {
-                let blocks = (run.len() as u32 / per).min(limit - k);
-                self.hits.extend_from_slice(&run[..(blocks * per) as usize]);
-                hit.tokens += blocks * b;
-                hit.private = blocks * per;
+            // Its private blocks cached without a gap, from its first private unit.
+            if let Some(run) = c.private_run(r.id) {
+                let (units, nsegs) = (hits.len(), segs.len());
+                let got = c.hits(run, k * per, (limit - k) * per, hits, segs) / per;
+                hits.truncate(units + (got * per) as usize);
+                trim_segs(segs, nsegs, got * per);
+                hit.tokens += got * b;
+                hit.private = got * per;
             }
         }
-        hit.units = self.hits.len() as u32;
-        self.memo = Some((asked.0, asked.1, asked.2, asked.3, asked.4, hit));
+        hit.units = hits.len() as u32;
+        let until = segs.iter().map(|&g| c.free_in(g).1).min().unwrap_or(u64::MAX);
+        self.memo = Some((asked, until, hit));
         hit
     }
 
     /// Forget the last lookup.
     pub fn clear_hits(&mut self) {
         self.hits.clear();
+        self.hit_segs.clear();
         self.memo = None;
     }
 
@@ -419,22 +425,50 @@ impl Apc {
     /// units to allocate: they leave the free queue). Its private units all are: only
     /// their request, which is waiting, can hold them.
     pub fn evictable(&self, kv: &KvPool, hit: &Hit) -> u32 {
-        let shared = &self.hits[..self.hits.len() - hit.private as usize];
-        hit.private + kv.cache.as_deref().filter(|c| c.active).map_or(0, |c| shared.iter().filter(|&&u| c.ref_count(u) == 0).count() as u32)
+        let Some(c) = kv.cache.as_deref().filter(|c| c.active) else { return hit.private };
+        let mut left = self.hits.len() as u32 - hit.private;
+        let mut free = hit.private;
+        for &g in &self.hit_segs {
+            let n = g.2.min(left);
+            if n == 0 {
+                break;
+            }
+            free += c.free_in((g.0, g.1, n)).0;
+            left -= n;
+        }
+        free
+    }
+
+    /// The table ranges of request `id` (a list from the spares when it had none).
+    fn held_of(&mut self, id: u32) -> &mut Vec<Held> {
+        let spare = &mut self.spare;
+        self.held.entry(id).or_insert_with(|| spare.pop().unwrap_or_default())
     }
 
     /// Give `table` (empty) the units of the last lookup, each touched (the first half of
     /// `allocate_slots`: `allocate_new_computed_blocks`), and count them as cached.
     pub fn take_hits(&mut self, kv: &mut KvPool, r: &mut Req) {
         let Some(c) = kv.awake_cache() else { return };
-        for &u in &self.hits {
-            c.touch(u);
+        let mut pos = r.blocks.len() as u32;
+        let segs = std::mem::take(&mut self.hit_segs);
+        for &g in &segs {
+            c.touch(g);
         }
         r.blocks.extend_from_slice(&self.hits);
+        let (_, per) = Self::block_of(kv, r);
+        let held = self.held_of(r.id);
+        for &(e, lo, n) in &segs {
+            match held.last_mut() {
+                Some(h) if h.0 == e && h.1 + h.3 == lo && h.2 + h.3 == pos => h.3 += n,
+                _ => held.push((e, lo, pos, n)),
+            }
+            pos += n;
+        }
+        self.hit_segs = segs;
+        self.hit_segs.clear();
+        self.memo = None;
         if let Some(p) = self.per.get_mut(r.id as usize) {
-            let (_, per) = Self::block_of(kv, r);
             p.cached_shared = (self.hits.len() as u32 / per).min(p.share_blocks);
-            p.cached_units = self.hits.len() as u32;
         }
     }
 
@@ -453,40 +487,29 @@ impl Apc {
         self.hash_upto(r, b, upto);
         let Some(c) = kv.awake_cache() else { return };
         let p = &self.per[r.id as usize];
+        let held = {
+            let spare = &mut self.spare;
+            self.held.entry(r.id).or_insert_with(|| spare.pop().unwrap_or_default())
+        };
         let mut k = from;
         while k < upto {
             let s = p.starts[k as usize];
-            if s == NIL {
-                for j in 0..per {
-                    let u = r.blocks[(k * per + j) as usize];
-                    if c.key_of(u) == 0 {
-                        let h = p.hashes[k as usize];
-                        c.register(u, if per == 1 { h } else { finish(mix(h, u64::from(j))) });
-                    }
-                }
-                k += 1;
+            let (key, idx, e) = if s == NIL {
+                (p.hashes[k as usize], 0, k + 1)
             } else {
                 // The blocks of this run among them, in one go.
                 let mut e = k + 1;
                 while e < upto && p.starts[e as usize] == s {
                     e += 1;
                 }
-                c.register_run(p.hashes[s as usize], (k - s) * per, &r.blocks[(k * per) as usize..(e * per) as usize]);
-                k = e;
-            }
+                (p.hashes[s as usize], (k - s) * per, e)
+            };
+            let units = &r.blocks[(k * per) as usize..(e * per) as usize];
+            let run = c.register(RunKey::Shared(key), idx, units);
+            held.push((run, idx, k * per, units.len() as u32));
+            k = e;
         }
-        let p = &mut self.per[r.id as usize];
-        p.cached_shared = upto;
-        p.cached_units = p.cached_units.max(upto * per);
-    }
-
-    /// Where request `id`'s table of `len` units stops caching: its units from there on
-    /// cache nothing (they were allocated after its hits and its registered blocks), so a
-    /// release frees them without reading their state ([`KvPool::release_from`]). `len`
-    /// when unknown.
-    #[inline]
-    pub fn blank_from(&self, id: u32, len: usize) -> usize {
-        self.per.get(id as usize).map_or(len, |p| (p.cached_units as usize).min(len))
+        self.per[r.id as usize].cached_shared = upto;
     }
 
     /// Free `r`'s units, last first so that its tail is evicted first (vLLM's
@@ -495,20 +518,27 @@ impl Apc {
     /// scheduled; its private full blocks among them are registered first, so that it can
     /// hit them. Without caching, the pool's plain release.
     pub fn release(&mut self, kv: &mut KvPool, r: &mut Req, again: Option<u32>) {
-        if kv.cache.is_none() {
+        if !kv.queued() && (again.is_none() || !kv.caching()) {
             kv.release(&mut r.blocks);
+            if let Some(mut h) = self.held.remove(&r.id) {
+                h.clear();
+                self.spare.push(h);
+            }
             return;
         }
         let (b, per) = Self::block_of(kv, r);
-        let mut blank_from = self.blank_from(r.id, r.blocks.len());
+        let mut held = self.held.remove(&r.id).unwrap_or_else(|| self.spare.pop().unwrap_or_default());
+        let mut cached = held.last().map_or(0, |h| h.2 + h.3);
         if let Some(alloc) = again {
             let full = alloc.min(r.num_tokens()) / b;
-            let from = self.share_blocks(r.id).min(full);
-            if from < full {
-                blank_from = blank_from.max((full * per) as usize);
+            let from = (self.share_blocks(r.id).min(full) * per).max(cached);
+            if from < full * per {
                 let replica = kv.replica;
                 if let Some(c) = kv.awake_cache() {
-                    c.register_private(r.id, from * per, &r.blocks[(from * per) as usize..(full * per) as usize]);
+                    let units = &r.blocks[from as usize..(full * per) as usize];
+                    let run = c.register(RunKey::Private(r.id), from, units);
+                    held.push((run, from, from, units.len() as u32));
+                    cached = full * per;
                     r.apc_private = true;
                     let homes = self.homes.entry(r.id).or_default();
                     if !homes.contains(&replica) {
@@ -519,10 +549,34 @@ impl Apc {
         }
         if let Some(p) = self.per.get_mut(r.id as usize) {
             p.cached_shared = 0;
-            p.cached_units = 0;
         }
-        kv.release_from(&mut r.blocks, blank_from);
+        match kv.cache.as_deref_mut().filter(|c| c.active) {
+            Some(c) => {
+                c.free_blank(&r.blocks[cached as usize..]);
+                for &(e, lo, pos, n) in held.iter().rev() {
+                    c.release(e, lo, &r.blocks[pos as usize..(pos + n) as usize]);
+                }
+                r.blocks.clear();
+            }
+            None => kv.release(&mut r.blocks),
+        }
+        held.clear();
+        self.spare.push(held);
     }
+}
+
+/// Keep the first `n` units of the ranges in `segs[from..]`.
+fn trim_segs(segs: &mut Vec<Seg>, from: usize, mut n: u32) {
+    let mut keep = from;
+    for g in &mut segs[from..] {
+        if n == 0 {
+            break;
+        }
+        g.2 = g.2.min(n);
+        n -= g.2;
+        keep += 1;
+    }
+    segs.truncate(keep);
 }
 
 #[cfg(test)]

@@ -10,113 +10,116 @@ fn awake(total: u32) -> BlockCache {
     c
 }
 
+/// Units `n` at the queue's head, one by one.
+fn pop(c: &mut BlockCache, n: usize) -> Vec<u32> {
+    let mut t = Vec::new();
+    c.pop_into(&mut t, n);
+    t
+}
+
+/// What a lookup along the run under `key` from index `from` finds (at most `max`).
+fn find(c: &BlockCache, key: RunKey, from: u32, max: u32) -> (Vec<u32>, Vec<Seg>) {
+    let (mut out, mut segs) = (Vec::new(), Vec::new());
+    let e = match key {
+        RunKey::Shared(h) => c.shared_run(h),
+        RunKey::Private(id) => c.private_run(id),
+        RunKey::Free => None,
+    };
+    if let Some(e) = e {
+        c.hits(e, from, max, &mut out, &mut segs);
+    }
+    (out, segs)
+}
+
 #[test]
 fn free_queue_is_fifo_with_removal_from_the_middle() {
     let mut c = awake(6);
-    let units: Vec<u32> = (0..4).map(|_| c.pop_free()).collect();
+    let units = pop(&mut c, 4);
     assert_eq!(units, vec![0, 1, 2, 3]);
-    for (k, &u) in units.iter().enumerate() {
-        c.register(u, 10 + k as u64);
-    }
-    c.decref(1);
-    c.decref(0);
-    c.decref(3);
-    c.decref(2);
-    // Queue: the two blank units 4, 5, then 1, 0, 3, 2 as freed.
+    let e: Vec<u32> = units.iter().enumerate().map(|(k, &u)| c.register(RunKey::Shared(10 + k as u64), 0, &[u])).collect();
+    c.release(e[1], 0, &[1]);
+    c.release(e[0], 0, &[0]);
+    c.release(e[3], 0, &[3]);
+    c.release(e[2], 0, &[2]);
+    // Queue: the two units never used, 4, 5, then 1, 0, 3, 2 as freed.
     assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![4, 5, 1, 0, 3, 2]);
-    c.touch(3);
+    let (hit, segs) = find(&c, RunKey::Shared(13), 0, 1);
+    assert_eq!(hit, vec![3]);
+    c.touch(segs[0]);
     assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![4, 5, 1, 0, 2]);
     assert_eq!(c.num_free, 5);
     c.check().unwrap();
-    // Allocation takes the head: the blanks, then 1 (its block evicted), 0, skipping 3.
-    let next: Vec<u32> = (0..4).map(|_| c.pop_free()).collect();
-    assert_eq!(next, vec![4, 5, 1, 0]);
-    assert_eq!((c.lookup(11), c.lookup(10), c.lookup(13)), (None, None, Some(3)));
+    // Allocation takes the head: 4, 5, then 1 (its block evicted), 0, skipping 3.
+    assert_eq!(pop(&mut c, 4), vec![4, 5, 1, 0]);
+    let at = |c: &BlockCache, k| c.lookup(RunKey::Shared(k), 0);
+    assert_eq!((at(&c, 11), at(&c, 10), at(&c, 13), at(&c, 12)), (None, None, Some(3), Some(2)));
     c.check().unwrap();
 }
 
-/// Which blank unit (one caching nothing) is handed out does not matter, where its place
-/// in the queue does: it delays the eviction of the cached units behind it.
+/// A piece freed last unit first loses its tail first: what is left is a prefix.
 #[test]
-fn blank_units_keep_their_places_in_the_queue() {
-    let mut c = awake(4);
-    let (a, b, x) = (c.pop_free(), c.pop_free(), c.pop_free());
-    c.register(a, 7);
-    // A table [a, x] freed, last first, its units from index 1 on known to be blank;
-    // then a table [b], all blank.
-    let mut table = vec![a, x];
-    c.release_all(&mut table, 1);
-    assert!(table.is_empty());
-    c.release_all(&mut vec![b], 0);
-    assert_eq!(c.num_free, 4);
-    c.check().unwrap();
-    // Queue: the unit never used, x's place, a, b's place. Two allocations leave a cached,
-    // the third evicts it, the fourth takes the last blank.
-    c.pop_free();
-    c.pop_free();
-    assert_eq!(c.lookup(7), Some(a));
-    assert_eq!(c.pop_free(), a);
-    assert_eq!(c.lookup(7), None);
-    c.pop_free();
-    assert_eq!(c.num_free, 0);
+fn a_partly_evicted_piece_keeps_its_prefix() {
+    let mut c = awake(6);
+    let t = pop(&mut c, 4);
+    let e = c.register(RunKey::Shared(7), 0, &t);
+    c.release(e, 0, &t);
+    // Queue: 4, 5, 3, 2, 1, 0.
+    assert_eq!(c.free_iter().collect::<Vec<_>>(), vec![4, 5, 3, 2, 1, 0]);
+    assert_eq!(pop(&mut c, 3), vec![4, 5, 3]);
+    assert_eq!(find(&c, RunKey::Shared(7), 0, 4).0, vec![0, 1, 2]);
+    assert_eq!(find(&c, RunKey::Shared(7), 1, 4).0, vec![1, 2]);
+    assert_eq!(find(&c, RunKey::Shared(7), 3, 4).0, Vec::<u32>::new());
     c.check().unwrap();
 }
 
 #[test]
 fn duplicates_are_found_oldest_first_and_eviction_keeps_the_rest() {
     let mut c = awake(4);
-    let (a, b) = (c.pop_free(), c.pop_free());
-    c.register(a, 42);
-    c.register(b, 42);
-    assert_eq!(c.lookup(42), Some(a));
-    c.decref(a);
-    c.decref(b);
+    let (a, b) = (pop(&mut c, 1), pop(&mut c, 1));
+    let e = c.register(RunKey::Shared(42), 0, &a);
+    assert_eq!(c.register(RunKey::Shared(42), 0, &b), e);
+    assert_eq!(c.lookup(RunKey::Shared(42), 0), Some(a[0]));
+    c.release(e, 0, &a);
+    c.release(e, 0, &b);
     // Queue: 2, 3, a, b: two allocations leave both cached, the third evicts a.
-    let (x, y) = (c.pop_free(), c.pop_free());
-    assert_eq!((x, y), (2, 3));
-    assert_eq!(c.pop_free(), a);
-    assert_eq!(c.lookup(42), Some(b));
-    assert_eq!(c.key_of(a), 0);
+    assert_eq!(pop(&mut c, 2), vec![2, 3]);
+    assert_eq!(pop(&mut c, 1), a);
+    assert_eq!(c.lookup(RunKey::Shared(42), 0), Some(b[0]));
     c.check().unwrap();
 }
 
 #[test]
 fn private_copies_are_found_oldest_first_and_a_done_request_is_forgotten() {
     let mut c = awake(6);
-    let (a, b, x) = (c.pop_free(), c.pop_free(), c.pop_free());
+    let (ab, x) = (pop(&mut c, 2), pop(&mut c, 1));
     // Request 9 cached its unit index 0 on a, later again (a recompute) on x.
-    c.register_private(9, 0, &[a, b]);
-    c.register_private(9, 0, &[x]);
-    assert_eq!(c.lookup(private_key(9, 0)), Some(a));
-    assert_eq!(c.lookup(private_key(9, 1)), Some(b));
-    c.decref(a);
-    c.decref(b);
-    c.decref(x);
-    // Queue: 3, 4, 5, a, b, x. Reusing a leaves x as index 0's copy.
-    for _ in 0..4 {
-        c.pop_free();
-    }
-    assert_eq!(c.lookup(private_key(9, 0)), Some(x));
-    assert_eq!(c.lookup(private_key(9, 1)), Some(b));
+    let e = c.register(RunKey::Private(9), 0, &ab);
+    c.register(RunKey::Private(9), 0, &x);
+    assert_eq!(find(&c, RunKey::Private(9), 0, 2).0, ab);
+    c.release(e, 0, &ab);
+    c.release(e, 0, &x);
+    // Queue: 3, 4, 5, b, a, x. Reusing b and a leaves x as index 0's copy.
+    assert_eq!(pop(&mut c, 5), vec![3, 4, 5, ab[1], ab[0]]);
+    assert_eq!(find(&c, RunKey::Private(9), 0, 2).0, x);
     c.check().unwrap();
-    // Done: its units keep their keys until reused, but nobody finds them.
+    // Done: its units stay in the queue, but nobody finds them.
     c.forget(9);
-    assert_eq!(c.lookup(private_key(9, 1)), None);
+    assert_eq!(c.lookup(RunKey::Private(9), 0), None);
     c.check().unwrap();
-    assert_eq!(c.pop_free(), b);
-    assert!(c.ghost(9).1.is_empty());
+    assert_eq!(pop(&mut c, 1), x);
     c.check().unwrap();
 }
 
 /// The free queue keeps vLLM's order through many removals from the middle, including
-/// when its stale entries are packed away: checked against a plain list. Every held unit
-/// is cached (a fresh key each time), so the queue names every unit.
+/// when its holes are packed away: checked against a plain list. Every held unit is
+/// cached (a fresh key each time).
 #[test]
 fn free_queue_order_survives_packing() {
     let n = 4000u32;
     let mut c = awake(n);
     let mut model: std::collections::VecDeque<u32> = (0..n).collect();
-    let mut held: Vec<u32> = Vec::new();
+    let mut held: Vec<(u32, u32)> = Vec::new();
+    let mut key_of: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
     let mut x = 7u64;
     let mut rnd = |m: usize| {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -126,26 +129,27 @@ fn free_queue_order_survives_packing() {
     for step in 0..60_000 {
         match rnd(5) {
             0 if !model.is_empty() => {
-                let u = c.pop_free();
+                let u = pop(&mut c, 1)[0];
                 assert_eq!(Some(u), model.pop_front(), "step {step}");
                 key += 1;
-                c.register(u, key);
-                held.push(u);
+                let e = c.register(RunKey::Shared(key), 0, &[u]);
+                key_of.insert(u, key);
+                held.push((e, u));
             }
             1 if !held.is_empty() => {
-                let u = held.swap_remove(rnd(held.len()));
-                c.decref(u);
+                let (e, u) = held.swap_remove(rnd(held.len()));
+                c.release(e, 0, &[u]);
                 model.push_back(u);
             }
             _ if !model.is_empty() => {
                 // A hit on a free cached unit: out of the middle of the queue.
                 let i = rnd(model.len());
-                if c.key_of(model[i]) == 0 {
-                    continue; // a blank unit: nothing to hit
-                }
+                let Some(&k) = key_of.get(&model[i]) else { continue };
+                let (hit, segs) = find(&c, RunKey::Shared(k), 0, 1);
+                assert_eq!(hit, vec![model[i]], "step {step}");
                 let u = model.remove(i).unwrap();
-                c.touch(u);
-                held.push(u);
+                c.touch(segs[0]);
+                held.push((segs[0].0, u));
             }
             _ => {}
         }
@@ -245,78 +249,57 @@ proptest! {
     }
 }
 
-/// A key of the model below: a run's (key, unit index), a single block's hash, a
-/// request's private (id, unit index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum MKey {
-    Run(u64, u32),
-    Single(u64),
-    Private(u32, u32),
+/// A key of the model below: (0 shared | 1 private, block hash | request id, unit index).
+type MKey = (u8, u64, u32);
+
+fn mkey(k: RunKey, i: u32) -> MKey {
+    match k {
+        RunKey::Shared(h) => (0, h, i),
+        RunKey::Private(id) => (1, u64::from(id), i),
+        RunKey::Free => unreachable!(),
+    }
 }
 
-/// vLLM's `BlockPool` taken literally, one block at a time: the free queue as a list (a
-/// blank unit's place as `None`: which blank unit fills it does not matter), per unit its
-/// key and holders, per key its cached units oldest first.
+/// vLLM's `BlockPool` taken literally, one block at a time: the free queue as a list of
+/// units, per unit its key and holders, per key its cached units oldest first.
 #[derive(Default)]
 struct Model {
-    queue: std::collections::VecDeque<Option<u32>>,
+    queue: std::collections::VecDeque<u32>,
     key: Vec<Option<MKey>>,
     refs: Vec<u32>,
     copies: std::collections::BTreeMap<MKey, Vec<u32>>,
     forgotten: std::collections::BTreeSet<u32>,
 }
 
-impl Model {
-    fn cached(&mut self, u: u32, k: MKey) {
-        assert!(
-            self.key[u as usize].is_none() && self.refs[u as usize] == 1,
-            "registering unit {u}, not a blank held unit"
-        );
-        self.key[u as usize] = Some(k);
-        self.copies.entry(k).or_default().push(u);
-    }
+/// A table as a request holds it: its units, and its ranges of cached copies (table
+/// position, run, first index, length, key).
+#[derive(Default, Clone)]
+struct Table {
+    units: Vec<u32>,
+    segs: Vec<(usize, u32, u32, u32, RunKey)>,
 }
 
-fn real_lookup(c: &BlockCache, k: MKey) -> Option<u32> {
-    match k {
-        MKey::Run(key, i) => c.run(key).get(i as usize).copied().filter(|&u| u != NIL),
-        MKey::Single(key) => c.lookup(key),
-        MKey::Private(id, i) => c.lookup(private_key(id, i)),
-    }
-}
-
-/// Every observable of the cache against the model: the free queue (cached units by id,
-/// blank places as such), reference counts, what every key finds.
-fn agree(c: &BlockCache, m: &Model, held: &[Vec<u32>]) -> Result<(), TestCaseError> {
+/// Every observable of the cache against the model: the free queue, reference counts,
+/// what every key finds.
+fn agree(c: &BlockCache, m: &Model) -> Result<(), TestCaseError> {
     c.check().map_err(TestCaseError::fail)?;
-    let q: Vec<Option<u32>> = c
-        .free_iter()
-        .map(|u| (c.key_of(u) != 0).then_some(u))
-        .collect();
-    prop_assert_eq!(&q, &m.queue.iter().copied().collect::<Vec<_>>());
+    prop_assert_eq!(c.free_iter().collect::<Vec<_>>(), m.queue.iter().copied().collect::<Vec<_>>());
     prop_assert_eq!(c.num_free as usize, m.queue.len());
-    let mut holders = vec![0u32; m.refs.len()];
-    held.iter()
-        .flatten()
-        .for_each(|&u| holders[u as usize] += 1);
-    for (u, &h) in holders.iter().enumerate() {
-        prop_assert_eq!(c.ref_count(u as u32), m.refs[u], "unit {}", u);
-        prop_assert_eq!(h, m.refs[u], "unit {}", u);
-        prop_assert_eq!(c.key_of(u as u32) != 0, m.key[u].is_some(), "unit {}", u);
-    }
-    for (&k, units) in &m.copies {
-        let gone = matches!(k, MKey::Private(id, _) if m.forgotten.contains(&id));
+    prop_assert_eq!(c.ref_counts(), m.refs.clone());
+    for (&(kind, k, i), units) in &m.copies {
+        let key = if kind == 0 { RunKey::Shared(k) } else { RunKey::Private(k as u32) };
+        let gone = kind == 1 && m.forgotten.contains(&(k as u32));
         let want = if gone { None } else { units.first().copied() };
-        prop_assert_eq!(real_lookup(c, k), want, "key {:?}", k);
+        prop_assert_eq!(c.lookup(key, i), want, "key {:?}", (kind, k, i));
     }
     Ok(())
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
-    /// The block cache against vLLM's block pool taken literally, on tiny pools where runs
-    /// are split by partial hits, partial eviction and re-registration (duplicates), the
-    /// queue's positions counted from near 2³² (their wrap) in some cases.
+    #![proptest_config(ProptestConfig { cases: 384, .. ProptestConfig::default() })]
+    /// The block cache against vLLM's block pool taken literally, on tiny pools where
+    /// pieces are split by partial hits, partial eviction and re-registration
+    /// (duplicates), and the queue's holes are packed.
     #[test]
     fn the_block_cache_is_vllm_s_block_pool(
         total in 2u32..24,
@@ -328,12 +311,12 @@ proptest! {
             c.skip_positions(u64::from(u32::MAX) - 40);
         }
         let mut m = Model {
-            queue: (0..total).map(|_| None).collect(),
+            queue: (0..total).collect(),
             key: vec![None; total as usize],
             refs: vec![0; total as usize],
             ..Model::default()
         };
-        let mut held: Vec<Vec<u32>> = Vec::new();
+        let mut held: Vec<Table> = Vec::new();
         for (op, a, b, x) in ops {
             let pick = |n: usize| usize::from(a) % n.max(1);
             match op {
@@ -341,100 +324,98 @@ proptest! {
                 0 | 1 => {
                     let n = (usize::from(b) % 4 + 1).min(m.queue.len());
                     if n == 0 { continue; }
-                    let t = if op == 0 || held.is_empty() { held.push(Vec::new()); held.len() - 1 } else { pick(held.len()) };
-                    let from = held[t].len();
-                    c.pop_into(&mut held[t], n);
-                    for &u in &held[t][from..] {
-                        match m.queue.pop_front().unwrap() {
-                            None => prop_assert!(m.key[u as usize].is_none() && m.refs[u as usize] == 0, "blank place gave unit {}", u),
-                            Some(v) => {
-                                prop_assert_eq!(u, v);
-                                let k = m.key[u as usize].take().unwrap();
-                                m.copies.get_mut(&k).unwrap().retain(|&w| w != u);
-                            }
+                    let t = if op == 0 || held.is_empty() { held.push(Table::default()); held.len() - 1 } else { pick(held.len()) };
+                    let from = held[t].units.len();
+                    c.pop_into(&mut held[t].units, n);
+                    for &u in &held[t].units[from..] {
+                        prop_assert_eq!(Some(u), m.queue.pop_front());
+                        if let Some(k) = m.key[u as usize].take() {
+                            m.copies.get_mut(&k).unwrap().retain(|&w| w != u);
                         }
                         m.refs[u as usize] = 1;
                     }
                 }
-                // Cache a slice of a held table's blank units in a run (its cached
-                // units skipped), or one unit under a single key, or privately.
-                2..=4 if !held.is_empty() => {
+                // Cache blank units at the end of a held table in a shared or a private run.
+                2 | 3 if !held.is_empty() => {
                     let t = pick(held.len());
-                    let len = held[t].len();
-                    if len == 0 { continue; }
-                    let lo = usize::from(b) % len;
+                    let s0 = held[t].segs.iter().map(|g| g.0 + g.3 as usize).max().unwrap_or(0);
+                    let len = held[t].units.len();
+                    if s0 >= len { continue; }
+                    let lo = s0 + usize::from(b) % (len - s0);
                     let hi = (lo + usize::from(x) + 1).min(len);
-                    let units = held[t][lo..hi].to_vec();
-                    let free_of_others = |u: u32| m.key[u as usize].is_some() || m.refs[u as usize] == 1;
-                    if !units.iter().all(|&u| free_of_others(u)) { continue; }
+                    let key = if op == 2 { RunKey::Shared(1000 + u64::from(x % 2)) } else { RunKey::Private(u32::from(x % 3)) };
+                    if matches!(key, RunKey::Private(id) if m.forgotten.contains(&id)) { continue; }
                     let from = u32::from(b % 3);
-                    match op {
-                        2 => {
-                            let key = 1000 + u64::from(x % 2);
-                            c.register_run(key, from, &units);
-                            for (k, &u) in units.iter().enumerate() {
-                                if m.key[u as usize].is_none() { m.cached(u, MKey::Run(key, from + k as u32)); }
-                            }
-                        }
-                        3 => {
-                            let u = units[0];
-                            if m.key[u as usize].is_some() { continue; }
-                            let key = 1 + u64::from(x % 3);
-                            c.register(u, key);
-                            m.cached(u, MKey::Single(key));
-                        }
-                        _ => {
-                            let id = u32::from(x % 3);
-                            if m.forgotten.contains(&id) { continue; }
-                            c.register_private(id, from, &units);
-                            for (k, &u) in units.iter().enumerate() {
-                                if m.key[u as usize].is_none() { m.cached(u, MKey::Private(id, from + k as u32)); }
-                            }
-                        }
+                    let units = held[t].units[lo..hi].to_vec();
+                    let e = c.register(key, from, &units);
+                    held[t].segs.push((lo, e, from, units.len() as u32, key));
+                    for (k, &u) in units.iter().enumerate() {
+                        let mk = mkey(key, from + k as u32);
+                        m.key[u as usize] = Some(mk);
+                        m.copies.entry(mk).or_default().push(u);
                     }
                 }
-                // A hit: the oldest unit cached under a key joins a table (a new one or
-                // one without it), out of the free queue if it was there.
-                5 => {
-                    let keys: Vec<(MKey, u32)> = m.copies.iter()
-                        .filter(|(k, v)| !v.is_empty() && !matches!(k, MKey::Private(id, _) if m.forgotten.contains(id)))
-                        .map(|(&k, v)| (k, v[0])).collect();
+                // A hit: the oldest copies of 1..=3 indices from a cached one join a table
+                // (a new one or one without them), out of the free queue if there.
+                4 | 5 => {
+                    let keys: Vec<MKey> = m.copies.iter()
+                        .filter(|(k, v)| !v.is_empty() && !(k.0 == 1 && m.forgotten.contains(&(k.1 as u32))))
+                        .map(|(&k, _)| k).collect();
                     if keys.is_empty() { continue; }
-                    let (k, u) = keys[pick(keys.len())];
-                    prop_assert_eq!(real_lookup(&c, k), Some(u));
-                    let t = if b % 2 == 0 || held.is_empty() { held.push(Vec::new()); held.len() - 1 } else { usize::from(b) % held.len() };
-                    if held[t].contains(&u) { continue; }
-                    c.touch(u);
-                    if m.refs[u as usize] == 0 {
-                        let at = m.queue.iter().position(|&e| e == Some(u)).unwrap();
-                        m.queue.remove(at);
+                    let (kind, k, i) = keys[pick(keys.len())];
+                    let key = if kind == 0 { RunKey::Shared(k) } else { RunKey::Private(k as u32) };
+                    let n = u32::from(x % 3) + 1;
+                    let want: Vec<u32> = (i..i + n)
+                        .map_while(|j| m.copies.get(&(kind, k, j)).and_then(|v| v.first().copied()))
+                        .collect();
+                    let (got, segs) = find(&c, key, i, n);
+                    prop_assert_eq!(&got, &want);
+                    let t = if b % 2 == 0 || held.is_empty() { held.push(Table::default()); held.len() - 1 } else { usize::from(b) % held.len() };
+                    if got.iter().any(|u| held[t].units.contains(u)) { continue; }
+                    let mut pos = held[t].units.len();
+                    for &g in &segs {
+                        c.touch(g);
+                        held[t].segs.push((pos, g.0, g.1, g.2, key));
+                        pos += g.2 as usize;
                     }
-                    m.refs[u as usize] += 1;
-                    held[t].push(u);
+                    held[t].units.extend_from_slice(&got);
+                    for &u in &got {
+                        if m.refs[u as usize] == 0 {
+                            let at = m.queue.iter().position(|&e| e == u).unwrap();
+                            m.queue.remove(at);
+                        }
+                        m.refs[u as usize] += 1;
+                    }
                 }
-                // Free a table, last unit first; its units after the last cached one are
-                // freed as known blank (in some cases).
+                // Free a table, last unit first.
                 6 if !held.is_empty() => {
-                    let mut table = held.swap_remove(pick(held.len()));
-                    let cached_end = table.iter().rposition(|&u| m.key[u as usize].is_some()).map_or(0, |i| i + 1);
-                    let blank_from = if b % 2 == 0 { cached_end } else { table.len() };
-                    for &u in table.iter().rev() {
+                    let mut t = held.swap_remove(pick(held.len()));
+                    for &u in t.units.iter().rev() {
                         m.refs[u as usize] -= 1;
                         if m.refs[u as usize] == 0 {
-                            m.queue.push_back(m.key[u as usize].is_some().then_some(u));
+                            m.queue.push_back(u);
                         }
                     }
-                    c.release_all(&mut table, blank_from);
-                    prop_assert!(table.is_empty());
+                    t.segs.sort_by_key(|g| std::cmp::Reverse(g.0));
+                    let mut end = t.units.len();
+                    for &(pos, e, lo, n, _) in &t.segs {
+                        let to = pos + n as usize;
+                        c.free_blank(&t.units[to..end]);
+                        c.release(e, lo, &t.units[pos..to]);
+                        end = pos;
+                    }
+                    c.free_blank(&t.units[..end]);
                 }
+                // A request is done (none of its private copies held).
                 7 => {
                     let id = u32::from(x % 3);
+                    if held.iter().any(|t| t.segs.iter().any(|g| g.4 == RunKey::Private(id))) { continue; }
                     c.forget(id);
                     m.forgotten.insert(id);
                 }
                 _ => {}
             }
-            agree(&c, &m, &held)?;
+            agree(&c, &m)?;
         }
     }
 }
