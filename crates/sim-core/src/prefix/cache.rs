@@ -210,14 +210,14 @@ impl BlockCache {
         table.reserve(need);
         let mut got = 0;
         while got < need {
-            let u = self.queue.pop_front().expect("pop_into beyond the free queue");
-            self.head += 1;
-            if u == NIL {
-                self.holes -= 1;
-            } else {
-                table.push(u);
-                got += 1;
-            }
+            // The head's ids as they are, holes dropped.
+            let want = need - got;
+            let before = table.len();
+            table.extend(self.queue.drain(..want).filter(|&u| u != NIL));
+            let took = table.len() - before;
+            self.holes -= (want - took) as u32;
+            self.head += want as u64;
+            got += took;
         }
         self.num_free -= need as u32;
     }
@@ -345,31 +345,21 @@ impl BlockCache {
     pub fn register(&mut self, key: RunKey, from: u32, units: &[u32]) -> u32 {
         debug_assert!(self.active && key != RunKey::Free && !units.is_empty());
         self.epoch += 1;
-        let found = match key {
-            RunKey::Shared(h) => self.shared.get(&h),
-            RunKey::Private(id) => self.private.get(&id),
-            RunKey::Free => None,
-        };
-        let e = match found {
-            Some(&e) => e,
-            None => {
-                let e = match self.free_slab.pop() {
-                    Some(e) => {
-                        self.slab[e as usize].key = key;
-                        e
-                    }
-                    None => {
-                        self.slab.push(Run { key, pieces: Vec::new(), units: Vec::new() });
-                        self.slab.len() as u32 - 1
-                    }
-                };
-                match key {
-                    RunKey::Shared(h) => self.shared.insert(h, e),
-                    RunKey::Private(id) => self.private.insert(id, e),
-                    RunKey::Free => None,
-                };
+        let BlockCache { shared, private, slab, free_slab, .. } = self;
+        let mut fresh = || match free_slab.pop() {
+            Some(e) => {
+                slab[e as usize].key = key;
                 e
             }
+            None => {
+                slab.push(Run { key, pieces: Vec::new(), units: Vec::new() });
+                slab.len() as u32 - 1
+            }
+        };
+        let e = match key {
+            RunKey::Shared(h) => *shared.entry(h).or_insert_with(&mut fresh),
+            RunKey::Private(id) => *private.entry(id).or_insert_with(&mut fresh),
+            RunKey::Free => unreachable!("a run is registered under a key"),
         };
         let run = &mut self.slab[e as usize];
         let at = run.units.len() as u32;
@@ -389,8 +379,16 @@ impl BlockCache {
     pub fn release(&mut self, e: u32, lo: u32, units: &[u32]) {
         let hi = lo + units.len() as u32;
         let run = &mut self.slab[e as usize];
-        // The table's pieces: held, inside the range, with its units (a unit is in one
-        // cached copy at a time).
+        // The common case: the range is one piece.
+        if let Some(p) = run.pieces.iter_mut().find(|p| p.lo == lo && p.hi == hi && p.refs > 0 && run.units[p.at as usize] == units[0]) {
+            p.refs -= 1;
+            if p.refs == 0 {
+                p.pos = self.head + self.queue.len() as u64;
+                self.queue.extend(units.iter().rev());
+                self.num_free += hi - lo;
+            }
+            return;
+        }
         let mut mine = std::mem::take(&mut self.mine);
         mine.clear();
         for (k, p) in run.pieces.iter().enumerate() {

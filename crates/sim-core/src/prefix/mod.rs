@@ -83,18 +83,17 @@ struct ApcReq {
     share_blocks: u32,
     /// Leading shared blocks registered for the request's current table.
     cached_shared: u32,
-    /// Hashes of the leading shared blocks computed so far (memo, dropped when done). A
-    /// block inside a run past its first is never looked up by its own hash (its run's
-    /// key and its index are): its hash, the next block's parent, is the run key's mixed
-    /// with its index, one multiply instead of hashing its tokens' identity.
-    hashes: Vec<u64>,
-    /// Per block of `hashes`: the first block of its run when it lies inside one stream
-    /// piece (it is cached in that run, keyed by that block's hash), NIL when it holds
-    /// pieces of two streams (cached by its own hash).
-    starts: Vec<u32>,
+    /// The leading shared blocks hashed so far (memo, dropped when done), as runs (first
+    /// block, blocks, its hash): the whole blocks of one stream piece are one run, cached
+    /// under its first block's hash by unit index; a block holding pieces of two streams
+    /// is a run of its own.
+    runs: Vec<(u32, u32, u64)>,
     /// Tokens hit at the first admission (vLLM's `num_cached_tokens`).
     cached_tokens: u32,
 }
+
+/// What a lookup was asked: (request, replica, cache epoch, tokens, private).
+type Asked = (u32, u32, u64, u32, bool);
 
 /// The engine-wide side of prefix caching.
 #[derive(Debug, Clone, Default)]
@@ -129,7 +128,7 @@ pub struct Apc {
     /// in `hits`, and the earliest queue position of a free unit among them: a request
     /// waiting at the head of a full pool asks again every step, and the answer cannot
     /// change until something is cached or the queue's head passes that position.
-    memo: Option<((u32, u32, u64, u32, bool), u64, Hit)>,
+    memo: Option<(Asked, u64, Hit)>,
 }
 
 /// One word into a running hash.
@@ -242,8 +241,7 @@ impl Apc {
     /// blocks of it (to be forgotten there: [`BlockCache::forget`]).
     pub fn forget(&mut self, id: u32) -> Vec<u32> {
         if let Some(p) = self.per.get_mut(id as usize) {
-            p.hashes = Vec::new();
-            p.starts = Vec::new();
+            p.runs = Vec::new();
         }
         if self.homes.is_empty() {
             return Vec::new();
@@ -270,7 +268,7 @@ impl Apc {
         if upto == 0 || id >= self.per.len() {
             return;
         }
-        let have = self.per[id].hashes.len() as u32;
+        let have = self.per[id].runs.last().map_or(0, |r| r.0 + r.1);
         if have >= upto {
             return;
         }
@@ -302,24 +300,17 @@ impl Apc {
             pieces.push((prompt, output_key(r.id), u64::from(r.output)));
         }
         let p = &mut self.per[id];
-        let mut parent = p.hashes.last().copied().unwrap_or_else(|| finish(mix(0x6F31_7369_6D41_5043, b64)));
+        let mut parent = match p.runs.last() {
+            None => finish(mix(0x6F31_7369_6D41_5043, b64)),
+            Some(&(_, 1, h)) => h,
+            Some(&(_, n, h)) => mix(h, u64::from(n - 1)),
+        };
         let mut at = 0usize;
-        for k in have..upto {
+        let mut k = have;
+        while k < upto {
             let (start, end) = (u64::from(k) * b64, u64::from(k + 1) * b64);
             while at < pieces.len() && pieces[at].0 + pieces[at].2 <= start {
                 at += 1;
-            }
-            if let Some(&(s, _, len)) = pieces.get(at) {
-                let first = s.div_ceil(b64);
-                if s <= start && end <= s + len && first < u64::from(k) {
-                    // Inside one piece past its run's first block: never a key, only the
-                    // next block's parent, so the run's key and the offset name it (the
-                    // same content for every request holding this block).
-                    parent = mix(p.hashes[first as usize], u64::from(k) - first);
-                    p.hashes.push(parent);
-                    p.starts.push(first as u32);
-                    continue;
-                }
             }
             let mut h = parent;
             let mut i = at;
@@ -330,12 +321,18 @@ impl Apc {
                 h = mix(mix(mix(h, key), lo - s), hi - lo);
                 i += 1;
             }
-            parent = finish(h);
-            p.hashes.push(parent);
-            // Inside one piece: its run starts at the piece's first whole block (the same
-            // for every request holding this block, since they hold the same prefix).
+            let h = finish(h);
+            // Inside one piece: the first of its whole blocks (a resumed memo ends where a
+            // run does), and the run goes on to the piece's last whole block.
             let inside = i == at + 1 && pieces[at].0 <= start && end <= pieces[at].0 + pieces[at].2;
-            p.starts.push(if inside { pieces[at].0.div_ceil(b64) as u32 } else { NIL });
+            let n = if inside { ((pieces[at].0 + pieces[at].2) / b64 - u64::from(k)) as u32 } else { 1 };
+            p.runs.push((k, n, h));
+            // The next block's parent: this one's hash, or the run's last block's (a
+            // block inside a run past its first is never a key, only a parent, so the
+            // run's key and its offset name it: the same content for every request
+            // holding it).
+            parent = if n == 1 { h } else { mix(h, u64::from(n - 1)) };
+            k += n;
         }
     }
 
@@ -372,18 +369,12 @@ impl Apc {
         let (hits, segs) = (&mut self.hits, &mut self.hit_segs);
         if end > 0 {
             let p = &self.per[r.id as usize];
+            let mut runs = p.runs.iter();
             while k < end {
-                let s = p.starts[k as usize];
-                // A single block (its own run, indices 0..per) or the blocks of a run from k.
-                let (key, from, blocks) = if s == NIL {
-                    (p.hashes[k as usize], 0, 1)
-                } else {
-                    let mut e = k + 1;
-                    while e < end && p.starts[e as usize] == s {
-                        e += 1;
-                    }
-                    (p.hashes[s as usize], (k - s) * per, e - k)
-                };
+                // The run starting at block k (a lookup stops at the first block missed).
+                let Some(&(k0, n, key)) = runs.next() else { break };
+                debug_assert_eq!(k0, k);
+                let (from, blocks) = (0, (k0 + n).min(end) - k);
                 let Some(run) = c.shared_run(key) else { break };
                 let (units, nsegs) = (hits.len(), segs.len());
                 let got = c.hits(run, from, blocks * per, hits, segs) / per;
@@ -492,18 +483,12 @@ impl Apc {
             self.held.entry(r.id).or_insert_with(|| spare.pop().unwrap_or_default())
         };
         let mut k = from;
+        let mut at = p.runs.partition_point(|run| run.0 + run.1 <= k);
         while k < upto {
-            let s = p.starts[k as usize];
-            let (key, idx, e) = if s == NIL {
-                (p.hashes[k as usize], 0, k + 1)
-            } else {
-                // The blocks of this run among them, in one go.
-                let mut e = k + 1;
-                while e < upto && p.starts[e as usize] == s {
-                    e += 1;
-                }
-                (p.hashes[s as usize], (k - s) * per, e)
-            };
+            // The blocks of this run among them, in one go.
+            let (k0, n, key) = p.runs[at];
+            at += 1;
+            let (idx, e) = ((k - k0) * per, (k0 + n).min(upto));
             let units = &r.blocks[(k * per) as usize..(e * per) as usize];
             let run = c.register(RunKey::Shared(key), idx, units);
             held.push((run, idx, k * per, units.len() as u32));

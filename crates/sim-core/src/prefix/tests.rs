@@ -359,7 +359,7 @@ proptest! {
                 // (a new one or one without them), out of the free queue if there.
                 4 | 5 => {
                     let keys: Vec<MKey> = m.copies.iter()
-                        .filter(|(k, v)| !v.is_empty() && !(k.0 == 1 && m.forgotten.contains(&(k.1 as u32))))
+                        .filter(|(k, v)| !(v.is_empty() || k.0 == 1 && m.forgotten.contains(&(k.1 as u32))))
                         .map(|(&k, _)| k).collect();
                     if keys.is_empty() { continue; }
                     let (kind, k, i) = keys[pick(keys.len())];
