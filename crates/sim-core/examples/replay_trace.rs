@@ -27,8 +27,11 @@ fn main() {
     let t1 = std::time::Instant::now();
     let sim = Simulation::from_text_with_trace(&text, Format::Json, SimOptions::default(), Some(trace)).expect("builds");
     let t2 = std::time::Instant::now();
+    let hwm = || std::fs::read_to_string("/proc/self/status").ok().and_then(|s| s.lines().find(|l| l.starts_with("VmHWM")).map(|l| l.to_string())).unwrap_or_default();
+    eprintln!("after build: {}", hwm());
     let r = sim.finish().expect("runs");
     let t3 = std::time::Instant::now();
+    eprintln!("after run: {}", hwm());
     let s = &r.summary;
     println!(
         "read {:.2} s, build {:.2} s, run {:.2} s; {} requests, {} finished, {} steps, hit rate {:.4}, TTFT p50 {:.1} ms; digest {:016x}",

@@ -207,13 +207,23 @@ impl BlockCache {
     /// Append `need` units from the queue's head to `table` (`get_new_blocks`): the blocks
     /// they cached are evicted by the head passing them. The caller has checked they are free.
     pub fn pop_into(&mut self, table: &mut Vec<u32>, need: usize) {
-        table.reserve(need);
+        // A new table gets room to grow by an eighth before it moves (a prompt's table
+        // then takes its decode blocks in place).
+        table.reserve(if table.is_empty() { need + need / 8 } else { need });
         let mut got = 0;
         while got < need {
             // The head's ids as they are, holes dropped.
             let want = need - got;
             let before = table.len();
-            table.extend(self.queue.drain(..want).filter(|&u| u != NIL));
+            let (a, b) = self.queue.as_slices();
+            let (a, b) = if want <= a.len() { (&a[..want], &b[..0]) } else { (a, &b[..want - a.len()]) };
+            if self.holes == 0 {
+                table.extend_from_slice(a);
+                table.extend_from_slice(b);
+            } else {
+                table.extend(a.iter().chain(b).copied().filter(|&u| u != NIL));
+            }
+            self.queue.drain(..want);
             let took = table.len() - before;
             self.holes -= (want - took) as u32;
             self.head += want as u64;
@@ -367,7 +377,7 @@ impl BlockCache {
         run.pieces.push(Piece { rank: self.ranks, lo: from, hi: from + units.len() as u32, at, refs: 1, pos: 0 });
         self.ranks += 1;
         self.pieces += 1;
-        if self.pieces > 2 * self.swept + if cfg!(test) { 4 } else { 4096 } {
+        if self.pieces > self.swept + self.swept / 2 + if cfg!(test) { 4 } else { 4096 } {
             self.sweep();
         }
         e
