@@ -4,12 +4,13 @@
 //!
 //! Two halves:
 //! - [`BlockCache`], the cache side of one replica's KV pool ([`crate::kv::KvPool`] holds
-//!   it when caching is on): per unit a reference count and the key it is cached under;
-//!   the free units in vLLM's `FreeKVCacheBlockQueue` order (allocation takes the head, a
-//!   freed unit goes to the tail, a hit takes a free unit out of the middle); a map from
-//!   key to the units cached under it, oldest first. These match `BlockPool`
-//!   (`get_new_blocks` with `_maybe_evict_cached_block`, `touch`, `free_blocks`,
-//!   `cache_full_blocks`) and `FreeKVCacheBlockQueue`.
+//!   it when caching is on): the free units in vLLM's `FreeKVCacheBlockQueue` order
+//!   (allocation takes the head, a freed unit goes to the tail, a hit takes a free unit
+//!   out of the middle), reference counts, and an index from keys to the units cached
+//!   under them, oldest first — all kept by *pieces* (consecutive blocks of one run
+//!   registered together) rather than by unit. These match `BlockPool` (`get_new_blocks`
+//!   with `_maybe_evict_cached_block`, `touch`, `free_blocks`, `cache_full_blocks`) and
+//!   `FreeKVCacheBlockQueue`.
 //! - [`Apc`], the engine-wide side: which tokens of which request are identical (the
 //!   workload's [`Segment`]s), the block hashes derived from them, and per request what
 //!   it has cached; `lookup` (vLLM's `get_computed_blocks`), `take_hits` + `cache_shared`
@@ -26,8 +27,7 @@
 //! vLLM hashes and caches every full block as soon as it is allocated for a step that
 //! fills it (`cache_blocks` in `allocate_slots`, so a request admitted later in the same
 //! step hits it). o1sim does exactly that for shared blocks. A private block is cached
-//! (under a key made of X's id and the block's index, in an array per request instead of
-//! the map) only when X frees it without finishing: nobody can look it up before, and a
+//! (in X's own run, by its unit index in X's table) only when X frees it without finishing: nobody can look it up before, and a
 //! finished request never looks again; among several cached copies of one block a lookup
 //! returns the first cached, and X caches its copies in the order vLLM would have. And a
 //! pool's cache stays dormant (its plain free stack, no reference counts) until something
@@ -37,10 +37,10 @@
 //! taken literally (every block hashed and cached as scheduled, the queue from the start):
 //! the same results, byte for byte.
 //!
-//! Keys are 64-bit: shared ones a hash of the block's content (top bit clear), private
-//! ones `TOP | id << 24 | unit index` (top bit set). Two different shared blocks collide
-//! with probability about n²/2⁶⁴ for n distinct blocks (vLLM takes the same kind of risk
-//! with its 64-bit builtin hash; it now defaults to SHA-256).
+//! Shared keys are 64-bit hashes of a block's content and its prefix (a run's first
+//! block's, the run's units by index after it). Two different shared blocks collide with
+//! probability about n²/2⁶² for n distinct blocks (vLLM takes the same kind of risk with
+//! its 64-bit builtin hash; it now defaults to SHA-256).
 
 mod cache;
 
@@ -54,11 +54,10 @@ use cache::Seg;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
-/// "No unit" in the free queue's links and the duplicate chains.
+/// "No unit": a hole in the free queue, no piece found.
 const NIL: u32 = u32::MAX;
-/// Set in private keys, clear in content hashes.
+/// Bits a content hash keeps clear (the literal test's unique-token stream keys use one).
 const TOP: u64 = 1 << 63;
-/// Set (with `TOP` clear) in the key a run's unit is cached under; clear in content hashes.
 const RUN: u64 = 1 << 62;
 
 /// What a request looked up (vLLM's `get_computed_blocks`): tokens hit and units hit
@@ -170,7 +169,7 @@ impl Apc {
         // as shared that is not: that only costs time (a shared block is hashed and cached
         // as scheduled, which is what vLLM does with every block; the literal-algorithm
         // property test checks the results are the same), never a result.
-        let fp = |k: u64| (mix(0x5EED_0F_1D, k) >> 32) as u32;
+        let fp = |k: u64| (mix(0x5EED_0F1D, k) >> 32) as u32;
         let mut all: Vec<u32> = Vec::with_capacity(specs.iter().map(|s| s.segs.1 as usize).sum());
         let mut mine: Vec<u64> = Vec::new();
         let mut outputs: HashSet<u64, BuildHasherDefault<KeyHasher>> = HashSet::default();
