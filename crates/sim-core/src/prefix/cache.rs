@@ -529,7 +529,8 @@ impl BlockCache {
     }
 
     /// The unit holding the oldest cached copy at index `i` of the run under `key`.
-    pub fn lookup(&self, key: RunKey, i: u32) -> Option<u32> {
+    #[cfg(test)]
+    pub(crate) fn lookup(&self, key: RunKey, i: u32) -> Option<u32> {
         let e = match key {
             RunKey::Shared(h) => self.shared_run(h),
             RunKey::Private(id) => self.private_run(id),
@@ -538,13 +539,6 @@ impl BlockCache {
         let (k, _) = self.oldest_at(e, i);
         let p = self.slab[e].pieces.get(k)?;
         Some(self.slab[e].units[(p.at + (i - p.lo)) as usize])
-    }
-
-    /// Is unit `u` a cached copy (held or free)?
-    pub fn is_cached(&self, u: u32) -> bool {
-        self.slab.iter().any(|run| {
-            run.pieces.iter().any(|p| run.units[p.at as usize..(p.at + p.valid_hi(self.head) - p.lo) as usize].contains(&u))
-        })
     }
 
     /// Internal consistency of an awake cache: the queue's counts, every free cached copy

@@ -27,8 +27,8 @@
 //! vLLM hashes and caches every full block as soon as it is allocated for a step that
 //! fills it (`cache_blocks` in `allocate_slots`, so a request admitted later in the same
 //! step hits it). o1sim does exactly that for shared blocks. A private block is cached
-//! (in X's own run, by its unit index in X's table) only when X frees it without finishing: nobody can look it up before, and a
-//! finished request never looks again; among several cached copies of one block a lookup
+//! (in X's own run, by its unit index in X's table) only when X frees it without
+//! finishing: nobody can look it up before, and a finished request never looks again; among several cached copies of one block a lookup
 //! returns the first cached, and X caches its copies in the order vLLM would have. And a
 //! pool's cache stays dormant (its plain free stack, no reference counts) until something
 //! is cached: before that every free unit is alike, so which one an allocation takes
@@ -56,9 +56,9 @@ use std::hash::BuildHasherDefault;
 
 /// "No unit": a hole in the free queue, no piece found.
 const NIL: u32 = u32::MAX;
-/// Bits a content hash keeps clear (the literal test's unique-token stream keys use one).
-const TOP: u64 = 1 << 63;
-const RUN: u64 = 1 << 62;
+/// The bits a content hash keeps clear (the literal test's unique-token stream keys set
+/// one of them).
+const CLEAR: u64 = 0b11 << 62;
 
 /// What a request looked up (vLLM's `get_computed_blocks`): tokens hit and units hit
 /// (left in [`Apc::hits`]; [`Apc::evictable`] counts the free ones), the last `private` of
@@ -143,7 +143,7 @@ fn finish(h: u64) -> u64 {
     let mut z = h.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    ((z ^ (z >> 31)) & !(TOP | RUN)).max(1)
+    ((z ^ (z >> 31)) & !CLEAR).max(1)
 }
 
 impl Apc {
@@ -178,18 +178,7 @@ impl Apc {
             mine.extend(segs_of(s).iter().map(|g| g.key));
             mine.sort_unstable();
             mine.dedup();
-            let before = all.len();
             all.extend(mine.iter().map(|&k| fp(k)));
-            // Two keys of one request with one fingerprint count once.
-            all[before..].sort_unstable();
-            let mut w = before;
-            for i in before..all.len() {
-                if i == before || all[i] != all[w - 1] {
-                    all[w] = all[i];
-                    w += 1;
-                }
-            }
-            all.truncate(w);
             outputs.extend(mine.iter().filter(|&&k| k & OUTPUT_KEY_BIT != 0));
         }
         all.sort_unstable();
@@ -389,10 +378,10 @@ impl Apc {
                 // The run starting at block k (a lookup stops at the first block missed).
                 let Some(&(k0, n, key)) = runs.next() else { break };
                 debug_assert_eq!(k0, k);
-                let (from, blocks) = (0, (k0 + n).min(end) - k);
+                let blocks = (k0 + n).min(end) - k;
                 let Some(run) = c.shared_run(key) else { break };
                 let (units, nsegs) = (hits.len(), segs.len());
-                let got = c.hits(run, from, blocks * per, hits, segs) / per;
+                let got = c.hits(run, 0, blocks * per, hits, segs) / per;
                 // Whole blocks only.
                 hits.truncate(units + (got * per) as usize);
                 trim_segs(segs, nsegs, got * per);
@@ -445,12 +434,6 @@ impl Apc {
         free
     }
 
-    /// The table ranges of request `id` (a list from the spares when it had none).
-    fn held_of(&mut self, id: u32) -> &mut Vec<Held> {
-        let spare = &mut self.spare;
-        self.held.entry(id).or_insert_with(|| spare.pop().unwrap_or_default())
-    }
-
     /// Give `table` (empty) the units of the last lookup, each touched (the first half of
     /// `allocate_slots`: `allocate_new_computed_blocks`), and count them as cached.
     pub fn take_hits(&mut self, kv: &mut KvPool, r: &mut Req) {
@@ -462,7 +445,7 @@ impl Apc {
         }
         r.blocks.extend_from_slice(&self.hits);
         let (_, per) = Self::block_of(kv, r);
-        let held = self.held_of(r.id);
+        let held = held_of(&mut self.held, &mut self.spare, r.id);
         for &(e, lo, n) in &segs {
             match held.last_mut() {
                 Some(h) if h.0 == e && h.1 + h.3 == lo && h.2 + h.3 == pos => h.3 += n,
@@ -493,10 +476,7 @@ impl Apc {
         self.hash_upto(r, b, upto);
         let Some(c) = kv.awake_cache() else { return };
         let p = &self.per[r.id as usize];
-        let held = {
-            let spare = &mut self.spare;
-            self.held.entry(r.id).or_insert_with(|| spare.pop().unwrap_or_default())
-        };
+        let held = held_of(&mut self.held, &mut self.spare, r.id);
         let mut k = from;
         let mut at = p.runs.partition_point(|run| run.0 + run.1 <= k);
         while k < upto {
@@ -518,16 +498,20 @@ impl Apc {
     /// scheduled; its private full blocks among them are registered first, so that it can
     /// hit them. Without caching, the pool's plain release.
     pub fn release(&mut self, kv: &mut KvPool, r: &mut Req, again: Option<u32>) {
-        if !kv.queued() && (again.is_none() || !kv.caching()) {
-            kv.release(&mut r.blocks);
-            if let Some(mut h) = self.held.remove(&r.id) {
-                h.clear();
-                self.spare.push(h);
-            }
-            return;
-        }
-        let (b, per) = Self::block_of(kv, r);
         let mut held = self.held.remove(&r.id).unwrap_or_else(|| self.spare.pop().unwrap_or_default());
+        if kv.queued() || (again.is_some() && kv.caching()) {
+            self.release_cached(kv, r, again, &mut held);
+        } else {
+            kv.release(&mut r.blocks);
+        }
+        held.clear();
+        self.spare.push(held);
+    }
+
+    /// [`Apc::release`] where something may be cached: `held`, the table's ranges of
+    /// cached copies.
+    fn release_cached(&mut self, kv: &mut KvPool, r: &mut Req, again: Option<u32>, held: &mut Vec<Held>) {
+        let (b, per) = Self::block_of(kv, r);
         let mut cached = held.last().map_or(0, |h| h.2 + h.3);
         if let Some(alloc) = again {
             let full = alloc.min(r.num_tokens()) / b;
@@ -560,9 +544,12 @@ impl Apc {
             }
             None => kv.release(&mut r.blocks),
         }
-        held.clear();
-        self.spare.push(held);
     }
+}
+
+/// Request `id`'s table ranges of cached copies (a list from the spares when it had none).
+fn held_of<'a>(held: &'a mut HashMap<u32, Vec<Held>, BuildHasherDefault<KeyHasher>>, spare: &mut Vec<Vec<Held>>, id: u32) -> &'a mut Vec<Held> {
+    held.entry(id).or_insert_with(|| spare.pop().unwrap_or_default())
 }
 
 /// Keep the first `n` units of the ranges in `segs[from..]`.

@@ -303,11 +303,12 @@ proptest! {
     #[test]
     fn the_block_cache_is_vllm_s_block_pool(
         total in 2u32..24,
-        wrap in any::<bool>(),
+        far in any::<bool>(),
         ops in prop::collection::vec((0u8..8, 0u8..8, 0u8..8, 0u8..4), 1..120),
     ) {
         let mut c = awake(total);
-        if wrap {
+        if far {
+            // Queue positions counted from past 2³² (they are 64-bit).
             c.skip_positions(u64::from(u32::MAX) - 40);
         }
         let mut m = Model {
