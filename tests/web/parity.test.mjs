@@ -1,5 +1,6 @@
 // The WASM module under Node (`make test-node`): every golden scenario gives, byte for byte,
-// the JSON the Rust runner and the Python API give (tests/golden/*.json); garbage never
+// the JSON the Rust runner and the Python API give (tests/golden/*.json, the compact JSON
+// re-indented by `pretty`, which leaves every number's text as written); garbage never
 // traps the module; errors carry the Python class names and the field path.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,13 +14,85 @@ const cases = readdirSync(golden).filter((f) => f.endsWith(".toml")).sort();
 
 await o1sim.init(readFileSync(`${root}web/pkg/o1sim.wasm`));
 
+/** A golden file's text for a result's compact JSON, the walk of `crates/sim-core/tests/golden.rs`
+ * and `tests/goldenkit.py`: a newline and two spaces per level after `{`, `[` and `,` and before
+ * `}`, `]`; a space after `:`; `{}` and `[]` kept; whitespace between tokens dropped; strings and
+ * numbers copied as written; a final newline. */
+function pretty(text) {
+  const out = [];
+  const close = { "{": "}", "[": "]" };
+  const space = (c) => c === " " || c === "\t" || c === "\n" || c === "\r";
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  for (let i = 0; i < text.length; ) {
+    const c = text[i++];
+    if (inString) {
+      out.push(c);
+      if (escaped) escaped = false;
+      else if (c === "\\") escaped = true;
+      else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+      out.push(c);
+    } else if (c in close) {
+      let j = i;
+      while (j < text.length && space(text[j])) j++;
+      if (text[j] === close[c]) {
+        out.push(c + close[c]);
+        i = j + 1;
+      } else {
+        depth++;
+        out.push(c + "\n" + "  ".repeat(depth));
+      }
+    } else if (c === "}" || c === "]") {
+      depth = Math.max(depth - 1, 0);
+      out.push("\n" + "  ".repeat(depth) + c);
+    } else if (c === ",") {
+      out.push(",\n" + "  ".repeat(depth));
+    } else if (c === ":") {
+      out.push(": ");
+    } else if (!space(c)) {
+      out.push(c);
+    }
+  }
+  out.push("\n");
+  return out.join("");
+}
+
+test("pretty re-indents without touching strings or numbers", () => {
+  const compact = String.raw`{"a\"{":[],"b":{},"c":[1,{"d":"}],\\","é:[":"x, y"},[ ]],"e":-0.0,"f":1e300,"g":[{}]}`;
+  const want = String.raw`{
+  "a\"{": [],
+  "b": {},
+  "c": [
+    1,
+    {
+      "d": "}],\\",
+      "é:[": "x, y"
+    },
+    []
+  ],
+  "e": -0.0,
+  "f": 1e300,
+  "g": [
+    {}
+  ]
+}
+`;
+  const got = pretty(compact);
+  assert.equal(got, want);
+  assert.deepEqual(JSON.parse(got), JSON.parse(compact));
+  assert.equal(pretty(got), got);
+});
+
 test("there are golden cases", () => assert.ok(cases.length >= 4));
 
 for (const name of cases) {
   test(`golden ${name}: WASM gives the same bytes as Python and the Rust runner`, () => {
     const toml = readFileSync(golden + name, "utf8");
     const expected = readFileSync(golden + name.replace(/\.toml$/, ".json"), "utf8");
-    const got = o1sim.simulate(toml, { format: "toml" });
+    const got = pretty(o1sim.simulate(toml, { format: "toml" }));
     assert.equal(got.length, expected.length);
     assert.ok(got === expected, `${name}: first difference at ${[...got].findIndex((c, i) => c !== expected[i])}`);
   });
@@ -28,7 +101,7 @@ for (const name of cases) {
 test("the same scenario as a JS object (JSON) gives the same bytes as TOML", () => {
   const toml = readFileSync(golden + "vllm_hand.toml", "utf8");
   const resolved = o1sim.validate(toml, { format: "toml" }).scenario;
-  assert.equal(o1sim.simulate(resolved), readFileSync(golden + "vllm_hand.json", "utf8"));
+  assert.equal(pretty(o1sim.simulate(resolved)), readFileSync(golden + "vllm_hand.json", "utf8"));
 });
 
 test("init is idempotent and accepts a file: URL", async () => {
@@ -41,9 +114,9 @@ test("init takes a fetch Response, or a promise of one (as the page's worker pas
   const toml = readFileSync(golden + "vllm_hand.toml", "utf8");
   const expected = readFileSync(golden + "vllm_hand.json", "utf8");
   await o1sim.init(Promise.resolve(new Response(bytes, { headers: { "content-type": "application/wasm" } })));
-  assert.equal(o1sim.simulate(toml, { format: "toml" }), expected);
+  assert.equal(pretty(o1sim.simulate(toml, { format: "toml" })), expected);
   await o1sim.init(new Response(bytes)); // no wasm content type: compiled from its bytes
-  assert.equal(o1sim.simulate(toml, { format: "toml" }), expected);
+  assert.equal(pretty(o1sim.simulate(toml, { format: "toml" })), expected);
   await assert.rejects(o1sim.init(new Response("missing", { status: 404 })), /HTTP 404/);
   await o1sim.init(bytes); // leave a working instance for the other tests
 });
@@ -70,7 +143,7 @@ test("errors carry the Python class name and the field path", () => {
 test("a panic inside the core is an InternalError, not a trap, and the module keeps working", () => {
   assert.throws(() => o1sim._testPanic(), (e) => e.name === "InternalError" && /o1_test_panic/.test(e.message));
   const toml = readFileSync(golden + "vllm_hand.toml", "utf8");
-  assert.equal(o1sim.simulate(toml, { format: "toml" }), readFileSync(golden + "vllm_hand.json", "utf8"));
+  assert.equal(pretty(o1sim.simulate(toml, { format: "toml" })), readFileSync(golden + "vllm_hand.json", "utf8"));
 });
 
 test("garbage never traps the module", () => {
