@@ -91,7 +91,7 @@ use crate::catalog::{resolve_gpu, resolve_model};
 use crate::config::Scenario;
 use crate::engine::Engine;
 use crate::memory::plan_memory_with;
-use crate::metrics::{summarize, SloNs};
+use crate::metrics::{summarize, Held, SloNs};
 use crate::perf::StepCostModel;
 
 /// A scenario checked and resolved: presets expanded, memory planned, requests generated.
@@ -564,9 +564,10 @@ fn collect(built: Built) -> SimResult {
         s.emit(i as u32, &mut ts);
     }
     let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
-    let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client);
+    let held = Held { replica_ns: engine.scaler.as_ref().map(|sc| sc.replica_ns(end_ns)) };
+    let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client, held);
     if let Some(sc) = engine.scaler.as_ref() {
-        scaling_results(sc, end_ns, &stats, &mut summary, &mut ts);
+        scaling_results(sc, end_ns, &mut summary, &mut ts);
     }
     if reqs.iter().any(|r| r.adversarial) {
         summary["classes"] = crate::metrics::class_summary(reqs, REASON_NAMES);
@@ -588,24 +589,13 @@ fn collect(built: Built) -> SimResult {
     }
 }
 
-/// Under autoscaling: `gpu_hours` and the `scaling` table in the summary, KV use and busy
-/// fractions over the replica-time actually held (not every slot for the whole run), and the
+/// Under autoscaling: `gpu_hours` and the `scaling` table added to the summary (whose KV
+/// use and busy fraction [`summarize`] took over the replica-time actually held), and the
 /// time series' `replicas` column.
-fn scaling_results(
-    sc: &crate::scaling::Autoscaler,
-    end_ns: u64,
-    stats: &[crate::metrics::ReplicaStats],
-    summary: &mut serde_json::Value,
-    ts: &mut TimeSeries,
-) {
+fn scaling_results(sc: &crate::scaling::Autoscaler, end_ns: u64, summary: &mut serde_json::Value, ts: &mut TimeSeries) {
     let (gpu_hours, table) = sc.summary(end_ns);
     summary["gpu_hours"] = serde_json::json!(gpu_hours);
     summary["scaling"] = table;
-    let held = sc.replica_ns(end_ns);
-    if held > 0.0 {
-        summary["kv_utilization_mean"] = serde_json::json!(stats.iter().map(|s| s.kv_usage_ns).sum::<f64>() / held);
-        summary["gpu_busy_fraction"] = serde_json::json!(stats.iter().map(|s| s.busy_ns).sum::<u64>() as f64 / held);
-    }
     let width = (ts.interval_ms * 1e6).round() as u64;
     ts.replicas = ts
         .time_ms

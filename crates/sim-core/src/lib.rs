@@ -19,6 +19,7 @@ pub mod json;
 pub mod kv;
 pub mod limits;
 pub mod memory;
+pub mod metric_info;
 pub mod metrics;
 pub mod perf;
 pub mod policy;

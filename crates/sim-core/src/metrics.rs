@@ -325,11 +325,22 @@ pub struct SloNs {
     pub e2e: Option<f64>,
 }
 
+/// The GPU time a run held, for the metrics per held replica-time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Held {
+    /// Under autoscaling: Σ replica-time holding GPUs (ns). `None` (or 0): every replica
+    /// for the whole run.
+    pub replica_ns: Option<f64>,
+}
+
 /// Build the summary object of a finished run. `client`: the headline TTFT, TPOT and E2E
 /// (and the SLO) are client-side, measured from the client's send to its receipt of the
 /// first and last tokens ([`crate::frontend`]); else engine-side. The engine-side TTFT and
 /// E2E are always in `engine_ttft_ms` / `engine_e2e_ms`. `client_times`: the front end's
-/// delays by request id (empty: none).
+/// delays by request id (empty: none). `held`: the GPU time the KV use and busy fraction are
+/// over. Each key a front end shows has its row in
+/// [`crate::metric_info::SUMMARY_METRICS`] (or is one of its `NOT_METRICS`).
+#[allow(clippy::too_many_arguments)]
 pub fn summarize(
     reqs: &[Req],
     client_times: &[Client],
@@ -338,6 +349,7 @@ pub fn summarize(
     reason_names: &[&str],
     slo: Option<SloNs>,
     client: bool,
+    held: Held,
 ) -> Value {
     let ms = |ns: u64| ns as f64 / 1e6;
     let (mut ttft, mut tpot, mut e2e, mut queue) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -395,7 +407,13 @@ pub fn summarize(
     let per_s = |x: f64| if span_s > 0.0 { x / span_s } else { 0.0 };
     let n_rep = stats.len().max(1) as f64;
     let span_ns = end_ns.max(1) as f64;
-    let kv_mean = stats.iter().map(|s| s.kv_usage_ns).sum::<f64>() / (span_ns * n_rep);
+    // The replica-time GPUs were held: every replica for the whole run, or what the
+    // autoscaler held (not every slot for the whole run).
+    let replica_ns = match held.replica_ns {
+        Some(h) if h > 0.0 => h,
+        _ => span_ns * n_rep,
+    };
+    let kv_mean = stats.iter().map(|s| s.kv_usage_ns).sum::<f64>() / replica_ns;
     let kv_peak = stats.iter().map(|s| s.kv_peak).fold(0.0, f64::max);
     let (fw, fs) = stats.iter().fold((0.0, 0.0), |a, s| (a.0 + s.frag_weight_ns, a.1 + s.frag_ns));
     let failures: u64 = kv.iter().map(|k| k.0).sum();
@@ -443,7 +461,7 @@ pub fn summarize(
         "steps": steps,
         "mean_batch_size": if steps > 0 { stats.iter().map(|s| s.batch_sum).sum::<u64>() as f64 / steps as f64 } else { 0.0 },
         "max_batch_size": stats.iter().map(|s| s.max_batch).max().unwrap_or(0),
-        "gpu_busy_fraction": busy as f64 / (span_ns * n_rep),
+        "gpu_busy_fraction": busy as f64 / replica_ns,
     })
 }
 

@@ -25,7 +25,10 @@ pub fn policy_info() -> Vec<crate::policy::PolicyInfo> {
 /// - `routers`, `arrival_kinds`, `length_kinds`, `scheduling_policies`: names;
 /// - `event_kinds`: `{name, label, target}` (`target`: `link` or `gpu`);
 /// - `gpus`, `models`: the presets' records; `topologies`: the topology presets' names;
-/// - `chart_style`: the charts' conventions besides the policies' colours ([`chart_style`]).
+/// - `chart_style`: the charts' conventions besides the policies' colours ([`chart_style`]);
+/// - `summary_metrics`: every metric of the run summary, display order, `{key, label, unit,
+///   format, decimals, scale, lower_is_better, shown_in, stats, prometheus, doc}`
+///   ([`crate::metric_info`]).
 pub fn presets() -> Value {
     let topology_policies: Vec<&str> =
         Policy::ALL.iter().filter(|p| p.info().needs_topology).map(|p| p.name()).collect();
@@ -42,6 +45,7 @@ pub fn presets() -> Value {
         "event_kinds": crate::topo::events::EVENT_KINDS,
         "topologies": crate::topo::presets::PRESET_NAMES,
         "chart_style": chart_style(),
+        "summary_metrics": crate::metric_info::SUMMARY_METRICS,
     })
 }
 
@@ -197,6 +201,42 @@ mod tests {
         for k in reg["event_kinds"].as_array().unwrap() {
             assert!(["link", "gpu"].contains(&k["target"].as_str().unwrap()) && !k["label"].as_str().unwrap().is_empty());
         }
+    }
+
+    /// Every row of `summary_metrics` names a value of a real run's summary (a number or
+    /// null; a distribution: its object with every statistic), and every key of the summary
+    /// has a row or is one of `NOT_METRICS` (with why).
+    #[test]
+    fn every_summary_metric_has_one_row_and_every_row_a_value() {
+        use crate::metric_info::{NOT_METRICS, SUMMARY_METRICS};
+        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/");
+        // An autoscaling run has every key a plain run has, and gpu_hours.
+        let scaled = std::fs::read_to_string(format!("{golden}scaling_step.toml")).unwrap();
+        let plain = crate::default_scenario_toml();
+        for text in [scaled.as_str(), plain] {
+            let r = crate::simulate(text, crate::config::Format::Toml, crate::SimOptions::default()).unwrap();
+            let summary = r.summary.as_object().unwrap();
+            for key in summary.keys() {
+                let rows = SUMMARY_METRICS.iter().filter(|m| m.key == key).count();
+                let not = NOT_METRICS.iter().any(|(k, why)| k == key && !why.is_empty());
+                assert!(rows + usize::from(not) == 1, "summary key {key}: {rows} row(s); give it one, or a reason in NOT_METRICS");
+            }
+            for m in SUMMARY_METRICS {
+                let Some(v) = summary.get(m.key) else {
+                    assert!(m.key == "gpu_hours" && text == plain, "{}: not in the summary", m.key);
+                    continue;
+                };
+                if m.stats.is_empty() {
+                    assert!(v.is_number() || v.is_null(), "{}: {v}", m.key);
+                } else {
+                    for (stat, _) in m.stats {
+                        assert!(v[*stat].is_number(), "{}.{stat}: {v}", m.key);
+                    }
+                }
+            }
+        }
+        let exported = presets()["summary_metrics"].as_array().unwrap().len();
+        assert_eq!(exported, SUMMARY_METRICS.len());
     }
 
     #[test]

@@ -96,7 +96,8 @@ pub struct SloSpec {
 /// empty run with an SLO, which has every key a plain run reports), plus those only some
 /// runs report (autoscaling, topology), and `goodput`.
 pub fn known_metrics() -> Vec<String> {
-    let empty = crate::metrics::summarize(&[], &[], &[], &[], crate::REASON_NAMES, Some(crate::metrics::SloNs::default()), true);
+    let slo = Some(crate::metrics::SloNs::default());
+    let empty = crate::metrics::summarize(&[], &[], &[], &[], crate::REASON_NAMES, slo, true, Default::default());
     let mut names: Vec<String> = flat_metrics(&empty).keys().cloned().collect();
     names.extend(["goodput", "gpu_hours", "scaling_num_events", "scaling_peak_replicas"].map(String::from));
     names.sort();
@@ -114,7 +115,10 @@ fn default_bound(metric: &str) -> Option<Bound> {
     } else if metric.ends_with("_per_s") || AT_LEAST.contains(&metric) {
         Some(Bound::AtLeast)
     } else {
-        None
+        // Otherwise the way the summary's metric table says is better (a scalar's key is
+        // its flat name).
+        let row = crate::metric_info::SUMMARY_METRICS.iter().find(|m| m.stats.is_empty() && m.key == metric)?;
+        row.lower_is_better.map(|lower| if lower { Bound::AtMost } else { Bound::AtLeast })
     }
 }
 
