@@ -98,7 +98,7 @@ def test_run_default_prints_a_summary_and_writes_outputs(runner: CliRunner, tmp_
     out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
     res = runner.invoke(main, ["run", "--json", str(out_json), "--csv", str(out_csv)])
     assert res.exit_code == 0, res.output + res.stderr
-    assert "requests" in res.stdout and "TTFT" in res.stdout
+    assert "Requests" in res.stdout and "TTFT (ms)" in res.stdout
     expected = o1sim.simulate(o1sim.Scenario.default())
     # Byte for byte the core's JSON: the CLI must not re-serialise it.
     assert out_json.read_text(encoding="utf-8") == expected.to_json()

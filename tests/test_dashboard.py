@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import o1sim
+from o1sim import registry
 from o1sim.cli import main
 from o1sim.dashboard import APP_PATH, charts
 from o1sim.dashboard.scenarios import FIELDS, PRESETS, preset_scenario, trace_workload
@@ -32,6 +33,11 @@ def _metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def _text(summary: dict[str, Any], path: str) -> str:
+    """The value at ``path`` of a summary as every front end writes it (the core's metric table)."""
+    return registry.format_metric(registry.shown_metric(path), registry.metric_value(summary, path))
+
+
 def _no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
@@ -46,12 +52,32 @@ def test_default_runs_and_shows_the_summary(app: AppTest) -> None:
     assert not app.error
     metrics = _metrics(app)
     expected = o1sim.simulate(o1sim.Scenario.default()).summary
-    assert metrics["TTFT p99 (ms)"] == f"{expected['ttft_ms']['p99']:,.0f}"
+    assert metrics["TTFT p99 (ms)"] == _text(expected, "ttft_ms.p99")
     assert metrics["Rejected"] == "0"
     assert app.selectbox(key="policy").value == "vllm"
     # All four policies are compared: one row each in the comparison table.
     table = app.dataframe[0].value
     assert sorted(table.index) == sorted(o1sim.presets()["policies"])
+
+
+def test_headline_and_compare_table_are_the_metric_tables_rows(app: AppTest) -> None:
+    """The headline metrics are the rows the core's table shows on the dashboard, labelled and
+    written as it says; the Compare tab's table has one column per row it shows in comparisons,
+    with each policy's value as shown (a percentage × 100)."""
+    _no_exception(app)
+    metrics = _metrics(app)
+    expected = o1sim.simulate(o1sim.Scenario.default()).summary
+    shown = registry.shown_metrics("dashboard")
+    assert list(metrics) == [m.heading for m in shown]
+    assert metrics == {m.heading: _text(expected, m.path) for m in shown}
+    table = app.dataframe[0].value
+    compare = registry.shown_metrics("compare")
+    assert list(table.columns) == [m.heading for m in compare]
+    for policy in table.index:
+        s = o1sim.simulate(o1sim.Scenario.default().with_overrides({"scheduler.policy": policy})).summary
+        for m in compare:
+            v, got = registry.metric_value(s, m.path), table.loc[policy, m.heading]
+            assert (got != got) if v is None else got == v * m.scale, (policy, m.path)  # NaN where none
 
 
 def test_switching_policy_changes_the_summary() -> None:
@@ -62,7 +88,7 @@ def test_switching_policy_changes_the_summary() -> None:
     after = _metrics(at)
     assert after != before
     sarathi = o1sim.simulate(o1sim.Scenario.default().with_overrides({"scheduler.policy": "sarathi"})).summary
-    assert after["TPOT p99 (ms)"] == f"{sarathi['tpot_ms']['p99']:,.1f}"
+    assert after["TPOT p99 (ms)"] == _text(sarathi, "tpot_ms.p99")
     assert any("Policy: sarathi" in h.value for h in at.subheader)
 
 
@@ -71,7 +97,7 @@ def test_overrides_reach_the_run() -> None:
     at.number_input(key="rate").set_value(5.0).run()
     _no_exception(at)
     five = o1sim.simulate(o1sim.Scenario.default().with_overrides({"workload.arrival.rate": 5.0})).summary
-    assert _metrics(at)["TTFT p99 (ms)"] == f"{five['ttft_ms']['p99']:,.0f}"
+    assert _metrics(at)["TTFT p99 (ms)"] == _text(five, "ttft_ms.p99")
 
 
 def test_bad_override_shows_an_error_under_its_input_not_a_traceback() -> None:
@@ -126,7 +152,7 @@ def test_a_config_json_model_is_kept_and_its_keys_named() -> None:
     assert not at.error and not at.sidebar.error, [e.value for e in at.error] + [e.value for e in at.sidebar.error]
     assert at.selectbox(key="model").value == "config.json (mistral)"
     expected = o1sim.simulate(json.loads(text) | {"scheduler": {"policy": "vllm"}}).summary
-    assert _metrics(at)["TTFT p99 (ms)"] == f"{expected['ttft_ms']['p99']:,.0f}"
+    assert _metrics(at)["TTFT p99 (ms)"] == _text(expected, "ttft_ms.p99")
     broken = {k: v for k, v in config.items() if k != "hidden_size"}
     at.text_area(key="scenario_text").input(json.dumps({"model": {"hf_config": broken}, "gpu": "h100"})).run()
     _no_exception(at)
@@ -266,7 +292,7 @@ def test_report_is_one_self_contained_html(runner: Any, tmp_path: Path) -> None:
     for policy in ("vllm", "sarathi"):
         s = o1sim.simulate(o1sim.Scenario.from_file(scenario).with_overrides({"scheduler.policy": policy})).summary
         assert f"<td>{policy}</td>" in page
-        assert f"{s['ttft_ms']['p99']:,.0f}" in page
+        assert _text(s, "ttft_ms.p99") in page
 
 
 def test_report_bad_scenario_is_a_red_line(runner: Any, tmp_path: Path) -> None:
@@ -361,7 +387,7 @@ def test_link_degradation_event_from_the_sidebar() -> None:
     scenario = o1sim.Scenario.default().with_overrides({"topology": "hgx-h200", "events": [
         {"at_s": 30.0, "kind": "set_link", "src": "gpu0", "dst": "nvswitch0", "bandwidth_gbps": 45.0}]})
     expected = o1sim.simulate(scenario).summary
-    assert _metrics(at)["TPOT p99 (ms)"] == f"{expected['tpot_ms']['p99']:,.1f}"
+    assert _metrics(at)["TPOT p99 (ms)"] == _text(expected, "tpot_ms.p99")
     assert expected["topology"]["events_applied"] == 1
 
 

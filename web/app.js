@@ -6,6 +6,7 @@ import { TopologyPanel } from "./topology.js";
 import { CheckPanel } from "./check.js";
 import { CapacityPanel } from "./capacity.js";
 import { StepsPanel } from "./steps.js";
+import { formatMetric, metricValue, shownMetrics } from "./metrics.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
@@ -377,7 +378,19 @@ async function run() {
 }
 
 const fmt = (v, d = 1) => (v === null || v === undefined || Number.isNaN(v) ? "—" : Number(v).toFixed(d));
-const pct = (v) => (v === null || v === undefined ? "—" : `${(100 * v).toFixed(1)}%`);
+// The summary table's columns: the core's metric table's rows shown on the page (set at start-up).
+let SUMMARY_COLUMNS = [];
+
+function renderSummaryHead() {
+  const tr = $("#summary thead tr");
+  tr.textContent = "";
+  for (const [text, title] of [["policy", ""], ...SUMMARY_COLUMNS.map((c) => [c.heading, c.doc])]) {
+    const th = document.createElement("th");
+    th.textContent = text;
+    if (title) th.title = title;
+    tr.append(th);
+  }
+}
 
 function renderSummary(results) {
   const body = $("#summary tbody");
@@ -386,21 +399,12 @@ function renderSummary(results) {
     const tr = document.createElement("tr");
     tr.dataset.policy = r.label;
     if (!r.ok) {
-      tr.innerHTML = `<td>${r.label}</td><td class="error" colspan="12"></td>`;
+      tr.innerHTML = `<td>${r.label}</td><td class="error" colspan="${SUMMARY_COLUMNS.length}"></td>`;
       tr.lastChild.textContent = `${r.error.name}: ${r.error.message}`;
       body.append(tr);
       continue;
     }
     const s = r.summary;
-    const cells = [
-      ["ttft_p50", s.ttft_ms?.p50, fmt], ["ttft_p99", s.ttft_ms?.p99, fmt],
-      ["tpot_p50", s.tpot_ms?.p50, (v) => fmt(v, 2)], ["tpot_p99", s.tpot_ms?.p99, (v) => fmt(v, 2)],
-      ["e2e_p99", s.e2e_ms?.p99, fmt], ["throughput_rps", s.throughput_rps, (v) => fmt(v, 2)],
-      ["goodput_rps", s.goodput_rps, (v) => fmt(v, 2)], ["slo_attainment", s.slo_attainment, pct],
-      ["kv_utilization_mean", s.kv_utilization_mean, pct], ["prefix_cache_hit_rate", s.prefix_cache_hit_rate, pct],
-      ["preemptions", s.preemptions, (v) => fmt(v, 0)],
-      ["rejected", s.rejected, (v) => fmt(v, 0)],
-    ];
     const name = document.createElement("td");
     name.textContent = r.label;
     const kv = s.topology?.kv_transfers;
@@ -412,11 +416,12 @@ function renderSummary(results) {
       name.append(small);
     }
     tr.append(name);
-    for (const [key, value, f] of cells) {
+    for (const c of SUMMARY_COLUMNS) {
       const td = document.createElement("td");
-      td.dataset.key = key;
-      if (value !== undefined && value !== null) td.dataset.value = String(value);
-      td.textContent = f(value);
+      const value = metricValue(s, c.path);
+      td.dataset.key = c.path;
+      if (value !== null) td.dataset.value = String(value);
+      td.textContent = formatMetric(c, value);
       tr.append(td);
     }
     body.append(tr);
@@ -452,6 +457,8 @@ async function main() {
   POLICY_INFO = catalog.policy_info;
   setPolicyColors(Object.fromEntries(POLICY_INFO.map((p) => [p.name, p.color])));
   setChartStyle(catalog.chart_style);
+  SUMMARY_COLUMNS = shownMetrics(catalog.summary_metrics, "page");
+  renderSummaryHead();
   DEFAULT_POLICIES = POLICY_INFO.filter((p) => !p.needs_topology).map((p) => p.name);
   defaults = flatten(result.defaultScenario);
   delete defaults.name;

@@ -83,22 +83,6 @@ def _num(value: Any, digits: int = 1, scale: float = 1.0) -> str:
     return f"{v:,.{digits}f}"
 
 
-def _pct(value: Any) -> str:
-    """A 0..1 fraction as a percentage."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return DASH
-    return f"{100.0 * value:.1f}%"
-
-
-def _rejections(summary: Mapping[str, Any]) -> Any:
-    rej = _get(summary, "rejections")
-    if isinstance(rej, Mapping):
-        return sum(v for v in rej.values() if isinstance(v, (int, float)))
-    if isinstance(rej, (int, float)):
-        return rej
-    return _get(summary, "rejected")
-
-
 _TRACE_HELP = "Replay this trace file as the workload (Azure, Mooncake, Vidur, BLIS, inference-perf, vLLM, CSV/JSONL)."
 
 
@@ -164,28 +148,29 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Co
     head = Table(title=f"o1sim · {sc.source}", show_header=False, title_justify="left")
     head.add_column("metric", style="bold")
     head.add_column("value", justify="right")
-    head.add_row("requests", _num(_get(s, "num_requests")))
-    head.add_row("finished", _num(_get(s, "finished")))
-    head.add_row("rejected", _num(_rejections(s)))
-    head.add_row("simulated duration (s)", _num(_get(s, "duration_s"), 2))
-    head.add_row("throughput (req/s)", _num(_get(s, "throughput_rps"), 2))
-    head.add_row("output tokens/s", _num(_get(s, "output_tokens_per_s"), 0))
-    head.add_row("goodput (req/s)", _num(_get(s, "goodput_rps"), 2))
-    head.add_row("KV utilisation mean / peak", f"{_pct(_get(s, 'kv_utilization_mean'))} / {_pct(_get(s, 'kv_utilization_peak'))}")
-    head.add_row("fragmentation (mean)", _pct(_get(s, "fragmentation_mean")))
-    head.add_row("allocation failures", _num(_get(s, "allocation_failures")))
-    head.add_row("preemptions", _num(_get(s, "preemptions")))
-    if _get(s, "prefix_cache_hit_rate") is not None:
-        head.add_row("prefix-cache hit rate", _pct(_get(s, "prefix_cache_hit_rate")))
+    # The summary's metrics as the core's table lists them (o1sim.registry): the scalars
+    # this run reports, one per line; the latency distributions in a grid below.
+    shown = registry.shown_metrics("cli")
+    for m in shown:
+        if "." not in m.path and m.path in s:
+            head.add_row(m.heading, registry.format_metric(m, registry.metric_value(s, m.path)))
     head.add_row("wall time (s)", f"{wall_s:.3f}")
     out.print(head)
 
-    lat = Table(title="latency (ms)", title_justify="left")
+    rows = {r["key"]: r for r in registry.summary_metrics()}
+    grid: dict[str, dict[str, str]] = {}  # distribution heading → {statistic: text}
+    for m in shown:
+        stat = m.path.partition(".")[2]
+        if stat:
+            name = registry.heading(rows[m.metric]["label"], m.unit)
+            grid.setdefault(name, {})[stat] = registry.format_metric(m, registry.metric_value(s, m.path))
+    stats = list(dict.fromkeys(stat for cells in grid.values() for stat in cells))
+    lat = Table(title="latency", title_justify="left")
     lat.add_column("metric", style="bold")
-    for q in ("mean", "p50", "p90", "p99"):
+    for q in stats:
         lat.add_column(q, justify="right")
-    for name, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms"), ("queueing", "queueing_ms")):
-        lat.add_row(name, *(_num(_get(s, f"{key}.{q}"), 2) for q in ("mean", "p50", "p90", "p99")))
+    for name, cells in grid.items():
+        lat.add_row(name, *(cells.get(q, DASH) for q in stats))
     out.print(lat)
 
     topo = _get(s, "topology")
@@ -212,21 +197,30 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Co
         out.print(t)
 
 
-COMPARE_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
-    ("TTFT p50 ms", lambda s: _num(_get(s, "ttft_ms.p50"), 1)),
-    ("TTFT p99 ms", lambda s: _num(_get(s, "ttft_ms.p99"), 1)),
-    ("TPOT p50 ms", lambda s: _num(_get(s, "tpot_ms.p50"), 2)),
-    ("TPOT p99 ms", lambda s: _num(_get(s, "tpot_ms.p99"), 2)),
-    ("E2E p99 s", lambda s: _num(_get(s, "e2e_ms.p99"), 2, scale=1e-3)),
-    ("req/s", lambda s: _num(_get(s, "throughput_rps"), 2)),
-    ("tok/s", lambda s: _num(_get(s, "output_tokens_per_s"), 0)),
-    ("goodput req/s", lambda s: _num(_get(s, "goodput_rps"), 2)),
-    ("KV mean", lambda s: _pct(_get(s, "kv_utilization_mean"))),
-    ("KV peak", lambda s: _pct(_get(s, "kv_utilization_peak"))),
-    ("frag", lambda s: _pct(_get(s, "fragmentation_mean"))),
-    ("preempt", lambda s: _num(_get(s, "preemptions"))),
-    ("rejected", lambda s: _num(_rejections(s))),
-]
+def _compare_columns() -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
+    """`compare`'s columns: the values the core's metric table shows in comparisons."""
+    def cell(m: registry.Shown) -> Callable[[Mapping[str, Any]], str]:
+        return lambda s: registry.format_metric(m, registry.metric_value(s, m.path))
+
+    return [(m.heading, cell(m)) for m in registry.shown_metrics("compare")]
+
+
+def _column_widths(results: Mapping[str, Result | SimError],
+                   columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]]) -> list[int]:
+    """Each column of `compare`'s table as wide as its widest value or its heading's longest
+    word (the heading wraps), so that no cell is cut."""
+    from .api import Result
+
+    summaries = [r.summary for r in results.values() if isinstance(r, Result)]
+    errors = [len(type(r).__name__) for r in results.values() if not isinstance(r, Result)]
+    widths = [max([len(w) for w in header.split()] + [len(fmt(s)) for s in summaries]) for header, fmt in columns]
+    return [max([w, *errors]) if i == 0 else w for i, w in enumerate(widths)]  # a failed run's error: first column
+
+
+def _compare_width(names: Sequence[str], results: Mapping[str, Result | SimError],
+                   columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]]) -> int:
+    """The width of `compare`'s table: its columns with their padding, the policy column."""
+    return sum(w + 3 for w in _column_widths(results, columns)) + max([len(n) for n in names] + [len("policy")]) + 1
 
 
 @main.command()
@@ -265,9 +259,14 @@ def compare(scenario: Optional[str], policies: list[str], json_out: Optional[str
 
     failed = [(name, r) for name, r in results.items() if not isinstance(r, Result)]
     out = _tables(json_out)
-    # One table when the terminal is wide enough, else latency and throughput/memory apart.
-    c = COMPARE_COLUMNS
-    groups = [c] if out.width >= 150 else [c[:5], c[5:8] + c[12:], c[8:12]]
+    # One table when the terminal is wide enough for it, else the columns in order, as many
+    # to a table as fit.
+    c = _compare_columns()
+    groups: list[list[tuple[str, Callable[[Mapping[str, Any]], str]]]] = [[]]
+    for column in c:
+        if groups[-1] and _compare_width(names, results, [*groups[-1], column]) > out.width:
+            groups.append([])
+        groups[-1].append(column)
     for n, columns in enumerate(groups):
         title = f"o1sim compare · {base.source}" + ("" if len(groups) == 1 else f" ({n + 1}/{len(groups)})")
         out.print(_compare_table(title, results, columns))
@@ -296,8 +295,8 @@ def _compare_table(
 
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
     table.add_column("policy", style="bold", no_wrap=True)
-    for header, _ in columns:
-        table.add_column(header, justify="right", min_width=max(len(w) for w in header.split()))
+    for (header, _), width in zip(columns, _column_widths(results, columns)):
+        table.add_column(header, justify="right", width=width)
     for name, r in results.items():
         if isinstance(r, Result):
             table.add_row(name, *(fmt(r.summary) for _, fmt in columns))

@@ -87,6 +87,9 @@ class RunTables(Protocol):
     def deployment(self) -> dict[str, Any]: ...
 
     @property
+    def summary(self) -> dict[str, Any]: ...
+
+    @property
     def step_records(self) -> list[dict[str, Any]]: ...
 
     @property
@@ -308,140 +311,215 @@ def _histogram_buckets(values_s: Iterable[float], buckets: Sequence[float]) -> t
     return out, math.fsum(vals)
 
 
+#: Histogram buckets of each histogram family (vLLM's), by family name.
+_BUCKETS: dict[str, tuple[float, ...]] = {
+    "vllm:time_to_first_token_seconds": TTFT_BUCKETS_S,
+    "vllm:inter_token_latency_seconds": ITL_BUCKETS_S,
+    "vllm:request_time_per_output_token_seconds": ITL_BUCKETS_S,
+    "vllm:e2e_request_latency_seconds": E2E_BUCKETS_S,
+    "vllm:request_queue_time_seconds": E2E_BUCKETS_S,
+}
+
+#: vLLM families that are no metric of the run summary (so no row of the core's table):
+#: (name, type, help). Their values per engine are computed below like the others'.
+_NOT_SUMMARY_FAMILIES: tuple[tuple[str, str, str], ...] = (
+    ("vllm:inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds."),
+    ("vllm:prompt_tokens", "counter", "Number of prefill tokens processed."),
+    ("vllm:num_requests_running", "gauge", "Number of requests in model execution batches."),
+    ("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed."),
+)
+
+#: Labels of every per-engine series (vLLM labels each engine core).
+_ENGINE_LABELS = ["model_name", "engine"]
+
+
+@dataclass
+class _PromRun:
+    """What the exporter reads of one run, per engine (replica): the server-side latencies
+    of finished requests (seconds), per-engine sums of the request columns, and the time
+    series' time-weighted means."""
+
+    model: str
+    replicas: int
+    summary: Mapping[str, Any]
+    #: histogram family → engine → observed values (s)
+    observed: dict[str, dict[int, list[float]]]
+    #: counter family → engine → value
+    counts: dict[str, dict[int, float]]
+    #: gauge family → engine → time-weighted mean over the run
+    means: dict[str, dict[int, float]]
+    #: (engine, reason) → rejected requests (engine -1: the router)
+    rejected: dict[tuple[int, str], float]
+
+
+def _latencies(result: RunTables, steps: Sequence[Mapping[str, Any]], replicas: int) -> dict[str, dict[int, list[float]]]:
+    """Per engine, the server's own view (from the engine's receipt of a request, as vLLM's
+    metrics are) of each finished request's latencies, and every gap between two tokens."""
+    names = ("vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+             "vllm:request_time_per_output_token_seconds", "vllm:e2e_request_latency_seconds",
+             "vllm:request_queue_time_seconds")
+    out: dict[str, dict[int, list[float]]] = {name: {r: [] for r in range(replicas)} for name in names}
+    ttft, itl, tpot, e2e, queue = (out[name] for name in names)
+    req = result.requests
+    tl = token_timeline(steps, _prompts(result))
+    for row in req[req["status"] == "finished"].itertuples(index=False):
+        rid, rep = int(row.request_id), int(row.replica)
+        ttft[rep].append(float(row.engine_ttft_ms) / 1e3)
+        e2e[rep].append(float(row.engine_e2e_ms) / 1e3)
+        arrived = float(row.engine_arrival_ms)
+        queue[rep].append((tl.first_scheduled_ms.get(rid, arrived) - arrived) / 1e3)
+        toks = tl.token_ms.get(rid, [])
+        itl[rep].extend((b - a) / 1e3 for a, b in zip(toks, toks[1:]))
+        if int(row.output_tokens) > 1:
+            tpot[rep].append((float(row.finish_ms) - float(row.first_token_ms)) / 1e3 / (int(row.output_tokens) - 1))
+    return out
+
+
+def _per_engine_sums(result: RunTables) -> dict[str, dict[int, float]]:
+    """Counter values per engine: finished requests, their prompt and output tokens,
+    preemptions, and the prefix-cache lookups of first admissions (vLLM's counters leave out
+    re-admissions after a preemption)."""
+    req = result.requests
+    by_rep = req[req["status"] == "finished"].groupby("replica", observed=True)
+    by_ts = result.timeseries.groupby("replica")
+    series = {
+        "vllm:request_success": by_rep.size(),
+        "vllm:prompt_tokens": by_rep["prompt_tokens"].sum(),
+        "vllm:generation_tokens": by_rep["output_tokens"].sum(),
+        "vllm:num_preemptions": req.groupby("replica", observed=True)["preemptions"].sum(),
+        "vllm:prefix_cache_queries": by_ts["prefix_queries"].sum(),
+        "vllm:prefix_cache_hits": by_ts["prefix_hits"].sum(),
+    }
+    return {name: {int(k): float(v) for k, v in s.items()} for name, s in series.items()}
+
+
+def _time_means(result: RunTables) -> dict[str, dict[int, float]]:
+    """Gauge values per engine: each time series' mean over the run, weighted by time (a
+    bucket's mean holds over its busy time; idle time counts as zero)."""
+    ts = result.timeseries
+    interval = float(result.timeseries_interval_ms)
+    req = result.requests
+    span_ms = float(req["finish_ms"].max()) if len(req) else 0.0
+    cols = {"vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting",
+            "vllm:kv_cache_usage_perc": "kv_usage"}
+    out: dict[str, dict[int, float]] = {name: {} for name in cols}
+    if span_ms <= 0:
+        return out
+    for rep, rows in ts.groupby("replica", sort=True):
+        for name, col in cols.items():
+            out[name][int(rep)] = float((rows[col] * rows["busy"]).sum() * interval / span_ms)
+    return out
+
+
+def _prom_run(result: RunTables, model_name: Optional[str], steps: Sequence[Mapping[str, Any]]) -> _PromRun:
+    req = result.requests
+    replicas = int(result.deployment.get("replicas", 1))
+    rejected = req[req["status"] == "rejected"]
+    by_reason = rejected.groupby(["replica", "reason"], observed=True).size().items()
+    return _PromRun(
+        model=model_name or str(result.deployment.get("model", {}).get("name", "model")),
+        replicas=replicas,
+        summary=result.summary,
+        observed=_latencies(result, steps, replicas),
+        counts=_per_engine_sums(result),
+        means=_time_means(result),
+        rejected={(int(rep), str(reason)): float(n) for (rep, reason), n in sorted(by_reason) if n},
+    )
+
+
+@dataclass(frozen=True)
+class _Family:
+    """A family to write: its name, type and help, and the summary key of the metric it
+    exports (empty for a family that is no summary metric)."""
+
+    name: str
+    kind: str
+    help: str
+    key: str = ""
+
+
+def _families() -> list[_Family]:
+    """Every family: the core's summary metrics that name one (``presets()["summary_metrics"]``,
+    their ``doc`` as help), then vLLM's families that are no summary metric."""
+    rows: list[dict[str, Any]] = json.loads(_core.presets_json())["summary_metrics"]
+    from_table = [_Family(m["prometheus"]["name"], m["prometheus"]["type"], m["doc"], m["key"])
+                  for m in rows if m["prometheus"] is not None]
+    return from_table + [_Family(*f) for f in _NOT_SUMMARY_FAMILIES]
+
+
+def _family(run: _PromRun, f: _Family) -> Metric:
+    """One family with a series per engine, from what the exporter computed for it; a
+    family it computes nothing for (a summary metric of o1sim's own) is one series of the
+    run's summary value, with the model's label only."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+    def lab(r: int) -> list[str]:
+        return [run.model, str(r)]
+
+    if f.kind == "histogram":
+        hist = HistogramMetricFamily(f.name, f.help, labels=_ENGINE_LABELS)
+        for r in range(run.replicas):
+            counts, total = _histogram_buckets(run.observed[f.name][r], _BUCKETS[f.name])
+            hist.add_metric(lab(r), counts, total)
+        return hist
+    cls = CounterMetricFamily if f.kind == "counter" else GaugeMetricFamily
+    if f.name == "o1sim:requests_rejected":
+        fam = cls(f.name, f"{f.help} Engine -1: by the router.", labels=[*_ENGINE_LABELS, "reason"])
+        for (rep, reason), n in run.rejected.items():
+            fam.add_metric([*lab(rep), reason], n)
+        return fam
+    per_engine = run.counts.get(f.name, run.means.get(f.name))
+    if per_engine is None:
+        value = run.summary.get(f.key)
+        fam = cls(f.name, f.help, labels=["model_name"])
+        fam.add_metric([run.model], float(value) if isinstance(value, (int, float)) else math.nan)
+        return fam
+    # A simulated request stops at its output length.
+    extra = {"finished_reason": "length"} if f.name == "vllm:request_success" else {}
+    note = " Per engine: the time-weighted mean over the run." if f.kind == "gauge" else ""
+    fam = cls(f.name, f.help + note, labels=[*_ENGINE_LABELS, *extra])
+    for r in range(run.replicas):
+        fam.add_metric([*lab(r), *extra.values()], per_engine.get(r, 0.0))
+    return fam
+
+
 def prometheus_text(result: RunTables, *, model_name: Optional[str] = None,
                     steps: Optional[Sequence[Mapping[str, Any]]] = None) -> str:
     """The run as Prometheus text exposition with vLLM's (v1) metric names and types.
 
-    Every series carries ``model_name`` and ``engine`` (the replica index, as vLLM labels
-    each engine core). Histograms use vLLM's buckets: ``vllm:time_to_first_token_seconds``,
-    ``vllm:inter_token_latency_seconds`` (every gap between two tokens of a request),
-    ``vllm:request_time_per_output_token_seconds`` (per request, as the summary's TPOT),
-    ``vllm:e2e_request_latency_seconds`` and ``vllm:request_queue_time_seconds``. Counters:
-    ``vllm:request_success_total{finished_reason="length"}`` (a simulated request stops at
-    its output length), ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``
-    (of finished requests), ``vllm:num_preemptions_total``,
+    The families are those of the core's summary metrics that name one (the table in
+    ``crates/sim-core/src/metric_info.rs``, ``o1sim.presets()["summary_metrics"]``: its
+    ``prometheus`` name and type, its ``doc`` as help), then vLLM's families that are no
+    summary metric. Every per-engine series carries ``model_name`` and ``engine`` (the
+    replica index, as vLLM labels each engine core). Histograms use vLLM's buckets, over the
+    server's own view (from the engine's receipt of a request):
+    ``vllm:time_to_first_token_seconds``, ``vllm:inter_token_latency_seconds`` (every gap
+    between two tokens of a request), ``vllm:request_time_per_output_token_seconds`` (per
+    request), ``vllm:e2e_request_latency_seconds`` and ``vllm:request_queue_time_seconds``.
+    Counters: ``vllm:request_success_total{finished_reason="length"}`` (a simulated request
+    stops at its output length), ``vllm:prompt_tokens_total`` and
+    ``vllm:generation_tokens_total`` (of finished requests), ``vllm:num_preemptions_total``,
     ``vllm:prefix_cache_queries_total`` and ``vllm:prefix_cache_hits_total`` (tokens looked
     up and found at first admissions, as vLLM counts them), and o1sim's own
     ``o1sim:requests_rejected_total{reason}``. Gauges (``vllm:num_requests_running``,
     ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``) hold each replica's
     *time-weighted mean over the run* (a scrape after a finished run would read zero; the
-    peaks are in ``Result.summary``).
+    peaks are in ``Result.summary``). A summary metric of o1sim's own that the table
+    exports, with no per-engine value here, is one series of the run's summary value.
     """
-    steps = result.step_records if steps is None else steps
-    req = result.requests
-    model = model_name or str(result.deployment.get("model", {}).get("name", "model"))
-    replicas = int(result.deployment.get("replicas", 1))
-    tl = token_timeline(steps, _prompts(result))
-
-    finished = req[req["status"] == "finished"]
-    per_engine: dict[int, dict[str, list[float]]] = {
-        r: {"ttft": [], "itl": [], "tpot": [], "e2e": [], "queue": []} for r in range(replicas)}
-    for row in finished.itertuples(index=False):
-        rid, rep = int(row.request_id), int(row.replica)
-        h = per_engine[rep]
-        # the server's own view, as vLLM's metrics are: from the engine's receipt of the request
-        h["ttft"].append(float(row.engine_ttft_ms) / 1e3)
-        h["e2e"].append(float(row.engine_e2e_ms) / 1e3)
-        arrived = float(row.engine_arrival_ms)
-        h["queue"].append((tl.first_scheduled_ms.get(rid, arrived) - arrived) / 1e3)
-        toks = tl.token_ms.get(rid, [])
-        h["itl"].extend((b - a) / 1e3 for a, b in zip(toks, toks[1:]))
-        if int(row.output_tokens) > 1:
-            h["tpot"].append((float(row.finish_ms) - float(row.first_token_ms)) / 1e3 / (int(row.output_tokens) - 1))
-
     from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
     from prometheus_client.registry import Collector
+
+    run = _prom_run(result, model_name, result.step_records if steps is None else steps)
+    families = [_family(run, f) for f in _families()]
 
     class Families(Collector):
         """The run's metric families, for a fresh ``CollectorRegistry`` (never the
         process-wide default one) that ``prometheus_client``'s exposition writes."""
 
-        def __init__(self) -> None:
-            self.families: list[Metric] = []
-
         def collect(self) -> Iterator[Metric]:
-            return iter(self.families)
-
-    engine_labels = ["model_name", "engine"]
-
-    def lab(r: int) -> list[str]:
-        return [model, str(r)]
-
-    out = Families()
-    hists = [
-        ("vllm:time_to_first_token_seconds", "ttft", TTFT_BUCKETS_S, "Histogram of time to first token in seconds."),
-        ("vllm:inter_token_latency_seconds", "itl", ITL_BUCKETS_S, "Histogram of inter-token latency in seconds."),
-        ("vllm:request_time_per_output_token_seconds", "tpot", ITL_BUCKETS_S,
-         "Histogram of time_per_output_token_seconds per request."),
-        ("vllm:e2e_request_latency_seconds", "e2e", E2E_BUCKETS_S, "Histogram of e2e request latency in seconds."),
-        ("vllm:request_queue_time_seconds", "queue", E2E_BUCKETS_S,
-         "Histogram of time spent in WAITING phase for request."),
-    ]
-    for name, key, buckets, help_ in hists:
-        hist = HistogramMetricFamily(name, help_, labels=engine_labels)
-        for r in range(replicas):
-            counts, total = _histogram_buckets(per_engine[r][key], buckets)
-            hist.add_metric(lab(r), counts, total)
-        out.families.append(hist)
-
-    by_rep = finished.groupby("replica", observed=True)
-    prompt = by_rep["prompt_tokens"].sum()
-    gen = by_rep["output_tokens"].sum()
-    count = by_rep.size()
-    pre = req.groupby("replica", observed=True)["preemptions"].sum()
-    # Prefix-cache lookups of first admissions, per replica (vLLM's counters leave out
-    # re-admissions after a preemption).
-    by_ts = result.timeseries.groupby("replica")
-    counters = [
-        ("vllm:request_success_total", "Count of successfully processed requests.", count, {"finished_reason": "length"}),
-        ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt, {}),
-        ("vllm:generation_tokens_total", "Number of generation tokens processed.", gen, {}),
-        ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", pre, {}),
-        ("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
-         by_ts["prefix_queries"].sum(), {}),
-        ("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
-         by_ts["prefix_hits"].sum(), {}),
-    ]
-    for name, help_, series, extra in counters:
-        counter = CounterMetricFamily(name, help_, labels=[*engine_labels, *extra])
-        for r in range(replicas):
-            counter.add_metric([*lab(r), *extra.values()], float(series.get(r, 0)))
-        out.families.append(counter)
-
-    rejections = CounterMetricFamily("o1sim:requests_rejected_total",
-                                     "Requests rejected, by reason (engine -1: by the router).",
-                                     labels=[*engine_labels, "reason"])
-    rejected = req[req["status"] == "rejected"]
-    for (rep, reason), n in sorted(rejected.groupby(["replica", "reason"], observed=True).size().items()):
-        if n:
-            rejections.add_metric([*lab(int(rep)), str(reason)], float(n))
-    out.families.append(rejections)
-
-    ts = result.timeseries
-    interval = float(result.timeseries_interval_ms)
-    span_ms = float(req["finish_ms"].max()) if len(req) else 0.0
-
-    def time_mean(rows: Any, col: str) -> float:
-        # A bucket's mean holds over its busy time; idle time counts as zero.
-        if span_ms <= 0 or len(rows) == 0:
-            return 0.0
-        return float((rows[col] * rows["busy"]).sum() * interval / span_ms)
-
-    gauges = [
-        ("vllm:num_requests_running", "running", 1.0,
-         "Number of requests in model execution batches (time-weighted mean over the run)."),
-        ("vllm:num_requests_waiting", "waiting", 1.0, "Number of requests waiting to be processed (time-weighted mean over the run)."),
-        ("vllm:kv_cache_usage_perc", "kv_usage", 1.0, "KV-cache usage. 1 means 100 percent usage (time-weighted mean over the run)."),
-    ]
-    groups = dict(tuple(ts.groupby("replica", sort=True)))
-    for name, col, scale, help_ in gauges:
-        gauge = GaugeMetricFamily(name, help_, labels=engine_labels)
-        for r in range(replicas):
-            rows = groups.get(r)
-            gauge.add_metric(lab(r), 0.0 if rows is None else scale * time_mean(rows, col))
-        out.families.append(gauge)
+            return iter(families)
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(out)
+    registry.register(Families())
     return generate_latest(registry).decode("utf-8")

@@ -38,11 +38,6 @@ td.best { font-weight: 700; color: #0b6e4f; }
 pre { background: #f4f6f9; padding: .8rem; overflow-x: auto; } .figure { margin: 1rem 0 1.6rem; }
 """
 
-# Lower is better for latencies, fragmentation, preemptions and rejections; higher for rates.
-_HIGHER_BETTER = {"req/s", "tok/s", "goodput req/s"}
-_NEUTRAL = {"KV mean %", "KV peak %"}
-
-
 def build_report(
     scenario: Scenario,
     policies: Sequence[str],
@@ -66,23 +61,26 @@ def build_report(
 
 
 def _table(results: Mapping[str, Result]) -> str:
-    from .dashboard.charts import summary_frame
+    """The values the core's metric table shows in the report, one row per run, each written
+    as the table says; the best of each column in bold where the table says which way is
+    better (``lower_is_better``) and the runs differ."""
+    from . import registry
 
-    frame = summary_frame({name: r.summary for name, r in results.items()})
-    best: dict[str, float] = {}
-    for col in frame.columns:
-        if col in _NEUTRAL or frame[col].isna().all() or len(frame) < 2:
+    columns = registry.shown_metrics("report")
+    values = {name: [registry.metric_value(r.summary, m.path) for m in columns] for name, r in results.items()}
+    best: dict[int, float] = {}
+    for i, m in enumerate(columns):
+        col = [x for v in values.values() if (x := v[i]) is not None]
+        if m.lower_is_better is None or len(results) < 2 or len(set(col)) < 2:
             continue
-        best[col] = frame[col].max() if col in _HIGHER_BETTER else frame[col].min()
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["policy", *frame.columns])
+        best[i] = min(col) if m.lower_is_better else max(col)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["policy", *(m.heading for m in columns)])
     rows = []
-    for name, row in frame.iterrows():
+    for name, row in values.items():
         cells = [f"<td>{html.escape(str(name))}</td>"]
-        for col in frame.columns:
-            v = row[col]
-            text = "—" if v != v else (f"{v:,.0f}" if abs(v) >= 1000 or col in ("preemptions", "rejected") else f"{v:,.2f}")
-            cls = ' class="best"' if col in best and v == best[col] and len(set(frame[col])) > 1 else ""
-            cells.append(f"<td{cls}>{text}</td>")
+        for i, (m, v) in enumerate(zip(columns, row)):
+            cls = ' class="best"' if i in best and v == best[i] else ""
+            cells.append(f'<td data-key="{html.escape(m.path)}"{cls}>{html.escape(registry.format_metric(m, v))}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 

@@ -51,7 +51,7 @@ def test_disagg_runs_on_a_fabric_with_python_numbers(page: Any, server: str) -> 
               "deployment": {**sent["deployment"], "prefill_replicas": 1}}
     shown = rows(page)
     d, v = o1sim.simulate(disagg).summary, o1sim.simulate(sent).summary
-    for key, col in [("ttft_p99", "ttft_ms"), ("tpot_p99", "tpot_ms")]:
+    for key, col in [("ttft_ms.p99", "ttft_ms"), ("tpot_ms.p99", "tpot_ms")]:
         assert float(shown["disagg"][key]) == d[col]["p99"], key
         assert float(shown["vllm"][key]) == v[col]["p99"], key
     # Every request's KV cache crossed the fabric once, and the row says so.
@@ -77,7 +77,7 @@ def test_disagg_runs_on_a_fabric_with_python_numbers(page: Any, server: str) -> 
     assert (slot.text_content() or "").startswith("ConfigError: deployment.prefill_replicas:"), slot.text_content()
     assert "invalid" in (page.get_attribute(PREFILL, "class") or "")
     assert (page.text_content("#general-error") or "") == ""
-    assert float(rows(page)["vllm"]["ttft_p99"]) == v["ttft_ms"]["p99"]
+    assert float(rows(page)["vllm"]["ttft_ms.p99"]) == v["ttft_ms"]["p99"]
     slot.scroll_into_view_if_needed()
     page.screenshot(path=str(OUT / "disagg-error.png"))
 

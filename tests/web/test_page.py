@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import o1sim
+from o1sim import registry
 
 from pagekit import OUT, runs, wait_ready
 from pagekit import page_scenario as _page_scenario
@@ -29,14 +30,15 @@ def test_page_runs_the_default_scenario_with_python_numbers(page: Any, server: s
     for policy, row in rows.items():
         scenario = {**sent, "scheduler": {**sent["scheduler"], "policy": policy}}
         s = o1sim.simulate(scenario).summary
-        assert float(row["ttft_p99"]) == s["ttft_ms"]["p99"], policy
-        assert float(row["tpot_p99"]) == s["tpot_ms"]["p99"], policy
-        assert row["ttft_p99_text"] == f"{s['ttft_ms']['p99']:.1f}"
-        assert row["tpot_p99_text"] == f"{s['tpot_ms']['p99']:.2f}"
+        assert float(row["ttft_ms.p99"]) == s["ttft_ms"]["p99"], policy
+        assert float(row["tpot_ms.p99"]) == s["tpot_ms"]["p99"], policy
+        # Written as the core's metric table says, the text Python writes.
+        for path in ("ttft_ms.p99", "tpot_ms.p99"):
+            assert row[f"{path}_text"] == registry.format_metric(registry.shown_metric(path), registry.metric_value(s, path))
     # And the page's scenario is the default one: same numbers as simulate(default).
     d = default.copy()
     d["scheduler"] = {**d["scheduler"], "policy": "vllm"}
-    assert float(rows["vllm"]["tpot_p99"]) == o1sim.simulate(d).summary["tpot_ms"]["p99"]
+    assert float(rows["vllm"]["tpot_ms.p99"]) == o1sim.simulate(d).summary["tpot_ms"]["p99"]
     # Charts drew: uPlot canvases and the heatmap.
     assert page.locator("#cdf-ttft canvas").count() >= 1
     assert page.locator("#ts-kv canvas").count() >= 1
@@ -67,7 +69,7 @@ def test_an_invalid_field_shows_the_error_next_to_it(page: Any, server: str) -> 
     assert "workload.prompt.mean: must be > 0" in (page.text_content(".field-error[data-for='workload.prompt']") or "")
     # Every policy failed: the last results stay, dimmed.
     assert "stale" in (page.get_attribute("#results", "class") or "")
-    assert page.locator("#summary tr[data-policy=vllm] td[data-key=tpot_p99]").count() == 1
+    assert page.locator("#summary tr[data-policy=vllm] td[data-key='tpot_ms.p99']").count() == 1
     OUT.mkdir(exist_ok=True)
     page.screenshot(path=str(OUT / "error.png"))
 
@@ -173,7 +175,7 @@ def test_topology_edit_changes_p99_tpot(page: Any, server: str) -> None:
     assert page.locator("#topology svg g.node").count() == 9
     assert page.locator("#topology table.links tr[data-key]").count() == 8
     rows = _rows(page)
-    assert float(rows["vllm"]["tpot_p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
+    assert float(rows["vllm"]["tpot_ms.p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
     # Click gpu1's link in the graph: its row is selected; lower its bandwidth 450 → 45 GB/s.
     page.locator("#topology svg g.link[data-key='gpu1|nvswitch0'] line.hit").click(force=True)
     assert "selected" in (page.get_attribute(_link("gpu1|nvswitch0"), "class") or "")
@@ -188,8 +190,8 @@ def test_topology_edit_changes_p99_tpot(page: Any, server: str) -> None:
     }
     after = _rows(page)
     # TP 4's AllReduces of replica 0 now cross a 45 GB/s link: P99 TPOT moves, to Python's number.
-    assert float(after["vllm"]["tpot_p99"]) > float(rows["vllm"]["tpot_p99"]), (rows["vllm"], after["vllm"])
-    assert float(after["vllm"]["tpot_p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
+    assert float(after["vllm"]["tpot_ms.p99"]) > float(rows["vllm"]["tpot_ms.p99"]), (rows["vllm"], after["vllm"])
+    assert float(after["vllm"]["tpot_ms.p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
     # The link is drawn as edited, and its utilisation column filled in.
     assert "edited" in (page.get_attribute("#topology svg g.link[data-key='gpu1|nvswitch0']", "class") or "")
     assert page.text_content(_link("gpu1|nvswitch0") + " td:last-child") != "—"
@@ -249,7 +251,7 @@ def test_reloading_the_url_restores_the_topology_edits(page: Any, server: str, b
     assert sent["events"] == [{"at_s": 0, "kind": "link_down", "src": "n0.nic1", "dst": "ib1"}]
     rows = _rows(page)
     assert rows != base
-    assert float(rows["vllm"]["tpot_p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
+    assert float(rows["vllm"]["tpot_ms.p99"]) == o1sim.simulate(sent).summary["tpot_ms"]["p99"]
     url = page.url
     assert "topology=" in url and "links_down=" in url
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})

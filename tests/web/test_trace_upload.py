@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import o1sim
+from o1sim import registry
 
 from pagekit import OUT, runs, wait_ready
 from pagekit import page_scenario as _page_scenario
@@ -38,7 +39,7 @@ def test_the_page_replays_an_uploaded_trace(page: Any, server: str) -> None:
     rows = _rows(page)
     for policy, row in rows.items():
         s = o1sim.simulate({**sent, "scheduler": {**sent["scheduler"], "policy": policy}}).summary
-        assert float(row["ttft_p99"]) == s["ttft_ms"]["p99"], policy
+        assert float(row["ttft_ms.p99"]) == s["ttft_ms"]["p99"], policy
         hit = s.get("prefix_cache_hit_rate")
         shown = row["prefix_cache_hit_rate"]
         assert (None if shown is None else float(shown)) == hit, (policy, shown, hit)
@@ -82,11 +83,12 @@ def test_the_dashboard_replays_an_uploaded_trace(browser: Any, dashboard: str) -
         expect(page.get_by_text("azure.csv: azure · 4 requests")).to_be_visible(timeout=120_000)
         scenario = o1sim.Scenario.default().with_overrides({"workload": {"trace": {"format": "auto", "text": AZURE}}})
         expected = o1sim.simulate(scenario).summary
-        expect(_metric(page, "TTFT p99 (ms)")).to_have_text(f"{expected['ttft_ms']['p99']:,.0f}", timeout=120_000)
+        ttft = registry.shown_metric("ttft_ms.p99")
+        expect(_metric(page, ttft.heading)).to_have_text(registry.format_metric(ttft, expected["ttft_ms"]["p99"]), timeout=120_000)
         expect(_metric(page, "Rejected")).to_have_text("0")
         hit = expected.get("prefix_cache_hit_rate")
         if hit is not None:
-            expect(_metric(page, "Prefix-cache hits")).to_have_text(f"{hit * 100:,.1f}%")
+            expect(_metric(page, "Prefix-cache hit rate")).to_have_text(f"{hit * 100:,.1f}%")
         OUT.mkdir(exist_ok=True)
         page.screenshot(path=str(OUT / "dashboard-trace.png"), full_page=True)
         # A bad trace: the error names the line, under the upload.

@@ -396,30 +396,15 @@ def _show(container: Any, chart: Any, width: str = "stretch") -> None:
         container.altair_chart(chart, use_container_width=width == "stretch", theme=None)
 
 
-def _fmt(value: Any, unit: str = "", digits: int = 1, scale: float = 1.0) -> str:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return "—"
-    return f"{value * scale:,.{digits}f}{unit}"
-
-
 def metrics_row(summary: Mapping[str, Any]) -> None:
-    """The headline metrics in two rows: eight or nine in one row truncate their values (an
-    ellipsis instead of digits) on screens up to about 1,440 px wide."""
-    s = summary
-    cells = [
-        ("TTFT p99 (ms)", _fmt(s["ttft_ms"]["p99"], "", 0)),
-        ("TPOT p99 (ms)", _fmt(s["tpot_ms"]["p99"], "", 1)),
-        ("E2E p99 (s)", _fmt(s["e2e_ms"]["p99"], "", 1, 1e-3)),
-        ("Served req/s", _fmt(s["throughput_rps"], "", 2)),
-        ("Goodput req/s", _fmt(s.get("goodput_rps"), "", 2)),
-        ("KV peak", _fmt(s["kv_utilization_peak"], "%", 1, 100.0)),
-        ("Preemptions", _fmt(s["preemptions"], "", 0)),
-        ("Rejected", _fmt(s["rejected"], "", 0)),
-    ]
-    if s.get("prefix_cache_hit_rate") is not None:  # the core reports prefix caching
-        cells.insert(5, ("Prefix-cache hits", _fmt(s["prefix_cache_hit_rate"], "%", 1, 100.0)))
-    half = (len(cells) + 1) // 2
-    for row in (cells[:half], cells[half:]):
+    """The headline metrics (those the core's metric table shows on the dashboard, with its
+    labels and formats) in rows of at most five: eight or more in one row truncate their
+    values (an ellipsis instead of digits) on screens up to about 1,440 px wide."""
+    cells = [(m.heading, registry.format_metric(m, registry.metric_value(summary, m.path)))
+             for m in registry.shown_metrics("dashboard")]
+    per_row = 5
+    for start in range(0, len(cells), per_row):
+        row = cells[start:start + per_row]
         for col, (label, value) in zip(st.columns(len(row)), row):
             col.metric(label, value)
 
@@ -517,9 +502,8 @@ def sweep_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
     if frame.empty:
         return
     # One chart per row, at the page's width: side by side they were too narrow to read.
-    for metric, axis in (("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"),
-                         ("goodput_rps", "goodput (req/s)")):
-        _show(st, charts.sweep_chart(frame, metric, axis))
+    for metric, path in (("ttft_p99_ms", "ttft_ms.p99"), ("tpot_p99_ms", "tpot_ms.p99"), ("goodput_rps", "goodput_rps")):
+        _show(st, charts.sweep_chart(frame, metric, registry.shown_metric(path).heading))
 
 
 STEPS_SHOWN = 400
@@ -704,8 +688,8 @@ def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: s
                     "Model check", "Capacity & plan"])
     with tabs[0]:
         frame = charts.summary_frame({n: r.summary for n, r in results.items()})
-        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                                           for c in frame.columns})
+        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format=f)
+                                                           for c, f in charts.summary_formats().items()})
         cols = st.columns(3)
         for col, (metric, _) in zip(cols, charts.LATENCIES):
             _show(col, charts.latency_cdf_chart(results, metric))

@@ -32,6 +32,7 @@ __all__ = [
     "latency_cdf_chart",
     "latency_frame",
     "over_time_chart",
+    "summary_formats",
     "summary_frame",
     "sweep_chart",
     "steps_frame",
@@ -415,10 +416,12 @@ def topology_chart(links: pd.DataFrame, nodes: Optional[Sequence[Mapping[str, An
     return layered
 
 
-def sweep_chart(sweep: pd.DataFrame, metric: str = "ttft_p99_ms", axis: str = "TTFT p99 (ms)") -> alt.Chart:
-    """A metric against offered load (``sweep``: columns ``rate``, ``policy`` and the metric).
+def sweep_chart(sweep: pd.DataFrame, metric: str = "ttft_p99_ms", axis: Optional[str] = None) -> alt.Chart:
+    """A metric against offered load (``sweep``: columns ``rate``, ``policy`` and the metric;
+    ``axis`` titles it, the metric's name by default).
     Latencies past saturation grow by orders of magnitude: the y axis is logarithmic when the
     values span more than a factor of 20, so the knee and the low-load values both read."""
+    axis = axis or metric
     values = pd.to_numeric(sweep[metric], errors="coerce")
     positive = values[values > 0]
     wide = len(positive) > 1 and float(positive.max()) > 20 * float(positive.min())
@@ -443,40 +446,33 @@ def _get(summary: Mapping[str, Any], dotted: str) -> Any:
     return node
 
 
-#: Comparison-table columns: (header, summary path, scale).
-SUMMARY_COLUMNS: tuple[tuple[str, str, float], ...] = (
-    ("TTFT p50 ms", "ttft_ms.p50", 1.0),
-    ("TTFT p99 ms", "ttft_ms.p99", 1.0),
-    ("TPOT p50 ms", "tpot_ms.p50", 1.0),
-    ("TPOT p99 ms", "tpot_ms.p99", 1.0),
-    ("E2E p99 s", "e2e_ms.p99", 1e-3),
-    ("req/s", "throughput_rps", 1.0),
-    ("tok/s", "output_tokens_per_s", 1.0),
-    ("goodput req/s", "goodput_rps", 1.0),
-    ("KV mean %", "kv_utilization_mean", 100.0),
-    ("KV peak %", "kv_utilization_peak", 100.0),
-    ("frag %", "fragmentation_mean", 100.0),
-    ("preemptions", "preemptions", 1.0),
-    ("rejected", "rejected", 1.0),
-)
-#: Shown when the runs report prefix caching: prompt tokens served from the cache.
-PREFIX_HIT_COLUMN = ("prefix hit %", "prefix_cache_hit_rate", 100.0)
+def summary_frame(summaries: Mapping[str, Mapping[str, Any]], surface: str = "compare") -> pd.DataFrame:
+    """One row per run (``{label: Result.summary}``), one column per value the core's metric
+    table shows on ``surface`` (``compare``: ``o1sim compare``'s columns and the dashboard's
+    Compare tab; ``report``: the HTML report's), headed by its label and unit
+    (:func:`o1sim.registry.heading`) and scaled as shown (a percentage × 100); NaN where a run
+    has no value."""
+    columns = registry.shown_metrics(surface)
 
+    def value(s: Mapping[str, Any], m: registry.Shown) -> float:
+        v = registry.metric_value(s, m.path)
+        return float("nan") if v is None else v * m.scale
 
-def summary_frame(summaries: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per run (``{label: Result.summary}``), the comparison columns of ``o1sim compare``."""
-    columns = SUMMARY_COLUMNS
-    if any(_get(s, "prefix_cache_hit_rate") is not None for s in summaries.values()):
-        columns = columns + (PREFIX_HIT_COLUMN,)  # the core reports prefix caching
-
-    def value(s: Mapping[str, Any], path: str, scale: float) -> float:
-        v = _get(s, path)
-        return float("nan") if v is None else float(v) * scale
-
-    rows = {name: {h: value(s, path, scale) for h, path, scale in columns} for name, s in summaries.items()}
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[h for h, _, _ in columns])
+    rows = {name: {m.heading: value(s, m) for m in columns} for name, s in summaries.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[m.heading for m in columns])
     frame.index.name = "policy"
     return frame
+
+
+def summary_formats(surface: str = "compare") -> dict[str, str]:
+    """``{heading: printf format}`` of :func:`summary_frame`'s columns, from the metric
+    table's formats (``%.1f%%`` for a percentage, ``%d`` for a count)."""
+    def printf(m: registry.Shown) -> str:
+        if m.format == "integer":
+            return "%d"
+        return f"%.{m.decimals}f" + ("%%" if m.format == "percent" else "")
+
+    return {m.heading: printf(m) for m in registry.shown_metrics(surface)}
 
 
 def sweep_rates(base_rate: float, points: int, low: float = 0.25, high: float = 1.5) -> list[float]:
