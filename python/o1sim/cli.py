@@ -264,7 +264,7 @@ def compare(scenario: Optional[str], policies: list[str], json_out: Optional[str
     c = _compare_columns()
     groups: list[list[tuple[str, Callable[[Mapping[str, Any]], str]]]] = [[]]
     for column in c:
-        if groups[-1] and _compare_width(names, results, [*groups[-1], column]) > out.width:
+        if groups[-1] and _compare_width(names, results, [*groups[-1], column]) >= out.width:
             groups.append([])
         groups[-1].append(column)
     for n, columns in enumerate(groups):
