@@ -70,8 +70,11 @@ def test_headline_and_compare_table_are_the_metric_tables_rows(app: AppTest) -> 
     shown = registry.shown_metrics("dashboard")
     assert list(metrics) == [m.heading for m in shown]
     assert metrics == {m.heading: _text(expected, m.path) for m in shown}
+    new = registry.shown_metric("output_tokens_per_s_per_gpu")  # added through the table alone
+    assert metrics[new.heading] == _text(expected, new.path) != "—"
     table = app.dataframe[0].value
     compare = registry.shown_metrics("compare")
+    assert new.heading in table.columns
     assert list(table.columns) == [m.heading for m in compare]
     for policy in table.index:
         s = o1sim.simulate(o1sim.Scenario.default().with_overrides({"scheduler.policy": policy})).summary

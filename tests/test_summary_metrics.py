@@ -1,8 +1,10 @@
 """The run summary's metrics in the core's registry (``o1sim.presets()["summary_metrics"]``,
 ``crates/sim-core/src/metric_info.rs``): the typed accessor, the CLI, the report and the
 Prometheus exporter showing each row where it says (the dashboard: ``tests/test_dashboard.py``,
-the page: ``tests/web/test_summary_page.py``), and a scan refusing hand-kept metric labels in a
-front end. (The core's own checks: ``metric_info::tests`` and ``registry::tests``.)"""
+the page: ``tests/web/test_summary_page.py``), the metric added through the table alone
+(``output_tokens_per_s_per_gpu``: its value, and every surface its row names showing it), and
+a scan refusing hand-kept metric labels in a front end. (The core's own checks:
+``metric_info::tests`` and ``registry::tests``.)"""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from o1sim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
+NEW = "output_tokens_per_s_per_gpu"
 #: Within one row of an HTML table.
 ROW = r"(?:(?!</tr>).)*?"
 FRONT_ENDS = [ROOT / "python/o1sim/cli.py", ROOT / "python/o1sim/report.py", ROOT / "python/o1sim/exports.py",
@@ -120,6 +123,36 @@ def test_prometheus_families_come_from_the_table(vllm: o1sim.Result) -> None:
         fam = fams[row["prometheus"]["name"]]
         assert fam.type == row["prometheus"]["type"], row["key"]
         assert fam.documentation.startswith(row["doc"]), row["key"]
+
+
+def test_output_throughput_per_gpu_is_per_gpu_second_held() -> None:
+    plain = o1sim.simulate(GOLDEN / "policy_vllm.toml")
+    s, gpus = plain.summary, plain.deployment["gpus"]
+    assert s[NEW] == pytest.approx(s["output_tokens_per_s"] / gpus, rel=1e-12)
+    # Under autoscaling: over the GPU time the replicas actually held (gpu_hours).
+    scaled = o1sim.simulate(GOLDEN / "scaling_step.toml")
+    req = scaled.requests
+    out_tokens = req[req["status"] == "finished"]["output_tokens"].sum()
+    assert scaled.summary[NEW] == pytest.approx(out_tokens / (scaled.summary["gpu_hours"] * 3600), rel=1e-9)
+
+
+def test_the_new_metric_reaches_every_surface_its_row_names(vllm: o1sim.Result) -> None:
+    """Added as its computation and one row: the CLI, the comparison tables, the dashboard, the
+    page, the report and Prometheus show it (the tests above, over every row, check each
+    value; this one that the row says so, and the exporter's series)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    row = next(r for r in registry.summary_metrics() if r["key"] == NEW)
+    assert row["shown_in"] == list(registry.SURFACES) and row["lower_is_better"] is False
+    for surface in registry.SURFACES[:-1]:
+        assert NEW in [m.path for m in registry.shown_metrics(surface)], surface
+    res = CliRunner().invoke(main, ["run", str(GOLDEN / "policy_vllm.toml")])
+    line = next(ln for ln in res.output.splitlines() if registry.shown_metric(NEW).heading in ln)
+    assert _text(vllm.summary, NEW) in line
+    fams = {f.name: f for f in text_string_to_metric_families(vllm.to_prometheus())}
+    gauge = fams["o1sim:" + NEW]
+    assert gauge.type == "gauge" and [s.value for s in gauge.samples] == [vllm.summary[NEW]]
+    assert gauge.samples[0].labels == {"model_name": vllm.deployment["model"]["name"]}
 
 
 def _quoted(text: str) -> set[str]:

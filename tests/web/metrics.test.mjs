@@ -23,6 +23,7 @@ test("the page shows the table's page rows, a distribution's statistics expanded
   const page = shownMetrics(rows, "page");
   assert.deepEqual(page.slice(0, 2).map((m) => m.path), ["ttft_ms.p50", "ttft_ms.p99"]);
   assert.equal(page[1].heading, "TTFT p99 (ms)");
+  assert.ok(page.some((m) => m.path === "output_tokens_per_s_per_gpu"));
   for (const m of page) assert.ok(m.label && m.doc, m.path);
 });
 

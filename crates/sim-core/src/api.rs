@@ -564,7 +564,10 @@ fn collect(built: Built) -> SimResult {
         s.emit(i as u32, &mut ts);
     }
     let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
-    let held = Held { replica_ns: engine.scaler.as_ref().map(|sc| sc.replica_ns(end_ns)) };
+    let held = Held {
+        gpus_per_replica: scenario.deployment.tp * scenario.deployment.pp,
+        replica_ns: engine.scaler.as_ref().map(|sc| sc.replica_ns(end_ns)),
+    };
     let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client, held);
     if let Some(sc) = engine.scaler.as_ref() {
         scaling_results(sc, end_ns, &mut summary, &mut ts);
@@ -590,8 +593,8 @@ fn collect(built: Built) -> SimResult {
 }
 
 /// Under autoscaling: `gpu_hours` and the `scaling` table added to the summary (whose KV
-/// use and busy fraction [`summarize`] took over the replica-time actually held), and the
-/// time series' `replicas` column.
+/// use, busy fraction and per-GPU throughput [`summarize`] took over the replica-time
+/// actually held), and the time series' `replicas` column.
 fn scaling_results(sc: &crate::scaling::Autoscaler, end_ns: u64, summary: &mut serde_json::Value, ts: &mut TimeSeries) {
     let (gpu_hours, table) = sc.summary(end_ns);
     summary["gpu_hours"] = serde_json::json!(gpu_hours);

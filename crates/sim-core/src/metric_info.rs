@@ -248,6 +248,17 @@ pub const SUMMARY_METRICS: &[MetricInfo] = &[
         ..BASE
     },
     MetricInfo {
+        key: "output_tokens_per_s_per_gpu",
+        label: "Output throughput per GPU",
+        unit: "tok/s",
+        format: Format::fixed(1),
+        lower_is_better: Some(false),
+        shown: ALL,
+        prometheus: prom("o1sim:output_tokens_per_s_per_gpu", PromType::Gauge),
+        doc: "Output tokens per second of GPU time held (replicas × TP × PP; under autoscaling the GPU time actually held).",
+        ..BASE
+    },
+    MetricInfo {
         key: "goodput_rps",
         label: "Goodput",
         unit: "req/s",

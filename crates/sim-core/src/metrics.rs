@@ -325,9 +325,11 @@ pub struct SloNs {
     pub e2e: Option<f64>,
 }
 
-/// The GPU time a run held, for the metrics per held replica-time.
+/// The GPUs a run held, for the metrics per GPU and per held replica-time.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Held {
+    /// GPUs per replica (TP × PP).
+    pub gpus_per_replica: u32,
     /// Under autoscaling: Σ replica-time holding GPUs (ns). `None` (or 0): every replica
     /// for the whole run.
     pub replica_ns: Option<f64>,
@@ -337,8 +339,8 @@ pub struct Held {
 /// (and the SLO) are client-side, measured from the client's send to its receipt of the
 /// first and last tokens ([`crate::frontend`]); else engine-side. The engine-side TTFT and
 /// E2E are always in `engine_ttft_ms` / `engine_e2e_ms`. `client_times`: the front end's
-/// delays by request id (empty: none). `held`: the GPU time the KV use and busy fraction are
-/// over. Each key a front end shows has its row in
+/// delays by request id (empty: none). `held`: the GPU time the KV use, busy fraction and
+/// per-GPU throughput are over. Each key a front end shows has its row in
 /// [`crate::metric_info::SUMMARY_METRICS`] (or is one of its `NOT_METRICS`).
 #[allow(clippy::too_many_arguments)]
 pub fn summarize(
@@ -413,6 +415,7 @@ pub fn summarize(
         Some(h) if h > 0.0 => h,
         _ => span_ns * n_rep,
     };
+    let gpu_s = replica_ns * f64::from(held.gpus_per_replica) / 1e9;
     let kv_mean = stats.iter().map(|s| s.kv_usage_ns).sum::<f64>() / replica_ns;
     let kv_peak = stats.iter().map(|s| s.kv_peak).fold(0.0, f64::max);
     let (fw, fs) = stats.iter().fold((0.0, 0.0), |a, s| (a.0 + s.frag_weight_ns, a.1 + s.frag_ns));
@@ -438,6 +441,7 @@ pub fn summarize(
         "duration_s": span_s,
         "throughput_rps": per_s(finished as f64),
         "output_tokens_per_s": per_s(out_tokens as f64),
+        "output_tokens_per_s_per_gpu": if span_s > 0.0 && gpu_s > 0.0 { out_tokens as f64 / gpu_s } else { 0.0 },
         "total_tokens_per_s": per_s((out_tokens + in_tokens) as f64),
         "goodput_rps": slo.map(|_| per_s(good as f64)),
         "slo_attainment": slo.map(|_| if reqs.is_empty() { 0.0 } else { good as f64 / reqs.len() as f64 }),

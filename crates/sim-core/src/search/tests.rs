@@ -177,8 +177,9 @@ fn default_prices_name_gpu_presets_and_cover_the_main_ones() {
 #[test]
 fn a_bare_bound_on_a_table_metric_goes_the_way_its_row_says() {
     // No naming rule covers these: the summary's metric table says which way is better.
-    let spec = parse_slo(&json!({"prefix_cache_hit_rate": 0.5, "gpu_busy_fraction": {"min": 0.5}}), "slo").unwrap();
+    let spec = parse_slo(&json!({"output_tokens_per_s_per_gpu": 100.0, "prefix_cache_hit_rate": 0.5}), "slo").unwrap();
     let bounds: Vec<(&str, Bound)> = spec.objectives.iter().map(|o| (o.metric.as_str(), o.bound)).collect();
+    assert!(bounds.contains(&("output_tokens_per_s_per_gpu", Bound::AtLeast)), "{bounds:?}");
     assert!(bounds.contains(&("prefix_cache_hit_rate", Bound::AtLeast)), "{bounds:?}");
     assert!(parse_slo(&json!({"kv_utilization_mean": 0.5}), "slo").is_err(), "neutral: the bound must say min or max");
 }
