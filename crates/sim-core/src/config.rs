@@ -158,7 +158,7 @@ pub struct SchedulerConfig {
     pub inject_bug: Option<String>,
     /// Automatic prefix caching (vLLM's `enable_prefix_caching`): full KV blocks stay
     /// cached after their request frees them, and an admission reuses the longest chain of
-    /// cached blocks of its prompt ([`crate::prefix`]). Default: on for `vllm`, `sarathi`
+    /// cached blocks of its prompt ([`crate::kv::prefix`]). Default: on for `vllm`, `sarathi`
     /// and `disagg` (as in vLLM v1) and `o1pro` (a cache per block size); `orca` has no
     /// cache, so `true` is an error there.
     #[serde(skip_serializing_if = "Option::is_none")]

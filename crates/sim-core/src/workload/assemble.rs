@@ -262,7 +262,7 @@ pub(super) fn explicit_rows(list: &[ExplicitRequest], max_model_len: u32, block_
         let think_ns = match r.think_ms {
             Some(ms) => {
                 check::non_negative(&path("think_ms"), ms)?;
-                ((ms * 1e6).round() as u64).min(crate::engine::MAX_TIME_NS)
+                ((ms * 1e6).round() as u64).min(crate::request::MAX_TIME_NS)
             }
             None => 0,
         };

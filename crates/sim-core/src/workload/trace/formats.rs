@@ -378,7 +378,7 @@ impl Plan {
                 if x < 0.0 {
                     return Err(CellError::new(name(F::Think), format!("must be >= 0 (got {x})")));
                 }
-                raw.think_ns = ((x * self.think_ns).round() as u64).min(crate::engine::MAX_TIME_NS);
+                raw.think_ns = ((x * self.think_ns).round() as u64).min(crate::request::MAX_TIME_NS);
             }
         } else if self.fmt != Fmt::Blis {
             for f in [F::Turn, F::Think] {

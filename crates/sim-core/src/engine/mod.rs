@@ -9,25 +9,26 @@
 //! step. So arrivals join at step boundaries, an idle engine starts at the next arrival,
 //! and a request finishing exactly at its deadline counts as finished.
 
+mod client;
+mod disagg;
+mod scaling;
+pub(crate) mod sessions;
+pub(crate) mod steady;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::client::Sessions;
 use crate::config::Scenario;
 use crate::error::{Result, SimError};
 use crate::kv::{o1pro_block_size, KvMode, KvPool};
 use crate::metrics::{ReplicaStats, Series, StepRecord, StepSample};
 use crate::perf::{BatchShape, StepCostModel};
-use crate::prefix::Apc;
-use crate::request::{Client, Reason, Req, Status, NO_TIME};
+use crate::kv::prefix::Apc;
+use crate::request::{Client, Reason, Req, Status, MAX_TIME_NS, NO_TIME};
 use crate::sched::{Params, SchedState};
-use crate::steady::Steady;
 use crate::workload::Workload;
-
-/// Longest simulated time a run may reach: 10⁹ s (about 31.7 years). Beyond it a rate,
-/// latency or cost in the scenario is out of any realistic range, and the run stops with an
-/// error instead of letting nanosecond sums approach `u64::MAX`.
-pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000_000;
+use sessions::Sessions;
+use steady::Steady;
 
 /// Options of one run that are not part of the scenario.
 #[derive(Debug, Clone, Copy, Default)]
@@ -125,7 +126,7 @@ pub struct Engine {
     /// the model checker, which explores every completion order itself, sets it.
     pub(crate) unpriced_steps: bool,
     /// Prefix caching: token identity of the prompts, block hashes, per-request cache
-    /// state ([`crate::prefix`]).
+    /// state ([`crate::kv::prefix`]).
     pub(crate) apc: Apc,
     /// Closed-loop sessions: which request waits for which ([`crate::client`]); `None`
     /// when no request does.

@@ -1,5 +1,8 @@
 //! The front-end facing API: build a simulation from scenario text, run it (whole or in
 //! slices), and collect the result as columns and JSON.
+
+pub(crate) mod resources;
+
 use crate::error::{Result, SimError};
 use serde::Serialize;
 
@@ -208,12 +211,12 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let workload = match source {
         Source::Given(w) => {
-            crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, None), &scenario.limits)?;
+            resources::enforce(&resources::run_parts(&scenario, blocks, None), &scenario.limits)?;
             check_workload(&w)?;
             w
         }
         Source::Spec(trace) => {
-            crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, trace.as_deref()), &scenario.limits)?;
+            resources::enforce(&resources::run_parts(&scenario, blocks, trace.as_deref()), &scenario.limits)?;
             // A random arrival process may produce far more than its estimate: at most what
             // the memory limit holds.
             let cap = scenario.limits.memory_bytes() / crate::limits::BYTES_PER_REQUEST;
@@ -223,7 +226,7 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
                 .map_err(|e| e.under("workload"))?
         }
     };
-    crate::client::check_sessions(&workload.requests)?;
+    crate::engine::sessions::check_sessions(&workload.requests)?;
     let perf = cost_model(&scenario, &model, &gpu)?;
     let fabric = match &scenario.topology {
         None => None,
@@ -247,7 +250,7 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     let mut deployment = deployment;
     let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, workload, options);
     if options.check_invariants {
-        engine.set_invariant_observer(Engine::check_invariants);
+        engine.set_invariant_observer(crate::check::props::check_invariants);
     }
     if let Some(cfg) = &scenario.scaling {
         let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
@@ -255,7 +258,7 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     }
     if s.policy.info().o1pro_admission {
         let decision_s = crate::perf::seed::o1pro_decision_latency_s(&gpu, d.tp);
-        engine.set_decision_latency_ns(crate::perf::round_u64(decision_s * 1e9));
+        engine.set_decision_latency_ns(crate::num::round_u64(decision_s * 1e9));
     }
     if let Some(f) = fabric {
         let ids = |stages: &Vec<Vec<u32>>| -> Vec<String> {
@@ -744,13 +747,13 @@ pub fn topology_presets() -> Vec<&'static str> {
 /// The embedded default scenario (TOML): Llama-3-70B, TP 4, two replicas on 8×H200,
 /// Azure-conversation-like lengths.
 pub fn default_scenario_toml() -> &'static str {
-    include_str!("../scenarios/default.toml")
+    include_str!("../../scenarios/default.toml")
 }
 
 /// The small configuration the model-check views start from (TOML): six requests with mixed
 /// priorities, one replica, 16 KV blocks of 4 tokens.
 pub fn default_check_toml() -> &'static str {
-    include_str!("../scenarios/check_default.toml")
+    include_str!("../../scenarios/check_default.toml")
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@
 //! and `disagg` hands it KV caches again (`summary.topology.restarted_replicas`). A step it
 //! had in flight when it stopped never completes (its heap entry is recognised as stale).
 
-use crate::engine::{Engine, Router};
+use super::{Engine, Router};
 use crate::error::{Result, SimError};
 use crate::fabric::{Changed, Fabric};
 use crate::request::Status;
