@@ -273,7 +273,7 @@ pub struct SchedState {
     pub admission: Admission,
 }
 
-/// How a step's admission pass ended, for steady decode runs ([`crate::steady`]): whether the
+/// How a step's admission pass ended, for steady decode runs ([`crate::engine::steady`]): whether the
 /// same pass, run again while the batch only decodes, would end the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Admission {
@@ -359,12 +359,14 @@ impl SchedState {
         self.step_queries = 0;
         self.step_hits = 0;
         self.admitted_hits.clear();
-        let cont = if p.decodes_first {
-            schedule_running(self, p, reqs, apc, Pass::Decodes) && schedule_running(self, p, reqs, apc, Pass::Prefills)
+        if p.decodes_first {
+            // A request that preempted itself ends vLLM's running loop: no prefill pass then.
+            if schedule_running(self, p, reqs, apc, Pass::Decodes) {
+                schedule_running(self, p, reqs, apc, Pass::Prefills);
+            }
         } else {
-            schedule_running(self, p, reqs, apc, Pass::All)
-        };
-        let _ = cont;
+            schedule_running(self, p, reqs, apc, Pass::All);
+        }
         // vLLM: no admissions in a step that preempted.
         self.admission = Admission::Other;
         if self.preempted.is_empty() {

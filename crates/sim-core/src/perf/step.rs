@@ -365,7 +365,7 @@ impl StepModel {
     fn grid_at(&self, i: usize) -> &Agg {
         self.grid[i].get_or_init(|| {
             let m = self.grid_m[i];
-            self.agg(&self.dense(m), m)
+            self.agg(&self.dense(m))
         })
     }
 
@@ -623,7 +623,7 @@ impl StepModel {
             .collect()
     }
 
-    fn agg(&self, (pre, post, pro, pp): &(Vec<Named>, Vec<Named>, Vec<Named>, f64), _m: f64) -> Agg {
+    fn agg(&self, (pre, post, pro, pp): &(Vec<Named>, Vec<Named>, Vec<Named>, f64)) -> Agg {
         let mut a = Agg { pp: *pp, ..Agg::default() };
         (a.g_pre, a.c_pre, a.a_pre) = launch_overlap(pre);
         (a.g_post, a.c_post, a.a_post) = launch_overlap(post);
@@ -914,7 +914,7 @@ impl StepModel {
         match self.locate(m) {
             Some((i, t)) => Agg::lerp(self.grid_at(i), self.grid_at((i + 1).min(self.grid.len() - 1)), t),
             None if m <= 0.0 => Agg::default(),
-            None => self.agg(&self.dense(m), m),
+            None => self.agg(&self.dense(m)),
         }
     }
 
@@ -1011,7 +1011,7 @@ impl StepModel {
     pub fn breakdown(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
         let m = (b.prefill_tokens + b.decode_seqs) as f64;
         let dense = self.dense(m);
-        let a = self.agg(&dense, m);
+        let a = self.agg(&dense);
         let epi_ops = self.epilogue(b.sampled as f64);
         let epi = self.epilogue_sum(b.sampled as f64);
         let mut att_ops = Vec::new();
@@ -1150,7 +1150,7 @@ mod tests {
         let s = model_8b();
         for i in [300usize.min(s.grid_m.len() - 1), 0, 63, 64, 150, 17] {
             let m = s.grid_m[i];
-            let exact = s.agg(&s.dense(m), m);
+            let exact = s.agg(&s.dense(m));
             let lazy = s.grid_at(i);
             assert_eq!(format!("{lazy:?}"), format!("{exact:?}"), "point {i}");
             assert_eq!(s.epi_at(i), s.epilogue_sum(m));

@@ -79,6 +79,21 @@ impl KernelColumns {
     pub fn is_empty(&self) -> bool {
         self.name.is_empty()
     }
+
+    /// A CPU row (outside the layers, one part, no thread blocks) from `start` to `end`, s.
+    fn push_cpu(&mut self, name: &str, start: f64, end: f64) {
+        self.name.push(name.to_string());
+        self.layer.push(-1);
+        self.part.push(0);
+        self.parts.push(1);
+        self.launched_us.push(start * 1e6);
+        self.start_us.push(start * 1e6);
+        self.end_us.push(end * 1e6);
+        self.stream.push("cpu");
+        self.source.push(Source::Model);
+        self.ctas.push(0.0);
+        self.sm_occupancy.push(0.0);
+    }
 }
 
 /// The kernels of one step on a timeline ([module docs](self)).
@@ -190,67 +205,71 @@ impl StepModel {
     /// communication a topology priced for it (0 without one); `decision_s`: the decision
     /// latency it waited for.
     pub fn anatomy(&self, b: &BatchShape, comm_s: f64, decision_s: f64) -> Anatomy {
-        let m = (b.prefill_tokens + b.decode_seqs) as f64;
-        let s = b.sampled as f64;
-        let sms = self.sms;
         let mode = self.mode(b);
         let graph = mode != Mode::Eager;
         let vllm = self.engine == Engine::Vllm;
         // vLLM's piecewise graphs (mixed batches): the GPU waits for attention's eager
         // launch between the pieces of each layer, twice.
         let piece_gap = if vllm && mode == Mode::Piecewise { 2.0 * EAGER_KERNEL_GAP_S } else { 0.0 };
+        let units = self.launch_units(b, piece_gap, comm_s);
+        let (kernels, end_s) = self.timeline(&units, b, graph, vllm, decision_s);
+        Anatomy { step_ms: end_s * 1e3, graph, pipelined: self.pp > 1.0, sms: self.sms as u32, kernels }
+    }
+
+    /// The step's launch units in order: the prologue, each layer's operators before
+    /// attention, attention (followed by `piece_gap` of idle GPU), after attention, the
+    /// epilogue, the pipeline transfer, with the topology's communication spread over them.
+    fn launch_units(&self, b: &BatchShape, piece_gap: f64, comm_s: f64) -> Vec<Unit> {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let s = b.sampled as f64;
         let mut units: Vec<Unit> = Vec::new();
-        if m > 0.0 || s > 0.0 {
-            let (pre, post, pro, pp) = self.dense(m);
-            units.push(Unit { cpu_s: pro.iter().map(|o| o.t.cpu_s).sum(), ops: pro.iter().map(|o| self.op(o, -1, m)).collect(), idle_s: 0.0 });
-            let attention = self.attention_unit(b);
-            for layer in 0..self.layers as i32 {
-                for o in &pre {
-                    units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
-                }
-                let (cpu_s, ops) = &attention;
-                units.push(Unit { cpu_s: *cpu_s, ops: ops.iter().map(|o| Op { layer, ..o.clone() }).collect(), idle_s: piece_gap });
-                for o in &post {
-                    units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
-                }
-            }
-            let epi = self.epilogue(s);
-            units.push(Unit { cpu_s: epi.iter().map(|o| o.t.cpu_s).sum(), ops: epi.iter().map(|o| self.op(o, -1, s)).collect(), idle_s: 0.0 });
-            if pp > 0.0 {
-                let ctas = COLLECTIVE_CTAS;
-                units.push(Unit { cpu_s: 0.0, ops: vec![Op { name: "pp_transfer".into(), layer: -1, kernels: 1.0, gpu_s: pp, src: Source::Model, stream: "communication", ctas }], idle_s: 0.0 });
-            }
-            self.spread_comm(&mut units, comm_s);
+        if m == 0.0 && s == 0.0 {
+            return units;
         }
+        let (pre, post, pro, pp) = self.dense(m);
+        units.push(Unit { cpu_s: pro.iter().map(|o| o.t.cpu_s).sum(), ops: pro.iter().map(|o| self.op(o, -1, m)).collect(), idle_s: 0.0 });
+        let attention = self.attention_unit(b);
+        for layer in 0..self.layers as i32 {
+            for o in &pre {
+                units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
+            }
+            let (cpu_s, ops) = &attention;
+            units.push(Unit { cpu_s: *cpu_s, ops: ops.iter().map(|o| Op { layer, ..o.clone() }).collect(), idle_s: piece_gap });
+            for o in &post {
+                units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
+            }
+        }
+        let epi = self.epilogue(s);
+        units.push(Unit { cpu_s: epi.iter().map(|o| o.t.cpu_s).sum(), ops: epi.iter().map(|o| self.op(o, -1, s)).collect(), idle_s: 0.0 });
+        if pp > 0.0 {
+            let ctas = COLLECTIVE_CTAS;
+            units.push(Unit { cpu_s: 0.0, ops: vec![Op { name: "pp_transfer".into(), layer: -1, kernels: 1.0, gpu_s: pp, src: Source::Model, stream: "communication", ctas }], idle_s: 0.0 });
+        }
+        self.spread_comm(&mut units, comm_s);
+        units
+    }
+
+    /// The units laid out in time: every kernel's launch, start and end (a unit's kernels
+    /// start once the GPU is free and the CPU has launched them; eagerly launched units cost
+    /// their CPU time first, a graph replay one launch), then the CPU rows that bound the
+    /// step. Returns the kernels and the step's end, s.
+    fn timeline(&self, units: &[Unit], b: &BatchShape, graph: bool, vllm: bool, decision_s: f64) -> (KernelColumns, f64) {
         let mut k = KernelColumns::default();
-        let cpu_row = |k: &mut KernelColumns, name: &str, start: f64, end: f64| {
-            k.name.push(name.to_string());
-            k.layer.push(-1);
-            k.part.push(0);
-            k.parts.push(1);
-            k.launched_us.push(start * 1e6);
-            k.start_us.push(start * 1e6);
-            k.end_us.push(end * 1e6);
-            k.stream.push("cpu");
-            k.source.push(Source::Model);
-            k.ctas.push(0.0);
-            k.sm_occupancy.push(0.0);
-        };
         let mut t0 = 0.0;
         if decision_s > 0.0 {
-            cpu_row(&mut k, "scheduler_decision", 0.0, decision_s);
+            k.push_cpu("scheduler_decision", 0.0, decision_s);
             t0 = decision_s;
         }
         let (gap, mut cpu, mut gpu) = if graph && vllm {
             // async scheduling: the replay was launched while the previous step ran
             (GRAPH_KERNEL_GAP_S, t0, t0)
         } else if graph {
-            cpu_row(&mut k, "graph_launch", t0, t0 + self.r.launch);
+            k.push_cpu("graph_launch", t0, t0 + self.r.launch);
             (GRAPH_KERNEL_GAP_S, t0 + self.r.launch, t0 + self.r.launch)
         } else {
             (EAGER_KERNEL_GAP_S, t0, t0)
         };
-        for u in &units {
+        for u in units {
             if !graph {
                 cpu += u.cpu_s;
             }
@@ -270,7 +289,7 @@ impl StepModel {
                     k.stream.push(o.stream);
                     k.source.push(o.src);
                     k.ctas.push(o.ctas);
-                    k.sm_occupancy.push(occupancy(o.ctas, sms));
+                    k.sm_occupancy.push(occupancy(o.ctas, self.sms));
                     t += each + gap_each;
                 }
             }
@@ -280,15 +299,15 @@ impl StepModel {
             // The engine's CPU work per step bounds it from below (async scheduling).
             let bound = t0 + VLLM_STEP_CPU_S + VLLM_SEQ_CPU_S * seqs(b);
             if bound > gpu {
-                cpu_row(&mut k, "cpu_bound", gpu, bound);
+                k.push_cpu("cpu_bound", gpu, bound);
                 gpu = bound;
             }
         }
         if self.cpu_overhead > 0.0 {
-            cpu_row(&mut k, "cpu_overhead", gpu, gpu + self.cpu_overhead);
+            k.push_cpu("cpu_overhead", gpu, gpu + self.cpu_overhead);
             gpu += self.cpu_overhead;
         }
-        Anatomy { step_ms: gpu * 1e3, graph, pipelined: self.pp > 1.0, sms: sms as u32, kernels: k }
+        (k, gpu)
     }
 
     /// Attention of one layer as one launch unit: its CPU cost and one op per kernel (each
