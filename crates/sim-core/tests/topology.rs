@@ -439,3 +439,32 @@ fn the_frontier_route_alpha_picks_carries_the_kv_and_multipath_splits_it() {
     assert!(sx > 0.0 && sy == 0.0 && wx == 0.0 && wy > 0.0, "{sx} {sy} {wx} {wy}");
     assert!((my / mx - 4.0).abs() < 1e-9 && (mx + my - wy).abs() < 1e-6 * wy, "{mx} {my}");
 }
+
+/// A topology whose GPUs differ from the GPU the scenario prices is refused, naming the node
+/// (it used to be priced silently as the scenario's GPU); overrides of the same preset, and
+/// nodes the placement leaves unused, are fine.
+#[test]
+fn a_replica_on_a_gpu_the_scenario_does_not_price_is_an_error_naming_the_node() {
+    let mut v = base(20, 5.0);
+    v["gpu"] = json!("l40s");
+    v["topology"] = json!("hgx-h200");
+    let e = simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_err();
+    assert_eq!(e.kind_name(), "ConfigError");
+    assert_eq!(e.path(), Some("gpu"));
+    let m = e.to_string();
+    assert!(m.contains("\"gpu0\"") && m.contains("a h200") && m.contains("as a l40s"), "{m}");
+    // A mixed table: replica 1 would land on the L40S node unless placed elsewhere.
+    let mut nodes: Vec<Value> = (0..9).map(|i| json!({"id": format!("gpu{i}"), "kind": "gpu", "gpu": if i == 5 { "l40s" } else { "h200" }})).collect();
+    nodes.push(json!({"id": "sw", "kind": "nvswitch"}));
+    let links: Vec<Value> = (0..9).map(|i| json!({"src": format!("gpu{i}"), "dst": "sw", "kind": "nvswitch", "bandwidth_gbps": 450, "latency_us": 1})).collect();
+    let mut v = base(20, 5.0);
+    v["topology"] = json!({"nodes": nodes, "links": links});
+    assert!(err(&v).contains("\"gpu5\", a l40s"), "{}", err(&v));
+    v["deployment"]["placement"] = json!([["gpu0", "gpu1", "gpu2", "gpu3"], ["gpu4", "gpu6", "gpu7", "gpu8"]]);
+    assert_eq!(run(&v).summary["finished"], 20);
+    // The scenario's GPU with overrides is still that GPU.
+    let mut v = base(20, 5.0);
+    v["gpu"] = json!({"preset": "h200", "hbm_gib": 120});
+    v["topology"] = json!("hgx-h200");
+    assert_eq!(run(&v).summary["finished"], 20);
+}

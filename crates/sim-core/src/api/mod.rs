@@ -376,9 +376,45 @@ fn build_fabric(
         Some(lists) => placement::explicit(&topo, lists, d.tp, d.pp, d.replicas)?,
         None => placement::auto(&topo, d.tp, d.pp, d.replicas)?,
     };
+    check_placed_gpus(&topo, &placement, &scenario.gpu)?;
     let evs = events::resolve(&topo, &scenario.events)?;
     let prefill = if scenario.scheduler.policy.disaggregated() { d.prefill_replicas.unwrap_or(1) as usize } else { 0 };
     crate::fabric::Fabric::new(topo, evs, placement, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill)
+}
+
+/// Every GPU a replica is placed on must be the GPU the scenario prices its steps with: a
+/// topology node that names another GPU (an L40S node under `gpu = "h200"`) is refused,
+/// naming the node, instead of being priced silently as the scenario's GPU. A custom GPU
+/// counts as its `preset` (overrides of a preset are still that GPU), else as its `name`;
+/// nodes that name no GPU are taken to be the scenario's.
+fn check_placed_gpus(
+    topo: &crate::topo::Topology,
+    placement: &crate::topo::placement::Placement,
+    gpu: &crate::catalog::GpuInput,
+) -> Result<()> {
+    use crate::catalog::GpuInput;
+    let priced = match gpu {
+        GpuInput::Preset(name) => name.as_str(),
+        GpuInput::Custom(f) => f.preset.as_deref().or(f.name.as_deref()).unwrap_or("custom"),
+    };
+    for (r, stages) in placement.iter().enumerate() {
+        for &n in stages.iter().flatten() {
+            let node = &topo.nodes[n as usize];
+            let Some(named) = node.gpu.as_deref() else { continue };
+            if named != priced {
+                return Err(SimError::config(
+                    "gpu",
+                    format!(
+                        "replica {r} is placed on topology node {:?}, a {named}, but the scenario prices every step as \
+                         a {priced}: one scenario prices one GPU type, so set gpu = {named:?} or place the replicas \
+                         on {priced} nodes (deployment.placement)",
+                        node.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Run `f`, turning a panic into `SimError::Internal` so none crosses into a front end.
