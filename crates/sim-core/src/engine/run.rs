@@ -131,7 +131,8 @@ impl Engine {
     fn end_when_nothing_can_happen(&mut self) -> Result<bool> {
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
         let due = self.next_deadline_ns().is_some();
-        if !(self.heap.is_empty() && self.next_arrival_ns().is_none() && !transfers && !due) {
+        let more = !self.heap.is_empty() || self.next_arrival_ns().is_some() || transfers || due;
+        if more {
             return Ok(self.is_done());
         }
         while let Some(id) = self.dispatch.pop_front() {
