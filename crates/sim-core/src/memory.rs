@@ -101,13 +101,8 @@ pub fn layers_per_stage(model: &Model, pp: u32) -> u32 {
     model.layers.div_ceil(pp.max(1))
 }
 
-/// KV-cache bytes per token on one GPU in BF16: `2 (K and V) · layers_per_stage ·
-/// kv_heads_per_gpu · head_dim · 2 bytes`.
-pub fn kv_bytes_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
-    kv_values_per_token_per_gpu(model, tp, pp) * KV_BYTES
-}
-
-/// K and V values per token on one GPU (multiply by the KV precision's bytes).
+/// K and V values per token on one GPU, `2 (K and V) · layers_per_stage · kv_heads_per_gpu ·
+/// head_dim` (multiply by the KV precision's bytes).
 fn kv_values_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
     2.0 * f64::from(layers_per_stage(model, pp)) * f64::from(kv_heads_per_gpu(model, tp)) * f64::from(model.head_dim)
 }

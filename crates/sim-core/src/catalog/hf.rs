@@ -231,6 +231,9 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// The fields of a [`Model`] from a config: its sizes ([`dims`]), its MLP and experts
+/// ([`mlp`]), then attention's extras (bias, bounded windows, q/k norms), the activation,
+/// tied embeddings and the dtype check, each in the order their errors are reported.
 fn read(cfg: &Cfg, family: Family, model_type: &str, keys: &mut KeyMap) -> Result<Model> {
     for (field, key) in [
         ("layers", "num_hidden_layers"),
@@ -244,90 +247,9 @@ fn read(cfg: &Cfg, family: Family, model_type: &str, keys: &mut KeyMap) -> Resul
     ] {
         keys.set(field, cfg.path(key));
     }
-    let layers = cfg.size("num_hidden_layers")?;
-    // Bounded before any per-layer rule walks the layers.
-    if layers > MAX_COUNT {
-        return Err(SimError::config(cfg.path("num_hidden_layers"), format!("must be <= {MAX_COUNT} (got {layers})")));
-    }
-    let hidden = cfg.size("hidden_size")?;
-    let heads = cfg.size("num_attention_heads")?;
-    // transformers: a missing num_key_value_heads means multi-head attention.
-    let kv_heads = match cfg.uint("num_key_value_heads", 1)? {
-        Some(n) => n,
-        None => {
-            keys.set("kv_heads", cfg.path("num_attention_heads"));
-            heads
-        }
-    };
-    if heads % kv_heads != 0 {
-        return Err(SimError::config(
-            cfg.path("num_key_value_heads"),
-            format!("must divide num_attention_heads ({heads}) (got {kv_heads})"),
-        ));
-    }
-    let head_dim = match cfg.uint("head_dim", 1)? {
-        Some(d) => d,
-        None if hidden % heads == 0 => hidden / heads,
-        None => {
-            return Err(SimError::config(
-                cfg.path("num_attention_heads"),
-                format!("must divide hidden_size ({hidden}) when head_dim is not given (got {heads})"),
-            ))
-        }
-    };
-    let vocab = cfg.size("vocab_size")?;
-    let max_context = cfg.size("max_position_embeddings")?;
-
-    // MLP widths and experts.
-    let (experts_key, expert_width_key, dense_width_key) = match family {
-        Family::Mixtral | Family::Llama4 => ("num_local_experts", "intermediate_size", "intermediate_size_mlp"),
-        Family::Qwen3Moe => ("num_experts", "moe_intermediate_size", "intermediate_size"),
-        _ => ("", "intermediate_size", "intermediate_size"),
-    };
-    keys.set("intermediate", cfg.path(expert_width_key));
-    keys.set("dense_intermediate", cfg.path(dense_width_key));
-    if !experts_key.is_empty() {
-        keys.set("experts", cfg.path(experts_key));
-        keys.set("moe_layers", cfg.path(experts_key));
-    }
-    let intermediate = cfg.size(expert_width_key)?;
-    let (experts, experts_per_token, moe_layers) = if experts_key.is_empty() {
-        (1, 1, 0)
-    } else {
-        let experts = cfg.size(experts_key)?;
-        let top_k = cfg.size("num_experts_per_tok")?;
-        let moe_layers = match family {
-            Family::Qwen3Moe => {
-                keys.set("moe_layers", cfg.path("decoder_sparse_step"));
-                let step = cfg.uint("decoder_sparse_step", 1)?.unwrap_or(1);
-                let dense_only = cfg.layer_list("mlp_only_layers", layers)?.unwrap_or_default();
-                (0..layers).filter(|i| !dense_only.contains(i) && (i + 1) % step == 0).count() as u32
-            }
-            Family::Llama4 => match cfg.layer_list("moe_layers", layers)? {
-                Some(list) => {
-                    keys.set("moe_layers", cfg.path("moe_layers"));
-                    let mut list = list;
-                    list.sort_unstable();
-                    list.dedup();
-                    list.len() as u32
-                }
-                None => {
-                    keys.set("moe_layers", cfg.path("interleave_moe_layer_step"));
-                    // transformers: moe_layers = range(step - 1, layers, step).
-                    layers / cfg.uint("interleave_moe_layer_step", 1)?.unwrap_or(1)
-                }
-            },
-            _ => layers,
-        };
-        (experts, top_k, moe_layers)
-    };
-    let dense_intermediate = if moe_layers < layers && dense_width_key != expert_width_key {
-        cfg.size(dense_width_key)?
-    } else {
-        intermediate
-    };
-    // Llama 4: one shared expert as wide as a routed one.
-    let shared_expert_intermediate = if family == Family::Llama4 && moe_layers > 0 { intermediate } else { 0 };
+    let Dims { layers, hidden, heads, kv_heads, head_dim, vocab, max_context } = dims(cfg, keys)?;
+    let Mlp { intermediate, experts, experts_per_token, moe_layers, dense_intermediate, shared_expert_intermediate } =
+        mlp(cfg, family, layers, keys)?;
 
     let qkv_bias = match family {
         // Qwen2's q, k and v projections always carry a bias.
@@ -375,6 +297,127 @@ fn read(cfg: &Cfg, family: Family, model_type: &str, keys: &mut KeyMap) -> Resul
         post_norms: matches!(family, Family::Gemma2 | Family::Gemma3),
         activation,
         local_attention,
+    })
+}
+
+/// A model's sizes: layers, widths, heads and the vocabulary and context.
+struct Dims {
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    vocab: u32,
+    max_context: u32,
+}
+
+/// The layer count (bounded), hidden size, attention heads (query, key/value, their width),
+/// vocabulary and context length.
+fn dims(cfg: &Cfg, keys: &mut KeyMap) -> Result<Dims> {
+    let layers = cfg.size("num_hidden_layers")?;
+    // Bounded before any per-layer rule walks the layers.
+    if layers > MAX_COUNT {
+        return Err(SimError::config(cfg.path("num_hidden_layers"), format!("must be <= {MAX_COUNT} (got {layers})")));
+    }
+    let hidden = cfg.size("hidden_size")?;
+    let heads = cfg.size("num_attention_heads")?;
+    // transformers: a missing num_key_value_heads means multi-head attention.
+    let kv_heads = match cfg.uint("num_key_value_heads", 1)? {
+        Some(n) => n,
+        None => {
+            keys.set("kv_heads", cfg.path("num_attention_heads"));
+            heads
+        }
+    };
+    if heads % kv_heads != 0 {
+        return Err(SimError::config(
+            cfg.path("num_key_value_heads"),
+            format!("must divide num_attention_heads ({heads}) (got {kv_heads})"),
+        ));
+    }
+    let head_dim = match cfg.uint("head_dim", 1)? {
+        Some(d) => d,
+        None if hidden % heads == 0 => hidden / heads,
+        None => {
+            return Err(SimError::config(
+                cfg.path("num_attention_heads"),
+                format!("must divide hidden_size ({hidden}) when head_dim is not given (got {heads})"),
+            ))
+        }
+    };
+    let vocab = cfg.size("vocab_size")?;
+    let max_context = cfg.size("max_position_embeddings")?;
+    Ok(Dims { layers, hidden, heads, kv_heads, head_dim, vocab, max_context })
+}
+
+/// A model's MLP widths and experts.
+struct Mlp {
+    intermediate: u32,
+    experts: u32,
+    experts_per_token: u32,
+    moe_layers: u32,
+    dense_intermediate: u32,
+    shared_expert_intermediate: u32,
+}
+
+/// MLP widths and experts, by the family's keys: the routed experts' width, the dense
+/// layers' width where it differs, and Llama 4's shared expert.
+fn mlp(cfg: &Cfg, family: Family, layers: u32, keys: &mut KeyMap) -> Result<Mlp> {
+    let (experts_key, expert_width_key, dense_width_key) = match family {
+        Family::Mixtral | Family::Llama4 => ("num_local_experts", "intermediate_size", "intermediate_size_mlp"),
+        Family::Qwen3Moe => ("num_experts", "moe_intermediate_size", "intermediate_size"),
+        _ => ("", "intermediate_size", "intermediate_size"),
+    };
+    keys.set("intermediate", cfg.path(expert_width_key));
+    keys.set("dense_intermediate", cfg.path(dense_width_key));
+    if !experts_key.is_empty() {
+        keys.set("experts", cfg.path(experts_key));
+        keys.set("moe_layers", cfg.path(experts_key));
+    }
+    let intermediate = cfg.size(expert_width_key)?;
+    let (experts, experts_per_token, moe_layers) = if experts_key.is_empty() {
+        (1, 1, 0)
+    } else {
+        let experts = cfg.size(experts_key)?;
+        let top_k = cfg.size("num_experts_per_tok")?;
+        (experts, top_k, moe_layer_count(cfg, family, layers, keys)?)
+    };
+    let dense_intermediate = if moe_layers < layers && dense_width_key != expert_width_key {
+        cfg.size(dense_width_key)?
+    } else {
+        intermediate
+    };
+    // Llama 4: one shared expert as wide as a routed one.
+    let shared_expert_intermediate = if family == Family::Llama4 && moe_layers > 0 { intermediate } else { 0 };
+    Ok(Mlp { intermediate, experts, experts_per_token, moe_layers, dense_intermediate, shared_expert_intermediate })
+}
+
+/// How many layers of a mixture-of-experts model route to experts: Qwen3-MoE's every
+/// `decoder_sparse_step`-th layer not in `mlp_only_layers`, Llama 4's `moe_layers` (or every
+/// `interleave_moe_layer_step`-th), every layer otherwise.
+fn moe_layer_count(cfg: &Cfg, family: Family, layers: u32, keys: &mut KeyMap) -> Result<u32> {
+    Ok(match family {
+        Family::Qwen3Moe => {
+            keys.set("moe_layers", cfg.path("decoder_sparse_step"));
+            let step = cfg.uint("decoder_sparse_step", 1)?.unwrap_or(1);
+            let dense_only = cfg.layer_list("mlp_only_layers", layers)?.unwrap_or_default();
+            (0..layers).filter(|i| !dense_only.contains(i) && (i + 1) % step == 0).count() as u32
+        }
+        Family::Llama4 => match cfg.layer_list("moe_layers", layers)? {
+            Some(list) => {
+                keys.set("moe_layers", cfg.path("moe_layers"));
+                let mut list = list;
+                list.sort_unstable();
+                list.dedup();
+                list.len() as u32
+            }
+            None => {
+                keys.set("moe_layers", cfg.path("interleave_moe_layer_step"));
+                // transformers: moe_layers = range(step - 1, layers, step).
+                layers / cfg.uint("interleave_moe_layer_step", 1)?.unwrap_or(1)
+            }
+        },
+        _ => layers,
     })
 }
 

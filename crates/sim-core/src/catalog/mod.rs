@@ -3,6 +3,11 @@
 //! as `"meta-llama/Llama-3.1-8B"`), `model = { preset = "...", layers = 40 }`, or
 //! `model = { hf_config = {...} }` (a `config.json`, parsed by the front ends).
 //!
+//! By file: the GPU record and its presets (`gpu.rs`), the model record (`model.rs`), the
+//! model presets (`presets.rs`, each a Hugging Face `config.json` read by [`hf`]), the field
+//! checks both records share (`checks.rs`); this file holds the scenario inputs (`model`,
+//! `gpu`) and their resolution against the presets.
+//!
 //! Units used throughout: FLOP/s in TFLOP/s (10¹²), memory sizes in GiB (2³⁰ bytes), memory
 //! bandwidth in TB/s (10¹² bytes/s), interconnect bandwidth in GB/s (10⁹ bytes/s).
 
@@ -13,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{check, Result, SimError};
 
+mod checks;
 mod gpu;
 pub mod hf;
 mod model;
@@ -25,35 +31,10 @@ pub use gpu::{
 pub use model::{Activation, LocalAttention, LocalKind, Model, ModelFields, MAX_COUNT, MAX_WIDTH};
 pub use presets::{model_preset_names, model_presets, ModelPreset, MODEL_PRESETS};
 
+pub(crate) use checks::{divides, fraction};
+
 use gpu::gpu_preset;
 use presets::model_preset;
-
-/// `value` must be finite and in (0, 1].
-pub(crate) fn fraction(path: &str, value: f64) -> Result<()> {
-    check::finite(path, value)?;
-    if value <= 0.0 || value > 1.0 {
-        return Err(SimError::config(
-            path,
-            format!("must be in (0, 1] (got {value})"),
-        ));
-    }
-    Ok(())
-}
-
-/// Whether `d` divides `n` (false for `d == 0`, never panics).
-pub(crate) fn divides(d: u32, n: u32) -> bool {
-    n.checked_rem(d) == Some(0)
-}
-
-fn at_least_one(path: &str, value: u32) -> Result<()> {
-    if value < 1 {
-        return Err(SimError::config(
-            path,
-            format!("must be >= 1 (got {value})"),
-        ));
-    }
-    Ok(())
-}
 
 /// The catalog's models as the `presets` listing shows them: each model's fields plus its
 /// Hugging Face ids (`hf_ids`), total and active parameter counts (`params`,

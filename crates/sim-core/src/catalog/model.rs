@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{at_least_one, divides};
+use super::checks::{at_least_one, divides};
 use crate::error::{Result, SimError};
 
 /// Largest width (hidden size, MLP width, vocabulary, head width) a model may have: 2²⁴.

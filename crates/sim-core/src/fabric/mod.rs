@@ -25,7 +25,8 @@
 //! The module by concern: [`placement`] (which replicas are whole, stopped or restarted,
 //! and which a link change reaches), [`comm`] (each replica's communication priced on its
 //! routes, alone or sharing links), [`transfers`] (KV flows), [`links`] (per-link bytes
-//! and capacity), [`events`] (topology events and swaps, applied through the others).
+//! and capacity), [`events`] (topology events and swaps, applied through the others). The
+//! state they share is defined here: [`Fabric`] and the record of each KV flow in flight.
 
 mod comm;
 mod events;
@@ -38,14 +39,13 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Result, SimError};
-use crate::topo::collective::{Comm, CommLanes};
+use crate::topo::collective::{Comm, CommLanes, Flow};
 use crate::topo::events::TopoEvent;
 use crate::topo::placement::{self as place, Placement};
 use crate::topo::route::RouteTable;
 use crate::topo::Topology;
 
 pub use links::LinkTable;
-use transfers::KvFlow;
 
 /// Counters reported in `summary.topology`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -124,6 +124,24 @@ pub struct Fabric {
     kv_busy: usize,
     /// A replica's communication re-priced under sharing (reused buffer).
     scratch: Comm,
+}
+
+/// One KV flow in flight.
+#[derive(Debug, Clone)]
+struct KvFlow {
+    req: u32,
+    src: u32,
+    dst: u32,
+    flow: Flow,
+    /// Bytes still to send (data phase).
+    remaining: f64,
+    /// Bytes per ns under the current sharing.
+    rate: f64,
+    /// Set once the data is through: the time the last byte lands.
+    done_at: Option<u64>,
+    /// One part of a transfer split over its pair's frontier (`routing.multipath_kv`): it
+    /// keeps its own path while that path is up, instead of following the chosen route.
+    pinned: bool,
 }
 
 impl Fabric {

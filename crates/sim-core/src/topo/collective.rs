@@ -8,8 +8,7 @@
 //! * ring AllReduce: `2(p−1)·α + 2(p−1)/p · n / B` (reduce-scatter then all-gather);
 //! * tree AllReduce: `2⌈log2 p⌉·α + 2·n / B` (pipelined reduce up a binary tree, broadcast
 //!   down); cheaper for small n, the ring for large n — [`Comm::allreduce_s`] takes the min;
-//! * ring all-gather (n = gathered bytes): `(p−1)·α + (p−1)/p · n / B`;
-//! * send/recv: `α + n / B`.
+//! * send/recv (a pipeline stage's activations): `α + n / B`.
 //!
 //! Traffic of *other* replicas and KV transfers on the same links is a separate input:
 //! [`CommLanes`] keeps, per collective, the links its flows cross and the bandwidth each flow
@@ -175,23 +174,6 @@ pub fn tree_allreduce(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Op
     }
     let (alpha, b) = shared(t, &tree_flows(t, routes, gpus)?);
     Some(tree_affine(p, alpha, b))
-}
-
-/// Ring all-gather over `gpus`: affine in the gathered (output) bytes.
-pub fn ring_allgather(t: &Topology, routes: &mut RouteTable, gpus: &[u32]) -> Option<Affine> {
-    let ar = ring_allreduce(t, routes, gpus)?;
-    Some(Affine { a: ar.a / 2.0, b: ar.b / 2.0 })
-}
-
-/// Concurrent send/recv `src[i] → dst[i]`, each carrying `1/len` of the bytes.
-pub fn send_recv(t: &Topology, routes: &mut RouteTable, src: &[u32], dst: &[u32]) -> Option<Affine> {
-    let flows: Option<Vec<Flow>> = src.iter().zip(dst).map(|(&a, &b)| flow(t, routes, a, b)).collect();
-    let flows = flows?;
-    if flows.iter().all(|f| f.hops.is_empty()) {
-        return Some(Affine::default());
-    }
-    let (alpha, b) = shared(t, &flows);
-    Some(send_recv_affine(src.len(), alpha, b))
 }
 
 /// The communication of one replica, cached between topology changes: per stage the ring

@@ -15,7 +15,8 @@ use std::collections::HashMap;
 
 use super::keys::{blocks_for, key, key_str, push_hash_blocks, Ns};
 use super::sample::tokens_at_least_one;
-use super::{output_key, After, ExplicitRequest, RequestSpec, Segment, Workload, MAX_REQUESTS};
+use super::explicit::ExplicitRequest;
+use super::{output_key, After, RequestSpec, Segment, Workload, MAX_REQUESTS};
 use crate::error::{check, Result, SimError};
 
 /// A row's own leading content (before any session history).
