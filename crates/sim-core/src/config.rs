@@ -89,6 +89,69 @@ pub struct Deployment {
     /// Absent: automatic (TP inside a node, PP across nodes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<Vec<Vec<String>>>,
+    /// Data-parallel attention ranks per replica (vLLM's `--data-parallel-size` with an MoE
+    /// model, SGLang's DP attention): each rank runs attention on its own requests with its
+    /// own KV cache (TP `tp` inside the rank), and all ranks share the experts. GPUs of one
+    /// replica = `dp × tp × pp`.
+    #[serde(skip_serializing_if = "is_one")]
+    pub dp: u32,
+    /// Expert parallelism: 1 (the experts TP-sharded like the dense MLP), or `dp × tp` (vLLM's
+    /// `--enable-expert-parallel`: each GPU of a stage holds whole experts, `experts / ep` of
+    /// them, and tokens travel to their experts' GPUs and back by all-to-all).
+    #[serde(skip_serializing_if = "is_one")]
+    pub ep: u32,
+    /// Expert-parallel options ([`MoeConfig`]).
+    #[serde(skip_serializing_if = "MoeConfig::is_default")]
+    pub moe: MoeConfig,
+}
+
+fn is_one(x: &u32) -> bool {
+    *x == 1
+}
+
+/// How an expert-parallel deployment moves tokens and balances experts (`[deployment.moe]`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MoeConfig {
+    /// Extra expert slots for EPLB-style replication of the most popular experts (DeepSeek's
+    /// EPLB; `redundant_experts = 32` on 256 experts gives 288 slots): spread over the EP
+    /// ranks, they even out the tokens each rank's experts receive.
+    pub redundant_experts: u32,
+    /// The dispatch/combine implementation: `auto` (DeepEP's high-throughput kernels for
+    /// prefill and mixed steps, its low-latency kernels for decode-only steps, as SGLang's
+    /// `--deepep-mode auto`), `high_throughput`, `low_latency`, or `allgather` (the naive
+    /// alternative: all-gather the tokens before the experts, reduce-scatter after).
+    pub all_to_all: AllToAll,
+    /// Two-batch overlap: split each step into two micro-batches so that one's dispatch and
+    /// combine run while the other computes (SGLang `--enable-two-batch-overlap`, vLLM's
+    /// DBO). Hides communication at large batches; costs extra launches and smaller GEMMs.
+    pub two_batch_overlap: bool,
+    /// Expert-popularity skew: the busiest expert's load over the mean load, before EPLB
+    /// (1 = uniform routing). `None`: the default for the model's routing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_skew: Option<f64>,
+}
+
+impl MoeConfig {
+    pub fn is_default(&self) -> bool {
+        *self == MoeConfig::default()
+    }
+}
+
+impl Default for MoeConfig {
+    fn default() -> Self {
+        MoeConfig { redundant_experts: 0, all_to_all: AllToAll::Auto, two_batch_overlap: false, expert_skew: None }
+    }
+}
+
+/// The dispatch/combine implementation of expert parallelism ([`MoeConfig::all_to_all`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllToAll {
+    Auto,
+    HighThroughput,
+    LowLatency,
+    Allgather,
 }
 
 impl Default for Deployment {
@@ -101,6 +164,9 @@ impl Default for Deployment {
             dispatch_timeout_ms: 500.0,
             prefill_replicas: None,
             placement: None,
+            dp: 1,
+            ep: 1,
+            moe: MoeConfig::default(),
         }
     }
 }
@@ -417,6 +483,34 @@ impl Scenario {
         check::in_range("deployment.tp", d.tp, 1, 64)?;
         check::in_range("deployment.pp", d.pp, 1, 64)?;
         check::in_range("deployment.replicas", d.replicas, 1, 100_000)?;
+        check::in_range("deployment.dp", d.dp, 1, 1024)?;
+        if d.ep != 1 && d.ep != d.dp.saturating_mul(d.tp) {
+            return Err(SimError::config(
+                "deployment.ep",
+                format!(
+                    "expert parallelism spans every GPU of a pipeline stage (vLLM's --enable-expert-parallel: \
+                     ep = dp × tp = {}); set ep = {} or 1 (got {})",
+                    d.dp.saturating_mul(d.tp),
+                    d.dp.saturating_mul(d.tp),
+                    d.ep
+                ),
+            ));
+        }
+        if let Some(x) = d.moe.expert_skew {
+            check::finite("deployment.moe.expert_skew", x)?;
+            if !(1.0..=1e6).contains(&x) {
+                return Err(SimError::config(
+                    "deployment.moe.expert_skew",
+                    format!("the busiest expert's load over the mean: at least 1 (uniform), at most 1e6 (got {x})"),
+                ));
+            }
+        }
+        if d.moe.redundant_experts > 0 && d.ep == 1 {
+            return Err(SimError::config(
+                "deployment.moe.redundant_experts",
+                "redundant experts balance expert-parallel ranks: set deployment.ep (dp × tp) too",
+            ));
+        }
         check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
         if let Some(sc) = &self.scaling {
             sc.validate(d.replicas)?;

@@ -26,6 +26,31 @@ pub const LOGIT_BYTES: f64 = 4.0;
 /// Copies of the logits alive at the sampler's peak (logits + probabilities).
 pub const LOGIT_COPIES: f64 = 2.0;
 
+/// How one replica's GPUs split the model: `tp` GPUs per attention rank (TP), `dp`
+/// data-parallel attention ranks, `pp` pipeline stages, experts over `ep` GPUs (1, or
+/// `dp × tp`: every GPU of a stage) with `redundant_experts` extra expert slots (EPLB).
+/// GPUs of one replica = `dp × tp × pp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallel {
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    pub redundant_experts: u32,
+}
+
+impl Parallel {
+    /// TP × PP, no data-parallel attention, no expert parallelism.
+    pub fn tp_pp(tp: u32, pp: u32) -> Parallel {
+        Parallel { tp, pp, dp: 1, ep: 1, redundant_experts: 0 }
+    }
+
+    /// GPUs of one replica.
+    pub fn gpus(&self) -> u32 {
+        self.dp.saturating_mul(self.tp).saturating_mul(self.pp)
+    }
+}
+
 /// How one replica's GPUs spend their memory. Per-GPU figures are for the most loaded GPU
 /// (the pipeline stage with the most layers when `layers` is not a multiple of `pp`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
