@@ -54,7 +54,7 @@ pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
 /// replicas, requests (see the module docs for the per-item costs); `trace`: the rows a
 /// front end loaded for `workload.trace`.
 pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) -> Vec<Part> {
-    let replicas = u64::from(scenario.deployment.replicas);
+    let replicas = u64::from(scenario.deployment.total_replicas());
     let kv_field = match (&scenario.scheduler.num_gpu_blocks, &scenario.gpu, &scenario.model) {
         (Some(_), _, _) => "scheduler.num_gpu_blocks",
         (None, GpuInput::Custom(g), _) if g.hbm_gib.is_some() => "gpu.hbm_gib",

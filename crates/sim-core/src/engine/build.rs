@@ -17,17 +17,13 @@ use crate::frontend::Frontend;
 use crate::workload::{RequestSpec, Workload};
 
 impl Engine {
-    /// Build an engine from a validated scenario, its cost model, KV pool size and requests.
-    pub fn new(
-        scenario: &Scenario,
-        perf: StepCostModel,
-        num_blocks: u32,
-        max_model_len: u32,
-        workload: Workload,
-        options: SimOptions,
-    ) -> Engine {
+    /// Build an engine from a validated scenario, its pools (each with its cost model, KV
+    /// pool size and replicas, in replica order) and requests.
+    pub fn new(scenario: &Scenario, pools: Vec<EnginePool>, max_model_len: u32, workload: Workload, options: SimOptions) -> Engine {
         let Workload { requests: specs, segments } = workload;
-        let (params, mode) = Params::for_policy(&scenario.scheduler);
+        let (base, mode) = Params::for_policy(&scenario.scheduler);
+        let pool_params: Vec<Params> = pools.iter().map(|p| rank_params(base, p.dp)).collect();
+        let params = pool_params[0];
         let bs = scenario.scheduler.block_size;
         let req_block = |prompt: u32, output: u32| {
             if mode == KvMode::PagedPerRequest {
@@ -43,20 +39,32 @@ impl Engine {
         let apc = Apc::new(params.apc && mode != KvMode::Contiguous, &specs, segments, |s| {
             req_block(s.prompt_tokens, s.output_tokens)
         });
-        let pool = || if apc.on { KvPool::with_prefix_caching(mode, bs, num_blocks) } else { KvPool::new(mode, bs, num_blocks) };
-        // Under autoscaling every slot the controller may use exists from the start.
-        let slots = scenario.scaling.as_ref().map_or(scenario.deployment.replicas, |s| s.max_replicas);
-        let replicas = (0..slots).map(|i| Replica::new(SchedState::new(pool().for_replica(i)))).collect();
+        let kv_pool = |blocks| if apc.on { KvPool::with_prefix_caching(mode, bs, blocks) } else { KvPool::new(mode, bs, blocks) };
+        // Under autoscaling (one pool) every slot the controller may use exists from the start.
+        let mut pool_of = Vec::new();
+        for (k, p) in pools.iter().enumerate() {
+            let n = if pools.len() == 1 { scenario.scaling.as_ref().map_or(p.replicas, |s| s.max_replicas) } else { p.replicas };
+            pool_of.extend(std::iter::repeat_n(k as u32, n as usize));
+        }
+        let slots = pool_of.len() as u32;
+        let pool_first: Vec<u32> = (0..pools.len()).map(|k| pool_of.iter().position(|&p| p as usize == k).unwrap_or(0) as u32).collect();
+        let replicas = (0..slots)
+            .map(|i| Replica::new(SchedState::new(kv_pool(pools[pool_of[i as usize] as usize].num_blocks).for_replica(i))))
+            .collect();
+        let perfs = pools.into_iter().map(|p| p.perf).collect();
         Engine {
             reqs,
             arrival_order,
             next_arrival: 0,
             replicas,
             params,
-            perf,
+            pool_params,
+            pool_of,
+            pool_first,
+            perfs,
             router: scenario.deployment.router,
             rr_next: 0,
-            max_waiting: scenario.effective_max_waiting(),
+            max_waiting: scenario.effective_max_waiting().map(|w| w.saturating_mul(scenario.deployment.dp)),
             dispatch_timeout_ns: (scenario.deployment.dispatch_timeout_ms * 1e6).round() as u64,
             dispatch: VecDeque::new(),
             max_model_len,
@@ -99,6 +107,30 @@ impl Engine {
     }
 }
 
+
+/// One pool as the engine builds it: its step cost model, KV blocks per replica, replicas and
+/// data-parallel attention ranks.
+pub struct EnginePool {
+    pub perf: StepCostModel,
+    pub num_blocks: u32,
+    pub replicas: u32,
+    pub dp: u32,
+}
+
+/// The scheduler's limits for a replica of `dp` data-parallel attention ranks scheduled as
+/// one batch ([`crate::perf::ep`]): dp times a rank's sequences and tokens, no request more
+/// than one rank's budget.
+fn rank_params(base: Params, dp: u32) -> Params {
+    if dp <= 1 {
+        return base;
+    }
+    Params {
+        per_request_cap: base.per_request_cap.min(base.budget),
+        max_num_seqs: base.max_num_seqs.saturating_mul(dp),
+        budget: base.budget.saturating_mul(dp),
+        ..base
+    }
+}
 
 impl Replica {
     /// An idle replica scheduling over `sched` (its KV pool inside).

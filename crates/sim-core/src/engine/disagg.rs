@@ -204,7 +204,7 @@ impl Engine {
         let r = &mut self.reqs[id as usize];
         r.replica = to as i32;
         replica.outstanding_tokens += (r.prompt + r.output - r.generated) as u64;
-        replica.sched.enqueue(&self.params, r, order);
+        replica.sched.enqueue(&self.pool_params[self.pool_of[to] as usize], r, order);
         self.mark(to);
     }
 

@@ -47,9 +47,13 @@ impl Engine {
         }
         // Never-fit: the most KV the request can ever hold (the last token's KV is never
         // written; Orca reserves prompt + output) must fit an empty pool.
-        let pool = &self.replicas[0].sched.kv;
-        let max_len = if pool.mode == KvMode::Contiguous { total } else { total - 1 } as u32;
-        if pool.units_for(max_len.max(1), r.req_block) > pool.total() {
+        // Every pool's (the smallest decides: a request the router might send anywhere).
+        let too_small = self.pool_first.iter().any(|&first| {
+            let pool = &self.replicas[first as usize].sched.kv;
+            let max_len = if pool.mode == KvMode::Contiguous { total } else { total - 1 } as u32;
+            pool.units_for(max_len.max(1), r.req_block) > pool.total()
+        });
+        if too_small {
             return self.reject(id, Reason::KvTooSmall, self.now_ns);
         }
         self.reqs[id as usize].status = Status::Dispatching;
@@ -124,12 +128,14 @@ impl Engine {
             sampled: 1,
             decode_blocks_1024: 0,
         };
-        let compute_s = self.perf.step_ns_plus(&shape, 0.0) as f64 * 1e-9;
+        // Each pool prices the reference step on its own GPU.
+        let compute: Vec<f64> = self.perfs.iter().map(|p| p.step_ns_plus(&shape, 0.0) as f64 * 1e-9).collect();
         let mut best: Option<(f64, u64, usize)> = None;
         for i in 0..n {
             if !self.has_room(i) {
                 continue;
             }
+            let compute_s = compute[self.pool_of[i] as usize];
             let comm_s = self.fabric.as_mut().map_or(0.0, |f| f.probe_comm_s(i, f64::from(m)));
             let out = self.replicas[i].outstanding_tokens;
             let key = ((out + need) as f64 * (compute_s + comm_s), out, i);
@@ -164,7 +170,7 @@ impl Engine {
                 r.status = Status::Waiting;
                 replica.inbox.push((id, order, replica.stats.steps));
             } else {
-                replica.sched.enqueue(&self.params, r, order);
+                replica.sched.enqueue(&self.pool_params[self.pool_of[rep] as usize], r, order);
             }
             self.mark(rep);
         }

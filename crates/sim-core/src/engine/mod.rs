@@ -10,6 +10,7 @@
 //! and a request finishing exactly at its deadline counts as finished.
 
 mod build;
+pub use build::EnginePool;
 mod client;
 mod disagg;
 mod dispatch;
@@ -89,8 +90,16 @@ pub struct Engine {
     pub(crate) arrival_order: Vec<u32>,
     pub(crate) next_arrival: usize,
     pub replicas: Vec<Replica>,
+    /// The first pool's scheduler limits (the model checker's runs have one pool).
     pub(crate) params: Params,
-    perf: StepCostModel,
+    /// Per pool: the scheduler limits of its replicas (its DP ranks scheduled as one).
+    pub(crate) pool_params: Vec<Params>,
+    /// Per replica: its pool.
+    pub(crate) pool_of: Vec<u32>,
+    /// Per pool: its first replica.
+    pub(crate) pool_first: Vec<u32>,
+    /// Per pool: the cost model pricing its replicas' steps (its own GPU and layout).
+    perfs: Vec<StepCostModel>,
     pub(crate) router: Router,
     pub(crate) rr_next: usize,
     pub(crate) max_waiting: Option<u32>,

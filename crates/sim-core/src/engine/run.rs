@@ -240,7 +240,7 @@ impl Engine {
         let st = &mut replica.sched;
         let all = st.waiting.is_empty() && st.running.is_empty();
         let reqs = &mut self.reqs;
-        let params = &self.params;
+        let params = &self.pool_params[self.pool_of[rep] as usize];
         replica.inbox.retain(|&(id, order, step)| {
             if all || steps > step {
                 st.enqueue(params, &mut reqs[id as usize], order);
@@ -282,7 +282,7 @@ impl Engine {
     /// The execution-time model pricing this engine's steps (the model checker times
     /// counterexample replays with it).
     pub(crate) fn perf(&self) -> &StepCostModel {
-        &self.perf
+        &self.perfs[0]
     }
 
     /// Check the state after every instant with `observe` (replacing any earlier one).

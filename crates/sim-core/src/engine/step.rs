@@ -27,7 +27,7 @@ impl Engine {
             replica.stats.steps += 1;
             return true;
         }
-        let (dur, comm_s) = price_step(&self.perf, self.fabric.as_deref_mut(), rep, &replica.sched);
+        let (dur, comm_s) = price_step(&self.perfs[self.pool_of[rep] as usize], self.fabric.as_deref_mut(), rep, &replica.sched);
         let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
         let dur = dur + decision;
         replica.last_comm_s = comm_s;
@@ -53,7 +53,7 @@ impl Engine {
         if !lazy {
             replica.steady.settle(st, &mut self.reqs, &mut self.apc);
             replica.steady.left = 0;
-            st.schedule(&self.params, &mut self.reqs, &mut self.apc, now);
+            st.schedule(&self.pool_params[self.pool_of[rep] as usize], &mut self.reqs, &mut self.apc, now);
             if st.plan.is_empty() {
                 return None;
             }

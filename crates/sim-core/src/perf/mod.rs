@@ -17,6 +17,7 @@
 //! rules, `layer_mix.rs` the layer kinds); this file holds [`StepCostModel`], which picks the
 //! linear model or the composed step and turns seconds into integer nanoseconds.
 
+pub mod ep;
 mod cost_spec;
 mod layer_mix;
 mod ops;
@@ -39,7 +40,8 @@ pub use spec::{
     parse_dtype, parse_engine, parse_fusion, Dtype, Engine, StepSpec, DEFAULT_COMM_LATENCY_US, DEFAULT_KERNEL_FLOOR_US,
     DEFAULT_LAUNCH_US, DTYPE_NAMES, ENGINE_NAMES, KV_DTYPE_NAMES,
 };
-pub use step::{Anatomy, KernelColumns, OpCost};
+pub use ep::AllToAll;
+pub use step::{Anatomy, EpModel, KernelColumns, OpCost};
 
 /// Names of the linear components, in [`StepCostModel::breakdown`] order.
 const LINEAR_NAMES: [&str; 4] = ["base", "prefill_tokens", "decode_seqs", "context_tokens"];
@@ -108,6 +110,41 @@ impl StepCostModel {
             }
         };
         Ok(StepCostModel { inner })
+    }
+
+    /// Data-parallel attention ranks and expert parallelism ([`ep`]): the step of one rank
+    /// carrying `1/dp` of the batch, experts whole on each GPU with every MoE layer's
+    /// dispatch and combine when `ep > 1`. Errors name the field: a linear cost model has no
+    /// layers to split (`deployment.dp` / `deployment.ep`), expert parallelism needs experts
+    /// (`deployment.ep`), and pipeline stages under DP/EP are not modelled (`deployment.pp`).
+    pub fn with_parallel(mut self, spec: &ep::EpSpec, model: &Model, gpu: &Gpu, pp: u32) -> Result<Self> {
+        if spec.dp <= 1 && spec.ep <= 1 {
+            return Ok(self);
+        }
+        let field = if spec.ep > 1 { "deployment.ep" } else { "deployment.dp" };
+        if spec.ep > 1 && model.experts <= 1 {
+            return Err(SimError::config("deployment.ep", format!("{} has no experts to spread (a dense model)", model.name)));
+        }
+        if pp > 1 {
+            return Err(SimError::config(
+                "deployment.pp",
+                "pipeline stages with data-parallel attention or expert parallelism are not modelled: use pp = 1",
+            ));
+        }
+        let Inner::Step(s) = &mut self.inner else {
+            return Err(SimError::config(field, "needs a layer-level cost model (roofline or calibrated), not the linear one"));
+        };
+        let ep = (spec.ep > 1).then(|| step::EpModel {
+            ep: f64::from(spec.ep),
+            tp: f64::from(spec.tp.max(1)),
+            local_slots: f64::from(model.experts + spec.redundant_experts) / f64::from(spec.ep),
+            balance: ep::ExpertBalance::new(model.experts, spec.ep, spec.redundant_experts, spec.expert_load_cv),
+            all_to_all: spec.all_to_all,
+            two_batch_overlap: spec.two_batch_overlap,
+            costs: ep::default_costs(gpu, spec.ep),
+        });
+        s.set_parallel(model.intermediate, spec.dp, ep);
+        Ok(self)
     }
 
     /// Use a paged KV cache of `block_size` tokens: decode attention pays the block-table

@@ -66,6 +66,23 @@ pub const VLLM_STEP_CPU_S: f64 = 0.3e-3;
 /// See [`VLLM_STEP_CPU_S`]: per scheduled request, s.
 pub const VLLM_SEQ_CPU_S: f64 = 5.0e-6;
 
+/// A replica's expert-parallel group as the step model prices it ([`super::ep`]).
+#[derive(Debug, Clone)]
+pub struct EpModel {
+    /// GPUs of the group (`dp × tp`).
+    pub ep: f64,
+    /// TP degree inside an attention rank (a rank's tokens are spread over its `tp` GPUs'
+    /// experts).
+    pub tp: f64,
+    /// Expert slots on one GPU, `(experts + redundant) / ep`.
+    pub local_slots: f64,
+    pub balance: super::ep::ExpertBalance,
+    pub all_to_all: super::ep::AllToAll,
+    pub two_batch_overlap: bool,
+    /// The group's exchange costs without a topology (a topology passes its own).
+    pub costs: super::ep::A2aCosts,
+}
+
 /// How a step is launched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -182,6 +199,14 @@ pub struct StepModel {
     /// MoE: (experts, top_k, router width); None for dense models.
     moe: Option<(f64, f64, u32)>,
     inter_shard: f64,
+    /// One expert's inner width on a GPU: `inter_shard` when the experts are TP-sharded, the
+    /// whole width under expert parallelism.
+    expert_inter: f64,
+    /// Data-parallel attention ranks: the step of one rank carries `1/dp` of the replica's
+    /// batch ([`super::ep`]).
+    dp: f64,
+    /// Expert parallelism ([`super::ep`]); `None`: the experts are TP-sharded.
+    ep: Option<Box<EpModel>>,
     /// How the layers differ and what only some architectures compute.
     mix: LayerMix,
     /// Kernels each elementwise op ([`ELEMENTWISE_OPS`], in that order) launches in the
@@ -290,6 +315,9 @@ impl StepModel {
             down: (inter, model.hidden),
             moe,
             inter_shard: f64::from(inter),
+            expert_inter: f64::from(inter),
+            dp: 1.0,
+            ep: None,
             mix: LayerMix::new(model, t),
             elem_kernels,
             fusion,
@@ -396,6 +424,32 @@ impl StepModel {
         }
     }
 
+    /// Expert parallelism and data-parallel attention ([`super::ep`]): `dp` attention ranks;
+    /// with `ep`, each GPU holds whole experts (their full inner width `intermediate`) and a
+    /// rank's step exchanges its tokens with the group every MoE layer.
+    pub fn set_parallel(&mut self, intermediate: u32, dp: u32, ep: Option<EpModel>) {
+        self.dp = f64::from(dp.max(1));
+        if ep.is_some() {
+            self.gate_up = (self.hidden as u32, 2 * intermediate);
+            self.down = (intermediate, self.hidden as u32);
+            self.expert_inter = f64::from(intermediate);
+        }
+        self.ep = ep.map(Box::new);
+        self.grid = empty_cells(self.grid_m.len());
+    }
+
+    /// (Token, expert) pairs the busiest GPU's experts process when each rank carries `m`
+    /// tokens: the group's mean, `m · top_k / tp`, times the straggler factor at the group's
+    /// `m · dp · top_k` pairs.
+    #[inline]
+    fn routed_rows(&self, m: f64) -> f64 {
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        match &self.ep {
+            Some(ep) => ep.balance.gamma(m * self.dp * top_k) * m * top_k / ep.tp,
+            None => m * top_k,
+        }
+    }
+
     /// MLP GEMM `k × n` at `m` tokens; MoE: grouped over the active experts by routed
     /// tokens. The reference engine runs one GEMM per active expert; vLLM's fused MoE kernel
     /// runs them all in one launch, priced as one GEMM through the active experts' weights
@@ -405,8 +459,11 @@ impl StepModel {
         match self.moe {
             None => self.r.gemm(m, k, n),
             Some((experts, top_k, _)) => {
-                let pairs = m * top_k;
-                let active = experts.min(pairs).max(1.0);
+                let (pairs, slots) = match &self.ep {
+                    Some(ep) => (self.routed_rows(m), ep.local_slots),
+                    None => (m * top_k, experts),
+                };
+                let active = slots.min(pairs).max(1.0);
                 if self.engine == Engine::Vllm {
                     return self.r.gemm(pairs / active, k, (f64::from(n) * active) as u32);
                 }
@@ -438,9 +495,11 @@ impl StepModel {
             let router = r.gemm(m, self.hidden as u32, width);
             // token permutation in and out (top-k, block alignment; read + write the hidden
             // state per routed copy) and the weighted sum of the experts' outputs
-            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
+            let routed = if self.ep.is_some() { self.routed_rows(m) } else { m * top_k };
+            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * routed * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
             let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
-            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), self.inter_shard * top_k));
+            let width = if self.ep.is_some() { self.expert_inter * routed / m.max(1e-9) } else { self.inter_shard * top_k };
+            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), width));
             if let Some((gu, dn, inter)) = mix.shared {
                 // The shared expert: a dense MLP every token also goes through.
                 let act = if mix.act == "silu_mul" { "shared_silu_mul" } else { "shared_gelu_mul" };
@@ -932,6 +991,9 @@ impl StepModel {
 
     /// Duration of the step, s (grid-interpolated dense part).
     pub fn step_s(&self, b: &BatchShape) -> f64 {
+        if self.dp > 1.0 || self.ep.is_some() {
+            return self.ep_step_s(b, None);
+        }
         let m = (b.prefill_tokens + b.decode_seqs) as f64;
         let s = b.sampled as f64;
         let dense = self.dense_at(m);
@@ -969,27 +1031,7 @@ impl StepModel {
         let k = f64::from(mb.max(1));
         let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
         let s = b.sampled as f64 / k;
-        let mut dense = self.dense_at(m);
-        let epi = self.epilogue_at(s);
-        // Attention of one micro-batch: 1/mb of the prefills' (summed over sequences), and a
-        // decode over 1/mb of the sequences and their KV.
-        let (mut ga, mut ca) = (0.0, 0.0);
-        for item in b.prefill {
-            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
-            ga += t.gpu_s / k;
-            ca += t.cpu_s / k;
-        }
-        if b.decode_seqs > 0 {
-            let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            ga += self.decode_attention_s(b, tokens, k, false);
-            ca += self.decode_cpu;
-        }
-        if self.engine == Engine::Vllm {
-            // one call per layer for a micro-batch's requests: their fixed costs merge
-            let calls = (b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 }) / k;
-            ga = (ga - (calls - 1.0).max(0.0) * self.attn_floor).max(self.attn_floor.min(ga));
-            ca = ca.min(self.decode_cpu);
-        }
+        let (mut dense, epi, (ga, ca)) = self.share_parts(b, k);
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
         dense.pp = 0.0;
         let mode = self.mode_at(m as u64, !b.prefill.is_empty());
@@ -1005,6 +1047,73 @@ impl StepModel {
         let tau = vec![forward / self.pp.max(1.0); stages];
         let x = vec![xfer; stages - 1];
         crate::topo::collective::pipeline_makespan(&tau, &x, mb) + self.cpu_overhead
+    }
+
+    /// The parts of a step carrying `1/k` of batch `b` (a pipeline micro-batch, one DP rank's
+    /// share): the dense aggregates at `m/k` tokens, the epilogue at `1/k` of the sampled rows,
+    /// and attention: `1/k` of the prefills' (summed over sequences) and a decode over `1/k`
+    /// of the sequences and their KV.
+    fn share_parts(&self, b: &BatchShape, k: f64) -> (Agg, (f64, f64), (f64, f64)) {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let s = b.sampled as f64 / k;
+        let dense = self.dense_at(m);
+        let epi = self.epilogue_at(s);
+        let (mut ga, mut ca) = (0.0, 0.0);
+        for item in b.prefill {
+            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
+            ga += t.gpu_s / k;
+            ca += t.cpu_s / k;
+        }
+        if b.decode_seqs > 0 {
+            let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
+            ga += self.decode_attention_s(b, tokens, k, false);
+            ca += self.decode_cpu;
+        }
+        if self.engine == Engine::Vllm {
+            // one call per layer for a share's requests: their fixed costs merge
+            let calls = (b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 }) / k;
+            ga = (ga - (calls - 1.0).max(0.0) * self.attn_floor).max(self.attn_floor.min(ga));
+            ca = ca.min(self.decode_cpu);
+        }
+        (dense, epi, (ga, ca))
+    }
+
+    /// One DP rank's step carrying `1/k` of `b` (a rank's share, or half of it under
+    /// two-batch overlap), s, without the expert exchange.
+    fn rank_compute_s(&self, b: &BatchShape, k: f64) -> f64 {
+        let (dense, epi, att) = self.share_parts(b, k);
+        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let mode = self.mode_at(libm::ceil(m) as u64, !b.prefill.is_empty());
+        self.compose(&dense, epi, att, mode, self.other_kernels(b, b.sampled as f64 / k), seqs(b) / k)
+    }
+
+    /// The expert exchange of one MoE layer for a rank carrying `m` tokens, s: (dispatch,
+    /// combine), on `costs` (a topology's) or the group's own.
+    fn exchange(&self, b: &BatchShape, m: f64, costs: Option<&super::ep::A2aCosts>) -> (f64, f64) {
+        let Some(ep) = &self.ep else { return (0.0, 0.0) };
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        let gamma = ep.balance.gamma(m * self.dp * top_k);
+        super::ep::exchange_s(costs.unwrap_or(&ep.costs), ep.all_to_all, b.prefill.is_empty(), m, self.hidden, top_k, ep.ep, gamma)
+    }
+
+    /// A step of a DP/EP replica ([`super::ep`]), s: one rank's share of the batch, plus each
+    /// MoE layer's dispatch and combine (`costs`: a topology's, else the group's own), or the
+    /// two micro-batches' overlap of them.
+    pub fn ep_step_s(&self, b: &BatchShape, costs: Option<&super::ep::A2aCosts>) -> f64 {
+        let k = self.dp;
+        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let moe_layers = self.layers * self.mix.moe_share;
+        let compute = self.rank_compute_s(b, k);
+        let (d, c) = self.exchange(b, m, costs);
+        let plain = compute + moe_layers * (d + c);
+        match &self.ep {
+            Some(ep) if ep.two_batch_overlap && m >= 2.0 => {
+                let half = self.rank_compute_s(b, 2.0 * k) / self.layers;
+                let (dh, ch) = self.exchange(b, m / 2.0, costs);
+                super::ep::two_batch_overlap_s(self.layers, moe_layers, half, dh + ch)
+            }
+            _ => plain,
+        }
     }
 
     /// Exact per-op breakdown (ms, summed over layers); the lines sum to the exact total.
