@@ -29,6 +29,7 @@ use std::sync::OnceLock;
 
 mod anatomy;
 pub use anatomy::{Anatomy, KernelColumns};
+use super::PrefillItem;
 
 use crate::calib::{Source, ELEMENTWISE_OPS};
 use crate::catalog::Model;
@@ -1100,19 +1101,23 @@ impl StepModel {
     /// MoE layer's dispatch and combine (`costs`: a topology's, else the group's own), or the
     /// two micro-batches' overlap of them.
     pub fn ep_step_s(&self, b: &BatchShape, costs: Option<&super::ep::A2aCosts>) -> f64 {
-        let k = self.dp;
+        self.ep_rank_s(b, self.dp, costs).0
+    }
+
+    /// (the step, its compute alone), s, of a rank carrying `1/k` of `b` (`k = dp` for a
+    /// replica's batch, 1 for a rank's own).
+    fn ep_rank_s(&self, b: &BatchShape, k: f64, costs: Option<&super::ep::A2aCosts>) -> (f64, f64) {
         let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
         let moe_layers = self.layers * self.mix.moe_share;
         let compute = self.rank_compute_s(b, k);
         let (d, c) = self.exchange(b, m, costs);
-        let plain = compute + moe_layers * (d + c);
         match &self.ep {
             Some(ep) if ep.two_batch_overlap && m >= 2.0 => {
                 let half = self.rank_compute_s(b, 2.0 * k) / self.layers;
                 let (dh, ch) = self.exchange(b, m / 2.0, costs);
-                super::ep::two_batch_overlap_s(self.layers, moe_layers, half, dh + ch)
+                (super::ep::two_batch_overlap_s(self.layers, moe_layers, half, dh + ch), compute)
             }
-            _ => plain,
+            _ => (compute + moe_layers * (d + c), compute),
         }
     }
 

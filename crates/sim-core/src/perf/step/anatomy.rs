@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::calib::Source;
 
-use super::{seqs, BatchShape, Engine, Mode, Named, StepModel, EAGER_KERNEL_GAP_S, GRAPH_KERNEL_GAP_S, VLLM_SEQ_CPU_S, VLLM_STEP_CPU_S};
+use super::{seqs, BatchShape, Engine, PrefillItem, Mode, Named, StepModel, EAGER_KERNEL_GAP_S, GRAPH_KERNEL_GAP_S, VLLM_SEQ_CPU_S, VLLM_STEP_CPU_S};
 
 /// Output tile of a GEMM (rows × columns), and the row tile of skinny GEMMs.
 const GEMM_TILE: f64 = 128.0;
@@ -205,13 +205,36 @@ impl StepModel {
     /// communication a topology priced for it (0 without one); `decision_s`: the decision
     /// latency it waited for.
     pub fn anatomy(&self, b: &BatchShape, comm_s: f64, decision_s: f64) -> Anatomy {
+        if self.dp > 1.0 {
+            // One rank's step: every dp-th prefill and 1/dp of the decodes ([`super::super::ep`]).
+            let k = self.dp as usize;
+            let prefill: Vec<PrefillItem> = b.prefill.iter().step_by(k).copied().collect();
+            let div = |x: u64| x.div_ceil(k as u64);
+            let rank = BatchShape {
+                prefill: &prefill,
+                prefill_tokens: prefill.iter().map(|p| u64::from(p.new_tokens)).sum(),
+                decode_seqs: div(b.decode_seqs),
+                decode_context_sum: div(b.decode_context_sum),
+                context_sum_after: div(b.context_sum_after),
+                sampled: div(b.sampled),
+                decode_blocks_1024: div(b.decode_blocks_1024),
+            };
+            return self.rank_anatomy(&rank, b.prefill.is_empty(), comm_s, decision_s);
+        }
+        self.rank_anatomy(b, b.prefill.is_empty(), comm_s, decision_s)
+    }
+
+    /// The anatomy of one rank's step `b` (`decode_only`: the replica's step has no prefill
+    /// work, which picks the exchange kernels).
+    fn rank_anatomy(&self, b: &BatchShape, decode_only: bool, comm_s: f64, decision_s: f64) -> Anatomy {
         let mode = self.mode(b);
         let graph = mode != Mode::Eager;
         let vllm = self.engine == Engine::Vllm;
         // vLLM's piecewise graphs (mixed batches): the GPU waits for attention's eager
         // launch between the pieces of each layer, twice.
         let piece_gap = if vllm && mode == Mode::Piecewise { 2.0 * EAGER_KERNEL_GAP_S } else { 0.0 };
-        let units = self.launch_units(b, piece_gap, comm_s);
+        let mut units = self.launch_units(b, piece_gap, comm_s);
+        self.add_exchanges(&mut units, b, decode_only);
         let (kernels, end_s) = self.timeline(&units, b, graph, vllm, decision_s);
         Anatomy { step_ms: end_s * 1e3, graph, pipelined: self.pp > 1.0, sms: self.sms as u32, kernels }
     }
@@ -348,6 +371,56 @@ impl StepModel {
 
     /// Spread communication a topology priced over the TP AllReduce kernels (each carries
     /// the same bytes), or add it as one transfer when the replica has none.
+    /// Expert parallelism: each MoE layer's dispatch before its experts' GEMMs and combine
+    /// after them, on the communication stream, at the layers' MoE share like the ops they
+    /// surround (under two-batch overlap, only the part the other micro-batch's compute does
+    /// not hide).
+    fn add_exchanges(&self, units: &mut Vec<Unit>, b: &BatchShape, decode_only: bool) {
+        let Some(ep) = &self.ep else { return };
+        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        let gamma = ep.balance.gamma(m * self.dp * top_k);
+        let (d, c) = super::super::ep::exchange_s(&ep.costs, ep.all_to_all, decode_only, m, self.hidden, top_k, ep.ep, gamma);
+        let share = self.mix.moe_share;
+        // Two-batch overlap: the exchanges' exposed part only; when the two half batches cost
+        // more than the overlap saves, one row for the excess (the split's smaller GEMMs
+        // and extra launches).
+        let (mut exposed, mut split_s) = (1.0, 0.0);
+        if ep.two_batch_overlap && m >= 2.0 {
+            let (total, compute) = self.ep_rank_s(b, 1.0, None);
+            let exchange = self.layers * share * (d + c);
+            exposed = ((total - compute) / exchange.max(1e-12)).clamp(0.0, 1.0);
+            split_s = (total - compute - exchange).max(0.0);
+        }
+        let op = |name: &str, t: f64, layer: i32| Op {
+            name: name.into(),
+            layer,
+            kernels: share,
+            gpu_s: t * share * exposed,
+            src: Source::Model,
+            stream: "communication",
+            ctas: COLLECTIVE_CTAS,
+        };
+        let mut out = Vec::with_capacity(units.len() + 2 * self.layers as usize);
+        for u in units.drain(..) {
+            let layer = u.ops.first().map_or(-1, |o| o.layer);
+            let name = u.ops.first().map(|o| o.name.clone()).unwrap_or_default();
+            if name == "gate_up" && layer >= 0 {
+                out.push(Unit { cpu_s: 0.0, ops: vec![op("moe_dispatch", d, layer)], idle_s: 0.0 });
+            }
+            let after = name == "down" && layer >= 0;
+            out.push(u);
+            if after {
+                out.push(Unit { cpu_s: 0.0, ops: vec![op("moe_combine", c, layer)], idle_s: 0.0 });
+            }
+        }
+        if split_s > 0.0 {
+            let op = Op { name: "two_batch_split".into(), layer: -1, kernels: 1.0, gpu_s: split_s, src: Source::Model, stream: "compute", ctas: 0.0 };
+            out.push(Unit { cpu_s: 0.0, ops: vec![op], idle_s: 0.0 });
+        }
+        *units = out;
+    }
+
     fn spread_comm(&self, units: &mut Vec<Unit>, comm_s: f64) {
         if comm_s <= 0.0 {
             return;
