@@ -28,7 +28,7 @@ pub use gpu::{
     gpu_preset_names, gpu_presets, Gpu, GpuFields, MatrixUnit, CUSTOM_GPU_COMPUTE_EFFICIENCY,
     CUSTOM_GPU_MEMORY_EFFICIENCY, GPU_ONLY_FIELDS, ROOFLINE,
 };
-pub use model::{Activation, LocalAttention, LocalKind, Model, ModelFields, MAX_COUNT, MAX_WIDTH};
+pub use model::{Activation, LocalAttention, LocalKind, Mla, Model, ModelFields, WeightFormat, MAX_COUNT, MAX_WIDTH};
 pub use presets::{model_preset_names, model_presets, ModelPreset, MODEL_PRESETS};
 
 pub(crate) use checks::{divides, fraction};
@@ -219,7 +219,12 @@ fn from_fields(f: &ModelFields, b: Option<&Model>) -> Result<Model> {
     let hidden = pick("model.hidden", &f.hidden, b.map(|m| m.hidden), None)?;
     let heads = pick("model.heads", &f.heads, b.map(|m| m.heads), None)?;
     let kv_heads = pick("model.kv_heads", &f.kv_heads, b.map(|m| m.kv_heads), None)?;
-    let head_dim = pick("model.head_dim", &f.head_dim, b.map(|m| m.head_dim), None)?;
+    let mla = f.mla.or(b.and_then(|m| m.mla));
+    // A table giving `mla` sets the q/k head width it implies unless it gives head_dim too.
+    let head_dim = match (&f.head_dim, &f.mla) {
+        (None, Some(m)) => m.qk_head_dim(),
+        _ => pick("model.head_dim", &f.head_dim, b.map(|m| m.head_dim), None)?,
+    };
     let intermediate = pick("model.intermediate", &f.intermediate, b.map(|m| m.intermediate), None)?;
     // Counts of layers of a kind keep the base's share when only `layers` changes.
     let carried = |count: fn(&Model) -> u32| b.map(|m| rescaled(count(m), m.layers, layers));
@@ -273,6 +278,11 @@ fn from_fields(f: &ModelFields, b: Option<&Model>) -> Result<Model> {
         post_norms: pick("model.post_norms", &f.post_norms, b.map(|m| m.post_norms), Some(false))?,
         activation: pick("model.activation", &f.activation, b.map(|m| m.activation), Some(Activation::Silu))?,
         local_attention,
+        mla,
+        attention_sinks: pick("model.attention_sinks", &f.attention_sinks, b.map(|m| m.attention_sinks), Some(false))?,
+        expert_format: f.expert_format.or(b.and_then(|m| m.expert_format)),
+        mtp_layers: pick("model.mtp_layers", &f.mtp_layers, b.map(|m| m.mtp_layers), Some(0))?,
+        serve_mtp: pick("model.serve_mtp", &f.serve_mtp, b.map(|m| m.serve_mtp), Some(false))?,
     })
 }
 

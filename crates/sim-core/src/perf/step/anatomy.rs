@@ -154,6 +154,10 @@ impl StepModel {
         let elems = |width: f64| (m * width / ELEMS_PER_CTA).ceil().max(1.0);
         match name {
             "qkv" => gemm_ctas(m, f64::from(self.qkv.1)),
+            // MLA's projections (their widths on this GPU).
+            "fused_qkv_a_proj" => gemm_ctas(m, self.mla.map_or(1.0, |a| f64::from(a.q_lora + a.cached()))),
+            "kv_a_proj_with_mqa" => gemm_ctas(m, self.mla.map_or(1.0, |a| f64::from(a.cached()))),
+            "q_proj" | "q_b_proj" => gemm_ctas(m, self.mla.map_or(1.0, |a| f64::from(a.hq * a.qk()))),
             "o" => gemm_ctas(m, f64::from(self.o.1)),
             "gate_up" => gemm_ctas(m * top_k, f64::from(self.gate_up.1)),
             "down" => gemm_ctas(m * top_k, f64::from(self.down.1)),
@@ -171,13 +175,17 @@ impl StepModel {
                 // Elementwise ops, fused or not: the widest member sets the grid.
                 other
                     .split('+')
-                    .map(|op| match op {
-                        "rope_q_and_k" => elems((hq + hkv) * hd),
-                        "kv_write" => elems(2.0 * hkv * hd),
-                        "attn_out_transpose" => elems(hq * hd),
-                        "silu_mul" | "gelu_mul" => elems(self.inter_shard * top_k),
-                        "shared_silu_mul" | "shared_gelu_mul" => elems(self.mix.shared.map_or(1.0, |x| x.2)),
-                        "qk_norm" => elems(hq * hd),
+                    .map(|op| match (op, &self.mla) {
+                        ("rope_q_and_k", Some(a)) => elems(f64::from((a.hq + 1) * a.rope)),
+                        ("rope_q_and_k", None) => elems((hq + hkv) * hd),
+                        ("kv_write", Some(a)) => elems(f64::from(a.cached())),
+                        ("kv_write", None) => elems(2.0 * hkv * hd),
+                        ("q_a_layernorm", Some(a)) => elems(f64::from(a.q_lora)),
+                        ("kv_a_layernorm", Some(a)) => elems(f64::from(a.kv_lora)),
+                        ("attn_out_transpose", _) => elems(f64::from(self.o.0)),
+                        ("silu_mul" | "gelu_mul", _) => elems(self.inter_shard * top_k),
+                        ("shared_silu_mul" | "shared_gelu_mul", _) => elems(self.mix.shared.map_or(1.0, |x| x.2)),
+                        ("qk_norm", _) => elems(hq * hd),
                         _ => elems(self.hidden),
                     })
                     .fold(1.0, f64::max)
@@ -336,6 +344,9 @@ impl StepModel {
     /// Attention of one layer as one launch unit: its CPU cost and one op per kernel (each
     /// prefill request, then the decodes together), remap included.
     fn attention_unit(&self, b: &BatchShape) -> (f64, Vec<Op>) {
+        if self.mla.is_some() {
+            return self.mla_attention_ops(b);
+        }
         let (cpu, ops) = self.attention_calls(b);
         if self.engine != Engine::Vllm || ops.len() < 2 {
             return (cpu, ops);
@@ -359,13 +370,42 @@ impl StepModel {
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let src = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).src;
+            let src = self.decode_op(tokens, self.decode_cpu).src;
             let gpu_s = self.decode_attention_s(b, tokens, 1.0, true);
             cpu += self.decode_cpu;
             let seqs = b.decode_seqs as f64;
             let splits = (tokens / seqs / DECODE_SPLIT_TOKENS).ceil().max(1.0);
             ops.push(Op { name: "attention_decode".into(), layer: -1, kernels: 1.0, gpu_s, src, stream: "compute", ctas: seqs * hkv * splits });
         }
+        (cpu, ops)
+    }
+
+    /// MLA's attention part of one layer as one launch unit: its GEMMs and kernels in order
+    /// ([`StepModel::mla_attention`]), with their thread blocks (prefill attention as
+    /// FlashAttention's tiles over the `hq` heads, the latent decode one CTA per sequence,
+    /// 2,048-token split and 64 heads, as FlashMLA tiles heads).
+    fn mla_attention_ops(&self, b: &BatchShape) -> (f64, Vec<Op>) {
+        let Some(a) = self.mla else { return (0.0, Vec::new()) };
+        let mut named = Vec::new();
+        let (_, cpu) = self.mla_attention(&a, b, 1.0, Some(&mut named));
+        let new: f64 = b.prefill.iter().map(|i| f64::from(i.new_tokens)).sum();
+        let context: f64 = b.prefill.iter().map(|i| f64::from(i.context_before)).sum();
+        let seqs = b.decode_seqs as f64;
+        let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
+        let hq = f64::from(a.hq);
+        let ops = named
+            .iter()
+            .map(|n| {
+                let ctas = match n.name.as_str() {
+                    "kv_b_proj" => gemm_ctas(new, f64::from(a.up())) + if context > 0.0 { gemm_ctas(context, f64::from(a.up())) } else { 0.0 },
+                    "attention_prefill" => b.prefill.iter().map(|i| (f64::from(i.new_tokens) / PREFILL_QUERY_TILE).ceil().max(1.0) * hq).sum(),
+                    "w_uk_absorb" => gemm_ctas(seqs, f64::from(a.hq * a.kv_lora)),
+                    "w_uv_up" => gemm_ctas(seqs, f64::from(a.hq * a.v)),
+                    _ => seqs.max(1.0) * (tokens / seqs.max(1.0) / DECODE_SPLIT_TOKENS).ceil().max(1.0) * (hq / 64.0).ceil(),
+                };
+                Op { name: n.name.clone(), layer: -1, kernels: n.kernels, gpu_s: n.t.gpu_s, src: n.t.src, stream: "compute", ctas }
+            })
+            .collect();
         (cpu, ops)
     }
 
