@@ -29,6 +29,55 @@ fn presets_have_the_documented_ids() {
     assert!(e.to_string().contains("did you mean hgx-h200"), "{e}");
 }
 
+/// The new boxes and the N-node pattern: ids, the GPU every node names, NVLink per direction,
+/// rails; the registry keeps the canonical names; the unknown-name error states the pattern.
+#[test]
+fn multi_node_pattern_and_the_new_presets() {
+    let gpu_of = |t: &Topology, id: &str| t.nodes[t.index[id] as usize].gpu.clone().unwrap();
+    let nvlink = |t: &Topology, g: &str, sw: &str| t.links[t.link_between(t.index[g], t.index[sw]).unwrap() as usize].bandwidth_gbps;
+    for (name, gpus, gpu, gbps) in [
+        ("4x-hgx-h100-ib", 32, "h100", 450.0),
+        ("2x-hgx-h800-ib", 16, "h800", 200.0),
+        ("3x-hgx-b200-ib", 24, "b200", 900.0),
+        ("1x-hgx-h200-ib", 8, "h200", 450.0),
+        ("64x-hgx-h100-ib", 512, "h100", 450.0),
+    ] {
+        let t = Topology::from_json(&format!("\"{name}\"")).unwrap();
+        assert_eq!(t.gpus().len(), gpus, "{name}");
+        assert!(t.gpus().iter().all(|&g| t.nodes[g as usize].gpu.as_deref() == Some(gpu)), "{name}");
+        let last = gpus / 8 - 1;
+        assert_eq!(nvlink(&t, &format!("n{last}.gpu7"), &format!("n{last}.nvswitch0")), gbps, "{name}");
+        let rail = &t.links[t.link_between(t.index[&format!("n{last}.nic7")], t.index["ib7"]).unwrap() as usize];
+        assert_eq!((rail.kind, rail.bandwidth_gbps), (LinkKind::Ib, 50.0), "{name}");
+    }
+    // The old spelling builds the same table as before.
+    assert_eq!(presets::preset("2x-hgx-h200-ib"), Some(presets::multi_node(2, 8, "h200", 450.0)));
+    // GB200 NVL72: 72 GPUs on one switch at 900 GB/s per direction, a NIC each on 4 rails.
+    let t = Topology::from_json("\"gb200-nvl72\"").unwrap();
+    assert_eq!(t.gpus().len(), 72);
+    assert_eq!((gpu_of(&t, "gpu71").as_str(), nvlink(&t, "gpu71", "nvswitch0")), ("gb200", 900.0));
+    assert!(t.link_between(t.index["nic69"], t.index["ib1"]).is_some() && t.link_between(t.index["nic69"], t.index["ib0"]).is_none());
+    for j in 0..4 {
+        assert_eq!(t.adj[t.index[&format!("ib{j}")] as usize].len(), 18);
+    }
+    // Inside the rack the route is NVLink, never the rails.
+    let v = candidates_view(&t, t.index["gpu0"], t.index["gpu68"], &[]);
+    assert_eq!(v.iter().find(|c| c.chosen).unwrap().path, ["gpu0", "nvswitch0", "gpu68"]);
+    // The registry lists canonical names only; each resolves.
+    assert!(presets::PRESET_NAMES.contains(&"gb200-nvl72") && !presets::PRESET_NAMES.contains(&"3x-hgx-b200-ib"));
+    // Out of range, an unknown box, a near miss: errors that say why and state the pattern.
+    let e = |s: &str| Topology::from_json(&format!("\"{s}\"")).unwrap_err().to_string();
+    assert!(e("65x-hgx-h100-ib").contains("must be 1 to 64 (got 65)"), "{}", e("65x-hgx-h100-ib"));
+    assert!(e("0x-hgx-b200-ib").contains("must be 1 to 64"), "{}", e("0x-hgx-b200-ib"));
+    assert!(e("257x-hgx-h200-ib").contains("must be 1 to 256"), "{}", e("257x-hgx-h200-ib"));
+    assert!(Topology::from_json("\"256x-hgx-h200-ib\"").is_ok());
+    assert!(e("2x-hgx-a100-ib").contains("no HGX box of GPU 'a100' (one of h100, h200, h800, b200)"), "{}", e("2x-hgx-a100-ib"));
+    let near = e("gb200-nvl36");
+    assert!(near.contains("did you mean gb200-nvl72") && near.contains("{N}x-hgx-{h100|h200|h800|b200}-ib"), "{near}");
+    let over = table(r#"{"preset": "9x-hgx-h900-ib"}"#).unwrap_err();
+    assert_eq!(over.path(), Some("preset"));
+}
+
 const SMALL: &str = r#"{"nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}, {"id": "s", "kind": "switch"}],
   "links": [{"src": "a", "dst": "s", "kind": "nvlink", "bandwidth_gbps": 100, "latency_us": 1},
             LINK]}"#;
