@@ -372,14 +372,15 @@ fn build_fabric(
     use crate::topo::{events, placement, Topology};
     let topo = Topology::from_input(input).map_err(|e| e.under("topology"))?;
     let d = &scenario.deployment;
+    let par = crate::memory::Parallel { tp: d.tp, pp: d.pp, dp: d.dp, ep: d.ep, redundant_experts: d.moe.redundant_experts };
     let placement = match &d.placement {
-        Some(lists) => placement::explicit(&topo, lists, d.tp, d.pp, d.replicas)?,
-        None => placement::auto(&topo, d.tp, d.pp, d.replicas)?,
+        Some(lists) => placement::explicit(&topo, lists, &par, d.replicas)?,
+        None => placement::auto(&topo, &par, d.replicas)?,
     };
     check_placed_gpus(&topo, &placement, &scenario.gpu)?;
     let evs = events::resolve(&topo, &scenario.events)?;
     let prefill = if scenario.scheduler.policy.disaggregated() { d.prefill_replicas.unwrap_or(1) as usize } else { 0 };
-    crate::fabric::Fabric::new(topo, evs, placement, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill)
+    crate::fabric::Fabric::new(topo, evs, placement, par, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill)
 }
 
 /// Every GPU a replica is placed on must be the GPU the scenario prices its steps with: a

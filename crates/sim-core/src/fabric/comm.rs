@@ -1,5 +1,5 @@
-//! Each replica's communication, priced on its routes: TP AllReduces and PP transfers
-//! cached per replica between topology changes ([`Fabric::rebuild`]), re-priced for a step
+//! Each replica's communication, priced on its routes: TP AllReduces (each DP rank's TP
+//! group) and PP transfers cached per replica between topology changes ([`Fabric::rebuild`]), re-priced for a step
 //! whose links another replica's step in flight or a KV flow shares (module docs of
 //! [`super`]), and the topology-aware router's probe.
 
@@ -14,20 +14,20 @@ impl Fabric {
     pub(super) fn recount(&mut self) {
         let hops = 2 * self.topo.links.len();
         let mut users = vec![0u32; hops];
-        for (r, l) in self.lanes.iter().enumerate() {
+        for (r, l) in self.step_hops.iter().enumerate() {
             if self.alive[r] {
-                l.hops.iter().for_each(|&h| users[h] += 1);
+                l.iter().for_each(|&h| users[h] += 1);
             }
         }
         self.hop_steps.clear();
         self.hop_steps.resize(hops, 0);
-        for (r, l) in self.lanes.iter().enumerate() {
-            self.overlap[r] = self.alive[r] && l.hops.iter().any(|&h| users[h] > 1);
+        for (r, l) in self.step_hops.iter().enumerate() {
+            self.overlap[r] = self.alive[r] && l.iter().any(|&h| users[h] > 1);
             if !self.alive[r] {
                 self.in_flight[r] = false;
             }
             if self.overlap[r] && self.in_flight[r] {
-                l.hops.iter().for_each(|&h| self.hop_steps[h] += 1);
+                l.iter().for_each(|&h| self.hop_steps[h] += 1);
             }
         }
     }
@@ -36,17 +36,20 @@ impl Fabric {
     pub(super) fn rebuild(&mut self, rep: usize) -> bool {
         self.settle_link_bytes(rep);
         let stages = &self.placement[rep];
-        let Some((c, lanes)) = Comm::build_lanes(&self.topo, &mut self.routes, stages, self.layers) else { return false };
+        let tp = Some(self.tp);
+        let Some((c, lanes)) = Comm::build_ranks(&self.topo, &mut self.routes, stages, tp, self.layers) else { return false };
         // Bytes per token on each link: ring AllReduces (2 per layer, each flow 2(p−1)/p of
-        // the activations) and the PP sends (1/tp of the activations per rank pair).
+        // the activations, every DP rank's TP group of p GPUs) and the PP sends (1/tp of the
+        // activations per rank pair). With dp > 1 each DP rank is charged the step's tokens.
         let act = self.hidden * 2.0;
         let mut bpt: BTreeMap<u32, f64> = BTreeMap::new();
         for (s, g) in stages.iter().enumerate() {
-            let p = g.len() as f64;
-            if g.len() > 1 {
+            let size = self.tp.min(g.len()).max(1);
+            let p = size as f64;
+            for group in g.chunks(size).filter(|grp| grp.len() > 1) {
                 let per = 2.0 * c.stages[s].2 * 2.0 * (p - 1.0) / p * act;
-                for i in 0..g.len() {
-                    if let Some(fl) = flow(&self.topo, &mut self.routes, g[i], g[(i + 1) % g.len()]) {
+                for i in 0..group.len() {
+                    if let Some(fl) = flow(&self.topo, &mut self.routes, group[i], group[(i + 1) % group.len()]) {
                         for (l, _) in fl.hops {
                             *bpt.entry(l).or_insert(0.0) += per;
                         }
@@ -65,9 +68,11 @@ impl Fabric {
         }
         self.rep_bpt[rep] = bpt.into_iter().collect();
         self.comm[rep] = c;
+        self.step_hops[rep] = lanes.hops.clone();
         self.lanes[rep] = lanes;
         true
     }
+
 
     /// Communication seconds of a step of `tokens` tokens starting now on `rep` (hot path: a
     /// few flops alone on its links). The step counts as in flight until
@@ -125,7 +130,7 @@ impl Fabric {
     fn begin_step(&mut self, rep: usize) {
         self.in_flight[rep] = true;
         if self.overlap[rep] {
-            self.lanes[rep].hops.iter().for_each(|&h| self.hop_steps[h] += 1);
+            self.step_hops[rep].iter().for_each(|&h| self.hop_steps[h] += 1);
         }
     }
 
@@ -133,7 +138,7 @@ impl Fabric {
     #[inline]
     pub fn end_step(&mut self, rep: usize) {
         if std::mem::take(&mut self.in_flight[rep]) && self.overlap[rep] {
-            self.lanes[rep].hops.iter().for_each(|&h| self.hop_steps[h] -= 1);
+            self.step_hops[rep].iter().for_each(|&h| self.hop_steps[h] -= 1);
         }
     }
 
@@ -157,3 +162,4 @@ impl Fabric {
         (ar, x)
     }
 }
+

@@ -39,6 +39,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Result, SimError};
+use crate::memory::Parallel;
 use crate::topo::collective::{Comm, CommLanes, Flow};
 use crate::topo::events::TopoEvent;
 use crate::topo::placement::{self as place, Placement};
@@ -111,6 +112,11 @@ pub struct Fabric {
     rep_bpt: Vec<Vec<(u32, f64)>>,
     /// Per replica: the links of its collectives, to re-price them when shared.
     lanes: Vec<CommLanes>,
+    /// GPUs of one DP rank's TP group (`tp`): a stage of `dp · tp` GPUs is `dp` such groups.
+    tp: usize,
+    /// Per replica: every hop its step may cross, sorted, unique: what other replicas' steps
+    /// see of it in flight.
+    step_hops: Vec<Vec<usize>>,
     /// Per replica: some link of its collectives is also used by another live replica's.
     overlap: Vec<bool>,
     /// Per replica: a step is in flight (between [`Fabric::step_comm_s`] and
@@ -145,12 +151,15 @@ struct KvFlow {
 }
 
 impl Fabric {
-    /// Place the deployment on the topology and price each replica's communication.
+    /// Place the deployment on the topology and price each replica's communication. `par`
+    /// gives the shape of each replica's stages ([`Placement`]): `dp` ranks of `tp` GPUs,
+    /// each rank's TP group all-reducing on its own.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         topo: Topology,
         events: Vec<TopoEvent>,
         placement: Placement,
+        par: Parallel,
         hidden: u32,
         layers: u32,
         kv_bytes_per_token_gpu: f64,
@@ -181,6 +190,8 @@ impl Fabric {
             rep_tokens: vec![0.0; n],
             rep_bpt: vec![Vec::new(); n],
             lanes: vec![CommLanes::default(); n],
+            tp: par.tp.max(1) as usize,
+            step_hops: vec![Vec::new(); n],
             overlap: vec![false; n],
             in_flight: vec![false; n],
             hop_steps: vec![0; 2 * links],

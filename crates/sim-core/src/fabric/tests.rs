@@ -21,7 +21,7 @@ fn two_nodes() -> Topology {
 fn fabric(pairs: &[[&str; 2]], prefill_replicas: usize) -> Fabric {
     let t = two_nodes();
     let placement = pairs.iter().map(|p| vec![p.iter().map(|id| t.index[*id]).collect()]).collect();
-    Fabric::new(t, Vec::new(), placement, 1000, 1, 1000.0, prefill_replicas).unwrap()
+    Fabric::new(t, Vec::new(), placement, crate::memory::Parallel::tp_pp(2, 1), 1000, 1, 1000.0, prefill_replicas).unwrap()
 }
 
 /// A step of 1000 tokens: 2 AllReduces (1 layer) of n = 1000 · 1000 · 2 = 2 MB. Ring of 2

@@ -208,28 +208,53 @@ impl Comm {
         s
     }
 
-    /// Build from a placement: `stages[s]` the GPUs of stage s (TP rank order).
+    /// Build from a placement: `stages[s]` the GPUs of stage s (TP rank order), one TP group
+    /// per stage.
     pub fn build(t: &Topology, routes: &mut RouteTable, stages: &[Vec<u32>], layers: f64) -> Option<Comm> {
         Some(Comm::build_lanes(t, routes, stages, layers)?.0)
     }
 
     /// [`Comm::build`] plus the lanes that re-price it under sharing with other traffic.
     pub fn build_lanes(t: &Topology, routes: &mut RouteTable, stages: &[Vec<u32>], layers: f64) -> Option<(Comm, CommLanes)> {
+        Comm::build_ranks(t, routes, stages, None, layers)
+    }
+
+    /// [`Comm::build_lanes`] for stages of data-parallel ranks: each stage is its DP ranks'
+    /// TP groups of `tp` consecutive GPUs (`None`: the whole stage is one TP group). The
+    /// groups of a stage all-reduce at once (each on its own tokens), so a stage's ring and
+    /// tree are priced over all its groups' flows together: a TP group of `tp` GPUs whose
+    /// slowest flow, links shared with the other groups' flows, paces them all. A stage
+    /// boundary's send/recv sends each rank's activations over its `tp` GPU pairs. With one
+    /// group per stage (`dp = 1`) this is exactly [`Comm::build_lanes`] as it has always been.
+    pub fn build_ranks(
+        t: &Topology,
+        routes: &mut RouteTable,
+        stages: &[Vec<u32>],
+        tp: Option<usize>,
+        layers: f64,
+    ) -> Option<(Comm, CommLanes)> {
         let per_stage = layers / stages.len().max(1) as f64;
+        let size = |g: &[u32]| tp.unwrap_or(g.len()).clamp(1, g.len().max(1));
         let mut lanes = CommLanes::default();
         for g in stages {
-            let (ring, tree) = if g.len() < 2 {
+            let p = size(g);
+            let (ring, tree) = if p < 2 {
                 (Lanes::default(), Lanes::default())
             } else {
-                (Lanes::of(t, &ring_flows(t, routes, g)?), Lanes::of(t, &tree_flows(t, routes, g)?))
+                let (mut ring, mut tree) = (Vec::new(), Vec::new());
+                for group in g.chunks(p) {
+                    ring.extend(ring_flows(t, routes, group)?);
+                    tree.extend(tree_flows(t, routes, group)?);
+                }
+                (Lanes::of(t, &ring), Lanes::of(t, &tree))
             };
-            lanes.stages.push((g.len(), ring, tree, per_stage));
+            lanes.stages.push((p, ring, tree, per_stage));
         }
         for w in stages.windows(2) {
             let flows: Option<Vec<Flow>> = w[0].iter().zip(&w[1]).map(|(&a, &b)| flow(t, routes, a, b)).collect();
             let flows = flows?;
             let x = (!flows.iter().all(|f| f.hops.is_empty())).then(|| Lanes::of(t, &flows));
-            lanes.pp.push((x, w[0].len()));
+            lanes.pp.push((x, size(&w[0])));
         }
         let mut hops: Vec<usize> = lanes
             .stages
@@ -251,9 +276,11 @@ impl Comm {
 /// kept to re-price it when other traffic shares its links.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CommLanes {
-    /// Per stage: (TP size, ring AllReduce lanes, tree AllReduce lanes, layers in the stage).
+    /// Per stage: (TP size, ring AllReduce lanes, tree AllReduce lanes, layers in the stage);
+    /// with several DP ranks a stage's lanes hold every rank's TP group's flows.
     pub stages: Vec<(usize, Lanes, Lanes, f64)>,
-    /// Per stage boundary: (its send/recv lanes, `None` when every pair is one GPU; pairs).
+    /// Per stage boundary: (its send/recv lanes, `None` when every pair is one GPU; the GPU
+    /// pairs one rank's activations are split over, its `tp`).
     pub pp: Vec<(Option<Lanes>, usize)>,
     /// Every hop ([`hop_key`]) any of them crosses, sorted, unique.
     pub hops: Vec<usize>,
@@ -292,3 +319,4 @@ pub fn pipeline_makespan(stage_s: &[f64], xfer_s: &[f64], micro_batches: u32) ->
     let period = stage_s.iter().chain(xfer_s).fold(0.0f64, |m, &x| m.max(x));
     first + f64::from(micro_batches.max(1) - 1) * period
 }
+

@@ -269,7 +269,7 @@ fn routes_with_a_link_down_avoid_it_as_the_simulator_does() {
     let now = chosen(&after).unwrap();
     assert_ne!(Some(now.clone()), chosen(&before));
     // The simulator: one TP-2 replica over the pair, the same link down as an event at t = 0.
-    let mut f = crate::fabric::Fabric::new(t.clone(), Vec::new(), vec![vec![vec![a, b]]], 1000, 1, 1000.0, 0).unwrap();
+    let mut f = crate::fabric::Fabric::new(t.clone(), Vec::new(), vec![vec![vec![a, b]]], crate::memory::Parallel::tp_pp(2, 1), 1000, 1, 1000.0, 0).unwrap();
     f.apply_actions(0, &[events::Action::LinkDown(rail)]);
     let sim = f.routes.pairs[&(a.min(b), a.max(b))].route().unwrap();
     let sim_path: Vec<String> = sim.path.nodes.iter().map(|&n| t.nodes[n as usize].id.clone()).collect();
@@ -344,4 +344,81 @@ fn k_shortest_matches_the_plain_dijkstra_yen() {
         }
     }
     assert!(checked > 500, "{checked}");
+}
+
+/// Ids of a placement, per replica per stage.
+fn placed_ids(t: &Topology, p: &placement::Placement) -> Vec<Vec<Vec<String>>> {
+    p.iter().map(|r| r.iter().map(|s| s.iter().map(|&g| t.nodes[g as usize].id.clone()).collect()).collect()).collect()
+}
+
+fn par(dp: u32, tp: u32, pp: u32) -> crate::memory::Parallel {
+    crate::memory::Parallel { dp, ep: dp * tp, ..crate::memory::Parallel::tp_pp(tp, pp) }
+}
+
+/// Data-parallel ranks: a stage holds dp · tp GPUs, filling machines in order (it may span
+/// two), each rank's tp GPUs inside one machine; pipeline stages move on to the next machine.
+#[test]
+fn placement_with_dp_fills_machines_in_order_and_keeps_each_tp_group_in_one() {
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let ids = |dp, tp, pp, replicas| placed_ids(&t, &placement::auto(&t, &par(dp, tp, pp), replicas).unwrap());
+    let node = |k: usize, r: std::ops::Range<usize>| r.map(|i| format!("n{k}.gpu{i}")).collect::<Vec<_>>();
+    let cat = |a: Vec<String>, b: Vec<String>| a.into_iter().chain(b).collect::<Vec<_>>();
+    // dp 16 × tp 1: one stage over both boxes.
+    assert_eq!(ids(16, 1, 1, 1), vec![vec![cat(node(0, 0..8), node(1, 0..8))]]);
+    // dp 2 × tp 8: a rank per box.
+    assert_eq!(ids(2, 8, 1, 1), vec![vec![cat(node(0, 0..8), node(1, 0..8))]]);
+    // dp 2 × tp 4 × pp 2: stage 0 fills n0, stage 1 n1.
+    assert_eq!(ids(2, 4, 2, 1), vec![vec![node(0, 0..8), node(1, 0..8)]]);
+    // dp 3 × tp 3: the third rank does not fit what n0 has left, so it goes to n1 whole.
+    assert_eq!(ids(3, 3, 1, 1), vec![vec![cat(node(0, 0..6), node(1, 0..3))]]);
+    // dp 5 × tp 3: the fifth fits no box (2 left in each) and takes free GPUs in order, as a
+    // TP group that fits no machine always has.
+    let five = ids(5, 3, 1, 1);
+    assert_eq!(five[0][0][9..], cat(node(1, 3..6), vec!["n0.gpu6".into(), "n0.gpu7".into(), "n1.gpu6".into()])[..]);
+    // dp 1 is the TP × PP placement as before: TP inside a box, PP across boxes.
+    assert_eq!(ids(1, 8, 2, 1), vec![vec![node(0, 0..8), node(1, 0..8)]]);
+    assert_eq!(ids(1, 4, 1, 4), vec![vec![node(0, 0..4)], vec![node(0, 4..8)], vec![node(1, 0..4)], vec![node(1, 4..8)]]);
+    // Too many GPUs: the shape in the message (without dp when it is 1, as before).
+    let e = placement::auto(&t, &par(2, 8, 1), 2).unwrap_err();
+    assert_eq!(e.to_string(), "deployment: needs 32 GPUs (dp 2 × tp 8 × pp 1 × 2 replicas) but the topology has 16");
+    let e = placement::auto(&t, &par(1, 8, 3), 1).unwrap_err();
+    assert_eq!(e.to_string(), "deployment: needs 24 GPUs (tp 8 × pp 3 × 1 replicas) but the topology has 16");
+    // Explicit: dp · tp · pp ids per replica, stage-major.
+    let list = vec![cat(node(1, 0..4), node(0, 0..4))];
+    let p = placement::explicit(&t, &list, &par(2, 2, 2), 1).unwrap();
+    assert_eq!(placed_ids(&t, &p), vec![vec![node(1, 0..4), node(0, 0..4)]]);
+    let e = placement::explicit(&t, &[node(0, 0..8)], &par(2, 8, 1), 1).unwrap_err();
+    assert_eq!(e.to_string(), "deployment.placement[0]: must name dp × tp × pp = 16 GPUs (got 8)");
+    let e = placement::explicit(&t, &[node(0, 0..3)], &par(1, 4, 1), 1).unwrap_err();
+    assert_eq!(e.to_string(), "deployment.placement[0]: must name tp × pp = 4 GPUs (got 3)");
+}
+
+/// Each DP rank all-reduces over its own TP group: a stage of dp 2 × tp 4 on one box prices
+/// its AllReduce as one group of 4 (the groups' links are disjoint), and over two boxes as
+/// one box's ring (each rank inside its box), not as a ring of 8 or 16 over IB.
+#[test]
+fn each_dp_rank_keeps_its_own_tp_allreduce() {
+    let t = Topology::from_json("\"hgx-h200\"").unwrap();
+    let mut r = RouteTable::default();
+    let g: Vec<u32> = (0..8).map(|i| t.index[&format!("gpu{i}")]).collect();
+    let (c, _) = Comm::build_ranks(&t, &mut r, std::slice::from_ref(&g), Some(4), 1.0).unwrap();
+    let four = ring_allreduce(&t, &mut r, &g[..4]).unwrap();
+    assert_eq!(c.stages[0].0, four);
+    assert_eq!(c.stages[0].1, tree_allreduce(&t, &mut r, &g[..4]).unwrap());
+    // None (or tp = the stage) is the one-group build, bit for bit.
+    assert_eq!(Comm::build_ranks(&t, &mut r, std::slice::from_ref(&g), None, 1.0), Comm::build_lanes(&t, &mut r, std::slice::from_ref(&g), 1.0));
+    assert_eq!(Comm::build_ranks(&t, &mut r, std::slice::from_ref(&g), Some(8), 1.0), Comm::build_lanes(&t, &mut r, std::slice::from_ref(&g), 1.0));
+    // dp 2 × tp 8 over two boxes: each rank's ring stays in its box.
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let mut r = RouteTable::default();
+    let p = placement::auto(&t, &par(2, 8, 1), 1).unwrap();
+    let (c, _) = Comm::build_ranks(&t, &mut r, &p[0], Some(8), 1.0).unwrap();
+    let one_box = ring_allreduce(&t, &mut r, &p[0][0][..8]).unwrap();
+    assert_eq!(c.stages[0].0, one_box);
+    let across = ring_allreduce(&t, &mut r, &p[0][0]).unwrap();
+    assert!(across.at(1e6) > one_box.at(1e6));
+    // The fabric prices the step with it.
+    let mut f = crate::fabric::Fabric::new(t.clone(), Vec::new(), p.clone(), par(2, 8, 1), 1000, 1, 1000.0, 0).unwrap();
+    let bytes = 1000.0 * 1000.0 * 2.0;
+    assert_eq!(f.step_comm_s(0, 1000), 2.0 * one_box.at(bytes).min(tree_allreduce(&t, &mut r, &p[0][0][..8]).unwrap().at(bytes)));
 }
