@@ -422,3 +422,140 @@ fn each_dp_rank_keeps_its_own_tp_allreduce() {
     let bytes = 1000.0 * 1000.0 * 2.0;
     assert_eq!(f.step_comm_s(0, 1000), 2.0 * one_box.at(bytes).min(tree_allreduce(&t, &mut r, &p[0][0][..8]).unwrap().at(bytes)));
 }
+
+/// GPUs by id.
+fn ids_to(t: &Topology, ids: &[String]) -> Vec<u32> {
+    ids.iter().map(|i| t.index[i]).collect()
+}
+
+fn box_gpus(k: usize, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("n{k}.gpu{i}")).collect()
+}
+
+/// All-to-all on `2x-hgx-h200-ib`, by hand (w = 1/(p−1) of a rank's n to each peer; links
+/// 1 µs each; NVLink 450, PCIe 64, IB 50 GB/s per direction):
+/// * 8 GPUs in n0, high-throughput: every flow GPU → NVSwitch → GPU, each GPU's link carries
+///   7·w = 1 of its n each way: α = 2 µs + 25 µs floor, β = 1/450 GB/s.
+/// * 16 GPUs, high-throughput: a rank sends 8·w = 8/15 of n to the GPU of its index in the
+///   other box over its own rail (GPU → NIC → ib → NIC → GPU, 4 µs), which forwards 1/15 to
+///   each of 7 box-mates (2 µs more): α = 6 + 25 µs; the rail carries 8/15 n, the forwarder's
+///   NVLink 14/15 n: β = (8/15)/50 GB/s.
+/// * low-latency, 16 or 8: every peer over RDMA, so each GPU's NIC carries all of n: β =
+///   1/50 GB/s, α = 4 + 10 µs.
+/// * all-gather over 16: a ring whose two box-crossing hops go over IB (6 µs): α = 15·6 +
+///   10 µs, β = 15/50 GB/s.
+#[test]
+fn all_to_all_on_two_hgx_boxes_by_hand() {
+    use super::collective::{all_to_all, A2aMode::*};
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let mut r = RouteTable::default();
+    let eight = ids_to(&t, &box_gpus(0, 8));
+    let sixteen = ids_to(&t, &[box_gpus(0, 8), box_gpus(1, 8)].concat());
+    let a2a = |g: &[u32], m, r: &mut RouteTable| all_to_all(&t, r, g, m).unwrap();
+    let ht8 = a2a(&eight, HighThroughput, &mut r);
+    assert!(close(ht8.a, 27e-6) && close(ht8.b, 1.0 / 450e9), "{ht8:?}");
+    let ht16 = a2a(&sixteen, HighThroughput, &mut r);
+    assert!(close(ht16.a, 31e-6) && close(ht16.b, 8.0 / 15.0 / 50e9), "{ht16:?}");
+    for g in [&eight, &sixteen] {
+        let ll = a2a(g, LowLatency, &mut r);
+        assert!(close(ll.a, 14e-6) && close(ll.b, 1.0 / 50e9), "{ll:?}");
+    }
+    let ag16 = a2a(&sixteen, Allgather, &mut r);
+    assert!(close(ag16.a, 100e-6) && close(ag16.b, 15.0 / 50e9), "{ag16:?}");
+    let ag8 = a2a(&eight, Allgather, &mut r);
+    assert!(close(ag8.a, 24e-6) && close(ag8.b, 7.0 / 450e9), "{ag8:?}");
+    // The 16-GPU exchange costs more than the 8-GPU one in a box for the same bytes per rank
+    // (low-latency: as much, every byte on its own NIC either way).
+    for n in [1e3, 1e5, 1e7, 1e9] {
+        assert!(ht16.at(n) > ht8.at(n) && ag16.at(n) > ag8.at(n), "{n}");
+        assert!(a2a(&sixteen, LowLatency, &mut r).at(n) >= a2a(&eight, LowLatency, &mut r).at(n));
+    }
+    // Low-latency wins small exchanges and loses large ones, in a box and across two.
+    for (g, ht) in [(&eight, ht8), (&sixteen, ht16)] {
+        let ll = a2a(g, LowLatency, &mut r);
+        assert!(ll.at(1e3) < ht.at(1e3) && ll.at(1e4) < ht.at(1e4), "{ll:?} {ht:?}");
+        assert!(ll.at(1e8) > ht.at(1e8) && ll.at(1e9) > ht.at(1e9), "{ll:?} {ht:?}");
+    }
+    // The all-gather costs more than high-throughput from 1 MB a rank on, in a box and across
+    // two (across two at any size).
+    for n in [1e6, 1e7, 1e8, 1e9] {
+        assert!(ag8.at(n) > ht8.at(n) && ag16.at(n) > ht16.at(n), "{n}");
+    }
+    assert!(ag16.at(0.0) > ht16.at(0.0));
+}
+
+/// One IB link at half its bandwidth slows exactly the exchanges whose flows cross it: the
+/// 16-GPU high-throughput one (its rail carries 8/15 of n) and every low-latency one of a
+/// GPU behind it; the 8-GPU high-throughput and all-gather ones inside a box are unchanged,
+/// bit for bit.
+#[test]
+fn a_degraded_ib_link_slows_only_the_all_to_alls_that_cross_it() {
+    use super::collective::{all_to_all, A2aMode::*};
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let eight = ids_to(&t, &box_gpus(0, 8));
+    let other = ids_to(&t, &box_gpus(1, 8));
+    let sixteen = ids_to(&t, &[box_gpus(0, 8), box_gpus(1, 8)].concat());
+    let price = |t: &Topology, g: &[u32], m| all_to_all(t, &mut RouteTable::default(), g, m).unwrap();
+    let mut slow = t.clone();
+    let rail = slow.link_between(slow.index["n0.nic3"], slow.index["ib3"]).unwrap();
+    RouteTable::default().apply(&mut slow, &events::Action::SetLink { link: rail, bandwidth_gbps: Some(25.0), latency_us: None });
+    let (before, after) = (price(&t, &sixteen, HighThroughput), price(&slow, &sixteen, HighThroughput));
+    assert!(close(after.b, 8.0 / 15.0 / 25e9) && after.a == before.a, "{before:?} {after:?}");
+    assert!(after.at(1e6) > before.at(1e6));
+    for m in [HighThroughput, Allgather] {
+        assert_eq!(price(&t, &eight, m), price(&slow, &eight, m));
+        assert_eq!(price(&t, &other, m), price(&slow, &other, m));
+    }
+    // Low-latency goes over every GPU's NIC: n0.gpu3's rail at half slows it in n0, not in n1.
+    assert!(close(price(&slow, &eight, LowLatency).b, 1.0 / 25e9));
+    assert_eq!(price(&t, &other, LowLatency), price(&slow, &other, LowLatency));
+    assert!(price(&slow, &sixteen, LowLatency).at(1e6) > price(&t, &sixteen, LowLatency).at(1e6));
+}
+
+/// The same group on the same fabric prices the same, bit for bit: with fresh or reused
+/// route tables, on a clone, and in any order of building.
+#[test]
+fn all_to_all_is_deterministic() {
+    use super::collective::{A2aLanes, A2aMode};
+    for (name, n) in [("2x-hgx-h200-ib", 16usize), ("4x-hgx-h100-ib", 32), ("gb200-nvl72", 24), ("tpu-v5e-16", 16), ("pcie-4x-l40s", 4)] {
+        let t = Topology::from_json(&format!("\"{name}\"")).unwrap();
+        let g: Vec<u32> = t.gpus().into_iter().take(n).collect();
+        let mut shared_table = RouteTable::default();
+        let _ = ring_allreduce(&t, &mut shared_table, &g);
+        let a = A2aLanes::build(&t, &mut shared_table, &g).unwrap();
+        let b = A2aLanes::build(&t.clone(), &mut RouteTable::default(), &g).unwrap();
+        assert_eq!(a, b, "{name}");
+        for m in A2aMode::ALL {
+            let (x, y) = (a.affine(m, |_| 1.0), b.affine(m, |_| 1.0));
+            assert_eq!((x.a.to_bits(), x.b.to_bits()), (y.a.to_bits(), y.b.to_bits()), "{name} {m:?}");
+            assert!(x.a > 0.0 && x.b > 0.0 && x.b.is_finite(), "{name} {m:?} {x:?}");
+        }
+    }
+}
+
+/// Without a topology the GPU record gives the same prices as the matching preset: one HGX
+/// box (no NICs) for 8 ranks, two boxes on IB for 16, one NVL72 rack for 72; a single rank
+/// costs nothing.
+#[test]
+fn default_all_to_all_matches_the_hgx_presets() {
+    use super::collective::{all_to_all, default_a2a, A2aMode};
+    let gpu = |n: &str| crate::catalog::resolve_gpu(&n.into()).unwrap();
+    let near = |x: collective::Affine, y: collective::Affine| close(x.a, y.a) && close(x.b, y.b);
+    for (topo, gpu_name, ranks, modes) in [
+        ("hgx-h200", "h200", 8, &A2aMode::ALL[..]),
+        ("2x-hgx-h200-ib", "h200", 16, &A2aMode::ALL[..]),
+        ("4x-hgx-h100-ib", "h100", 32, &[A2aMode::HighThroughput, A2aMode::LowLatency][..]),
+        ("gb200-nvl72", "gb200", 72, &[A2aMode::HighThroughput][..]),
+    ] {
+        let t = Topology::from_json(&format!("\"{topo}\"")).unwrap();
+        let g: Vec<u32> = t.gpus().into_iter().take(ranks).collect();
+        let mut r = RouteTable::default();
+        for &m in modes {
+            let (on, off) = (all_to_all(&t, &mut r, &g, m).unwrap(), default_a2a(&gpu(gpu_name), ranks as u32, m));
+            assert!(near(on, off), "{topo} {m:?}: {on:?} vs {off:?}");
+        }
+    }
+    assert_eq!(default_a2a(&gpu("h200"), 1, A2aMode::LowLatency), collective::Affine::default());
+    // H800's 400 GB/s NVLink: a box's exchange at 200 GB/s per direction.
+    assert!(close(default_a2a(&gpu("h800"), 8, A2aMode::HighThroughput).b, 1.0 / 200e9));
+}
