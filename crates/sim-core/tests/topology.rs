@@ -468,3 +468,39 @@ fn a_replica_on_a_gpu_the_scenario_does_not_price_is_an_error_naming_the_node() 
     v["topology"] = json!("hgx-h200");
     assert_eq!(run(&v).summary["finished"], 20);
 }
+
+/// The new presets name their GPU: a scenario runs on the boxes of its own GPU (H800 boxes on
+/// IB, a GB200 NVL72 rack, a pattern name) and is refused on another's, naming the node.
+#[test]
+fn new_presets_run_their_own_gpu_and_refuse_another() {
+    for (gpu, topo) in [("h800", "2x-hgx-h800-ib"), ("gb200", "gb200-nvl72"), ("b200", "3x-hgx-b200-ib"), ("h100", "4x-hgx-h100-ib")] {
+        let mut v = base(20, 5.0);
+        v["gpu"] = json!(gpu);
+        v["topology"] = json!(topo);
+        assert_eq!(run(&v).summary["finished"], 20, "{gpu} on {topo}");
+    }
+    let mut v = base(20, 5.0);
+    v["gpu"] = json!("h100");
+    v["topology"] = json!("2x-hgx-h800-ib");
+    let m = err(&v);
+    assert!(m.starts_with("gpu: ") && m.contains("\"n0.gpu0\", a h800"), "{m}");
+}
+
+/// With data-parallel attention a replica holds dp × tp × pp GPUs: the automatic placement
+/// lists them stage by stage (a stage may span boxes), an explicit one must name them all.
+#[test]
+fn a_dp_replica_is_placed_on_dp_tp_pp_gpus() {
+    let mut v = base(20, 5.0);
+    v["topology"] = json!("2x-hgx-h200-ib");
+    v["deployment"] = json!({"tp": 4, "dp": 2, "replicas": 2});
+    let r = run(&v);
+    let box_of = |k: u32| (0..8).map(|i| format!("n{k}.gpu{i}")).collect::<Vec<_>>();
+    assert_eq!(r.deployment["placement"], json!([box_of(0), box_of(1)]));
+    v["deployment"] = json!({"tp": 1, "dp": 16});
+    v["model"] = json!("llama-3-8b");
+    let r = run(&v);
+    let both = [box_of(0), box_of(1)].concat();
+    assert_eq!(r.deployment["placement"], json!([both]));
+    v["deployment"] = json!({"tp": 4, "dp": 2, "placement": [box_of(1)[..4].to_vec()]});
+    assert!(err(&v).starts_with("deployment.placement[0]: must name dp × tp × pp = 8 GPUs (got 4)"), "{}", err(&v));
+}

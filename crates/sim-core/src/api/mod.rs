@@ -363,17 +363,18 @@ fn build_fabric(
     let topo = Topology::from_input(input).map_err(|e| e.under("topology"))?;
     let d = &scenario.deployment;
     let views = d.pool_views(scenario.scheduler.policy.disaggregated());
-    let (tp, pp) = (views[0].tp, views[0].pp);
-    if let Some(v) = views.iter().find(|v| (v.tp, v.pp, v.dp) != (tp, pp, views[0].dp)) {
+    let v0 = &views[0];
+    if let Some(v) = views.iter().find(|v| (v.tp, v.pp, v.dp, v.ep) != (v0.tp, v0.pp, v0.dp, v0.ep)) {
         return Err(SimError::config(
             format!("{}.tp", v.path),
-            "on a topology every pool has the same tp, pp and dp (pools of different layouts are not placed yet)",
+            "on a topology every pool has the same tp, pp, dp and ep (pools of different layouts are not placed yet)",
         ));
     }
+    let par = crate::memory::Parallel { tp: v0.tp, pp: v0.pp, dp: v0.dp, ep: v0.ep, redundant_experts: d.moe.redundant_experts };
     let total = d.total_replicas();
     let placement = match &d.placement {
-        Some(lists) => placement::explicit(&topo, lists, tp, pp, total)?,
-        None => placement::auto(&topo, tp, pp, total)?,
+        Some(lists) => placement::explicit(&topo, lists, &par, total)?,
+        None => placement::auto(&topo, &par, total)?,
     };
     // Each replica on its own pool's GPU.
     let gpus: Vec<&crate::catalog::GpuInput> =
@@ -381,7 +382,7 @@ fn build_fabric(
     check_placed_gpus(&topo, &placement, &gpus)?;
     let evs = events::resolve(&topo, &scenario.events)?;
     let prefill: u32 = views.iter().filter(|v| v.role == crate::config::PoolRole::Prefill).map(|v| v.replicas).sum();
-    crate::fabric::Fabric::new(topo, evs, placement, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill as usize)
+    crate::fabric::Fabric::new(topo, evs, placement, par, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill as usize)
 }
 
 /// Every GPU a replica is placed on must be the GPU the scenario prices its steps with: a

@@ -5,7 +5,7 @@
 use crate::catalog::{resolve_gpu, Gpu, Model};
 use crate::config::{PoolRole, Scenario};
 use crate::error::{Result, SimError};
-use crate::memory::{plan_memory_with, MemoryPlan};
+use crate::memory::{plan_memory_par, MemoryPlan, Parallel};
 use crate::perf::StepCostModel;
 
 /// One pool, resolved.
@@ -77,7 +77,8 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
             }
             e => e,
         };
-        let plan = plan_memory_with(model, &gpu, v.tp, v.pp, s.gpu_memory_utilization, s.max_num_batched_tokens, scenario.cost_model.precision())
+        let par = Parallel { tp: v.tp, pp: v.pp, dp: v.dp, ep: v.ep, redundant_experts: scenario.deployment.moe.redundant_experts };
+        let plan = plan_memory_par(model, &gpu, &par, s.gpu_memory_utilization, s.max_num_batched_tokens, scenario.cost_model.precision())
             .map_err(named)?;
         let blocks = match s.num_gpu_blocks {
             Some(n) => u64::from(n),

@@ -161,10 +161,26 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 /// * `l40s`: NVIDIA L40S datasheet (BF16 362.05 / FP8 733 TFLOP/s dense, 48 GB GDDR6 =
 ///   44.7 GiB, 864 GB/s, 142 SMs, 2,520 MHz boost, PCIe Gen4 x16 = 64 GB/s, no NVLink:
 ///   `nvlink_gbps` holds its PCIe rate).
-/// * `b200`: NVIDIA HGX/DGX B200 datasheets, per GPU (FP8 4.5 / BF16 2.25 PFLOP/s dense,
-///   i.e. half the sparse figures; 180 GB HBM3e at 8 TB/s; fifth-generation NVLink
-///   1.8 TB/s; PCIe Gen5 128 GB/s). 148 SMs and a 1,965 MHz boost are commonly reported
+/// * `h800` (SXM5): the H100 SXM5 part with its NVLink cut to 400 GB/s, the GPU of
+///   DeepSeek's published V3/R1 runs. NVIDIA H800 Tensor Core GPU datasheet: the H100 SXM5's
+///   tensor cores (BF16 989.4 / FP8 1,978.9 TFLOP/s dense), 80 GB HBM3 at 3.35 TB/s, NVLink
+///   400 GB/s, PCIe Gen5 128 GB/s; 132 SMs at 1,980 MHz as the H100 (same GH100 die). DeepEP's
+///   README measures about 160 GB/s of it in one direction in practice ("H800 (~160 GB/s
+///   NVLink maximum bandwidth)"); the record keeps the datasheet peak.
+/// * `b200` (HGX B200, 1,000 W): NVIDIA HGX/DGX B200 datasheets, per GPU (FP8 4.5 / BF16
+///   2.25 PFLOP/s dense, i.e. half the sparse figures; the DGX B200 user guide's 1,440 GB
+///   of HBM3e over 8 GPUs = 180 GB at 8 TB/s; fifth-generation NVLink 1.8 TB/s on 8 GPUs;
+///   PCIe Gen5 128 GB/s: the DGX B200 user guide's hosts are PCIe Gen5 Xeons with one
+///   ConnectX-7 400 Gb/s card per GPU). 148 SMs and a 1,965 MHz boost are commonly reported
 ///   figures, not datasheet ones.
+/// * `gb200`: one Blackwell GPU of a GB200 NVL72 rack (1,200 W). NVIDIA GB200 NVL72
+///   datasheet, per GPU (the rack's 72 GPUs): FP8 720 / BF16 360 PFLOP/s with sparsity per
+///   rack = 10 / 5 PFLOP/s per GPU, dense half of it (FP8 5 / BF16 2.5 PFLOP/s; the same
+///   figures as the Blackwell technical brief's GB200 column); 13.4 TB HBM3e per rack =
+///   186 GB per GPU at 576 TB/s / 72 = 8 TB/s; NVLink 130 TB/s per rack = 1.8 TB/s per
+///   GPU on one NVLink Switch domain of 72 GPUs (`nvlink_gpus = 72`). Its host link is
+///   NVLink-C2C to a Grace CPU; `pcie_gbps` is the PCIe Gen5 x16 (128 GB/s) of its
+///   ConnectX NIC, an assumption of this record. SMs and clock as `b200` (the same die).
 /// * `mi300x`: AMD Instinct MI300X datasheet (BF16 1,307.4 / FP8 2,614.9 TFLOP/s dense,
 ///   192 GB HBM3 at 5.3 TB/s, 304 compute units — `sms` holds CUs —, 2,100 MHz peak engine
 ///   clock, Infinity Fabric 7 × 128 GB/s = 896 GB/s to its peers, PCIe Gen5 128 GB/s).
@@ -182,7 +198,7 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 /// HBM capacities are taken as GiB (HBM stacks are binary), except the H200's measured one.
 ///
 /// Descriptor cache (seed §2.5): A100 64 entries / 4 cycles a miss, Hopper 256 / 2; the
-/// seed gives no figures for L40S, B200 and MI300X, which take the Hopper values (an
+/// seed gives no figures for L40S, B200, GB200 and MI300X, which take the Hopper values (an
 /// assumption).
 ///
 /// Efficiencies: our H200 measurements show an 8192³ BF16 matmul at 767.8 TFLOP/s (0.78 of
@@ -312,6 +328,15 @@ const GPU_PRESETS: &[GpuPreset] = &[
         matrix_unit: CUDA,
     },
     GpuPreset {
+        // NVIDIA H800 datasheet (H100 SXM5 compute and memory, NVLink 400 GB/s).
+        name: "h800",
+        peaks: Peaks { bf16_tflops: 989.4, fp8_tflops: 1978.9, hbm_gib: 80.0, hbm_tbps: 3.35, sms: 132, sm_clock_mhz: 1980.0 },
+        links: Links { nvlink_gbps: 400.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
+        tuning: HOPPER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
         name: "h200",
         peaks: Peaks { bf16_tflops: 989.4, fp8_tflops: 1978.9, hbm_gib: 139.8, hbm_tbps: 4.8, sms: 132, sm_clock_mhz: 1980.0 },
         links: Links { nvlink_gbps: 900.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
@@ -328,9 +353,19 @@ const GPU_PRESETS: &[GpuPreset] = &[
         matrix_unit: CUDA,
     },
     GpuPreset {
+        // NVIDIA HGX/DGX B200 datasheets and the DGX B200 user guide (sources above).
         name: "b200",
         peaks: Peaks { bf16_tflops: 2250.0, fp8_tflops: 4500.0, hbm_gib: 180.0, hbm_tbps: 8.0, sms: 148, sm_clock_mhz: 1965.0 },
         links: Links { nvlink_gbps: 1800.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
+        tuning: OTHER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        // NVIDIA GB200 NVL72 datasheet, per GPU: rack figures / 72 (sources above).
+        name: "gb200",
+        peaks: Peaks { bf16_tflops: 2500.0, fp8_tflops: 5000.0, hbm_gib: 186.0, hbm_tbps: 8.0, sms: 148, sm_clock_mhz: 1965.0 },
+        links: Links { nvlink_gbps: 1800.0, nvlink_gpus: 72, pcie_gbps: 128.0 },
         tuning: OTHER,
         priced_by: ROOFLINE,
         matrix_unit: CUDA,

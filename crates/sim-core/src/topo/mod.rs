@@ -83,9 +83,7 @@ impl Topology {
     pub fn from_input(input: &TopologyInput) -> Result<Topology> {
         let table = match input {
             TopologyInput::Preset(name) => {
-                let mut t = presets::preset(name).ok_or_else(|| {
-                    check::unknown_name("", "topology preset", name, presets::PRESET_NAMES)
-                })?;
+                let mut t = presets::preset(name).ok_or_else(|| presets::unknown("", name))?;
                 t.preset = None;
                 return Topology::from_parts(t.nodes, t.links, Vec::new(), t.routing);
             }
@@ -93,8 +91,7 @@ impl Topology {
         };
         let (mut nodes, mut links) = (Vec::new(), Vec::new());
         if let Some(name) = &table.preset {
-            let p = presets::preset(name)
-                .ok_or_else(|| check::unknown_name("preset", "topology preset", name, presets::PRESET_NAMES))?;
+            let p = presets::preset(name).ok_or_else(|| presets::unknown("preset", name))?;
             nodes = p.nodes;
             links = p.links;
         }
