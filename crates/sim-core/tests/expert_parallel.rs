@@ -117,3 +117,27 @@ fn bad_parallel_combinations_are_typed_errors_naming_the_field() {
     v["deployment"]["pp"] = json!(2);
     assert_eq!(err(v).path(), Some("deployment.pp"));
 }
+
+/// DeepSeek-V3 (FP8) as people deploy it: dp 16 / ep 16 over two HGX H200 boxes and over four
+/// HGX H100 boxes (on their topologies), and TP 8 on one HGX H200.
+#[test]
+fn deepseek_v3_runs_wide_ep_across_nodes_and_tp8_in_one() {
+    let base = |topology: &str, gpu: &str, tp: u32, dp: u32| {
+        json!({
+            "seed": 4, "model": "deepseek-v3", "gpu": gpu, "topology": topology,
+            "cost_model": {"kind": "roofline", "dtype": "fp8"},
+            "deployment": {"tp": tp, "dp": dp, "ep": tp * dp},
+            "scheduler": {"policy": "vllm"},
+            "workload": {"num_requests": 200, "arrival": {"kind": "poisson", "rate": 20.0},
+                         "prompt": {"kind": "fixed", "value": 1000}, "output": {"kind": "fixed", "value": 100}}
+        })
+    };
+    for v in [base("2x-hgx-h200-ib", "h200", 1, 16), base("4x-hgx-h100-ib", "h100", 1, 16), base("hgx-h200", "h200", 8, 1)] {
+        let r = simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert_eq!(r.summary["finished"], 200, "{v}");
+    }
+    let mut v = base("2x-hgx-h200-ib", "h200", 1, 16);
+    v.as_object_mut().unwrap().remove("topology");
+    let a = anatomy(&v, &decode_step(16, 16));
+    assert!(a["kernels"]["name"].as_array().unwrap().iter().any(|x| x == "moe_dispatch"));
+}

@@ -242,6 +242,17 @@ fn price_step(perf: &StepCostModel, fabric: Option<&mut Fabric>, rep: usize, st:
             comm_s = ar * f64::from(mb) + x;
             perf.step_ns_pipeline(&shape, mb, ar, x)
         }
+        Some(f) if perf.dp() > 0 => {
+            // DP/EP: one rank's tokens over its own TP group, the exchanges on the group's routes
+            let rank_tokens = sh.tokens.div_ceil(u64::from(perf.dp().max(1)));
+            comm_s = f.step_comm_s(rep, rank_tokens);
+            let a2a = f.ep_a2a(rep).map(|e| crate::perf::ep::A2aCosts {
+                high_throughput: e.high_throughput,
+                low_latency: e.low_latency,
+                allgather: e.allgather,
+            });
+            perf.step_ns_ep(&shape, comm_s, a2a.as_ref())
+        }
         Some(f) => {
             comm_s = f.step_comm_s(rep, sh.tokens);
             perf.step_ns_plus(&shape, comm_s)

@@ -216,30 +216,6 @@ pub struct EpSpec {
     pub two_batch_overlap: bool,
 }
 
-/// The exchange costs of one EP group without a topology: a group inside one NVLink domain
-/// (`ranks ≤ gpu.nvlink_gpus`) exchanges over NVLink at the GPU's NVLink bandwidth; a larger
-/// group sends the traffic that leaves a node through one 400 Gb/s NIC per GPU (50 GB/s, the
-/// ConnectX-7 of an HGX H100/H200 node: an assumption where the scenario names no topology),
-/// the rest over NVLink. α: DeepEP's reported kernel latencies, about 20 µs for its normal
-/// (high-throughput) kernels and 10 µs for its low-latency ones (DeepEP README, H800 tables),
-/// 25 µs for an NCCL all-gather.
-pub fn default_costs(gpu: &crate::catalog::Gpu, ranks: u32) -> A2aCosts {
-    let nvlink = gpu.nvlink_gbps.max(1.0) * 1e9;
-    let node = gpu.nvlink_gpus.max(1);
-    let per_byte = if ranks <= node {
-        1.0 / nvlink
-    } else {
-        // the share of a rank's peers off its node goes at the NIC's pace
-        let off = f64::from(ranks - node) / f64::from(ranks - 1);
-        off / 50e9 + (1.0 - off) / nvlink
-    };
-    A2aCosts {
-        high_throughput: Affine { a: 20e-6, b: per_byte },
-        low_latency: Affine { a: 10e-6, b: per_byte },
-        allgather: Affine { a: 25e-6, b: per_byte },
-    }
-}
-
 /// The exchange costs of one EP group: `a + b · bytes` for the bytes ONE rank sends in total
 /// (spread evenly over the others), per implementation.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -141,7 +141,14 @@ impl StepCostModel {
             balance: ep::ExpertBalance::new(model.experts, spec.ep, spec.redundant_experts, spec.expert_load_cv),
             all_to_all: spec.all_to_all,
             two_batch_overlap: spec.two_batch_overlap,
-            costs: ep::default_costs(gpu, spec.ep),
+            costs: {
+                use crate::topo::collective::{default_a2a, A2aMode};
+                ep::A2aCosts {
+                    high_throughput: default_a2a(gpu, spec.ep, A2aMode::HighThroughput),
+                    low_latency: default_a2a(gpu, spec.ep, A2aMode::LowLatency),
+                    allgather: default_a2a(gpu, spec.ep, A2aMode::Allgather),
+                }
+            },
         });
         s.set_parallel(model.intermediate, spec.dp, ep);
         Ok(self)
@@ -201,6 +208,28 @@ impl StepCostModel {
         let seconds = match &self.inner {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) => s.step_s(b),
+        } + extra_s;
+        round_u64(seconds * 1e9).max(1)
+    }
+
+    /// Data-parallel ranks of a DP/EP replica; 0 when it has neither (and for a linear model).
+    pub fn dp(&self) -> u32 {
+        match &self.inner {
+            Inner::Step(s) => s.dp_ranks(),
+            Inner::Linear { .. } => 0,
+        }
+    }
+
+    /// A DP/EP step on a topology: one rank's share plus `extra_s` (its TP all-reduces on
+    /// the routes), each MoE layer's exchange priced on `a2a` (the replica's group on the
+    /// topology as the links are now).
+    pub fn step_ns_ep(&self, b: &BatchShape, extra_s: f64, a2a: Option<&ep::A2aCosts>) -> u64 {
+        if b.is_empty() {
+            return 0;
+        }
+        let seconds = match &self.inner {
+            Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
+            Inner::Step(s) => s.ep_step_s(b, a2a),
         } + extra_s;
         round_u64(seconds * 1e9).max(1)
     }

@@ -1214,6 +1214,15 @@ impl StepModel {
         self.compose(&dense, epi, att, self.mode(b), self.other_kernels(b, s), seqs(b))
     }
 
+    /// Data-parallel attention ranks of a DP/EP replica (`deployment.dp`); 0 without DP or EP.
+    pub fn dp_ranks(&self) -> u32 {
+        if self.dp > 1.0 || self.ep.is_some() {
+            self.dp as u32
+        } else {
+            0
+        }
+    }
+
     /// Pipeline stages (`deployment.pp`).
     pub fn stages(&self) -> u32 {
         self.pp as u32
