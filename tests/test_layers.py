@@ -167,3 +167,22 @@ def test_the_checks_find_a_circle_and_an_upward_import(tmp_path: Path, lazy: boo
     assert find_cycle(graph) in (["pkg.low", "pkg.sub.high", "pkg.low"], ["pkg.sub.high", "pkg.low", "pkg.sub.high"])
     layers = (("pkg", "pkg.sub", "pkg.low"), ("pkg.sub.high",))
     assert upward_imports(graph, layers) == ["pkg.low (layer 0) -> pkg.sub.high (layer 1)"]
+
+
+@pytest.mark.parametrize(("low", "high"), [("o1sim.errors", "o1sim.cli"), ("o1sim.workload", "o1sim.api"),
+                                           ("o1sim.api", "o1sim.planning")])
+def test_a_back_edge_added_to_the_real_package_fails_both_checks(tmp_path: Path, low: str, high: str) -> None:
+    """The real package, copied, with one lazy import from a low module up to a module that
+    (directly or not) imports it: both checks must fail."""
+    import shutil
+
+    copy = tmp_path / "o1sim"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    assert find_cycle(import_graph(copy)) == [] and upward_imports(import_graph(copy), LAYERS) == []
+    target = copy / (low.split(".", 1)[1].replace(".", "/") + ".py")
+    target.write_text(target.read_text(encoding="utf-8") + f"\n\ndef _back() -> None:\n    import {high}  # noqa\n",
+                      encoding="utf-8")
+    graph = import_graph(copy)
+    assert high in graph[low]
+    assert find_cycle(graph) != []
+    assert any(line.startswith(f"{low} ") for line in upward_imports(graph, LAYERS))

@@ -34,7 +34,8 @@ def _scenario(model: Any, **deployment: Any) -> dict[str, Any]:
 
 
 # The GPUs each sample needs (the larger models split over TP).
-TP = {"llama-4-scout-17b-16e.json": 8, "yi-34b.json": 2, "mixtral-8x7b-v0.1.json": 2, "qwen3-30b-a3b.json": 2}
+TP = {"llama-4-scout-17b-16e.json": 8, "yi-34b.json": 2, "mixtral-8x7b-v0.1.json": 2, "qwen3-30b-a3b.json": 2,
+      "deepseek-v3.json": 8}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in HF_CONFIGS.glob("*.json")))

@@ -361,6 +361,15 @@ def _models_table(models: list[Any]) -> Table:
             features.append(f"{local.get('kind')} {local.get('tokens')} on {local.get('layers')} layers")
         if m.get("tied_embeddings"):
             features.append("tied embeddings")
+        mla = m.get("mla")
+        if isinstance(mla, Mapping):
+            features.append(f"MLA (latent {mla.get('kv_lora_rank')} + rope {mla.get('qk_rope_head_dim')})")
+        if m.get("attention_sinks"):
+            features.append("attention sinks")
+        if m.get("expert_format"):
+            features.append(f"{m.get('expert_format')} experts")
+        if m.get("mtp_layers"):
+            features.append(f"{m.get('mtp_layers')} MTP module(s)")
         experts = m.get("experts", 1)
         table.add_row(
             str(m.get("name")),

@@ -226,10 +226,52 @@ class Plan:
         p = self.configs[self.configs["pareto"]]
         return p.sort_values("usd_per_hour", kind="stable")
 
+    @property
+    def why(self) -> Optional[str]:
+        """Why the cheapest feasible configuration wins: its cost per million tokens and
+        tokens/s per GPU against the next cheapest feasible one (None when none is feasible)."""
+        f = self.feasible
+        if f.empty:
+            return None
+        w = f.iloc[0]
+        name = ", ".join(f"{k}={w[k]!r}" for k in self.params)
+
+        def num(x: Any, fmt: str) -> str:
+            return "n/a" if x is None or x != x else format(float(x), fmt)
+
+        text = (f"{name} meets the SLO at ${w['usd_per_hour']:.2f}/h: "
+                f"${num(w['usd_per_million_tokens'], '.3f')}/Mtok, {num(w['tokens_per_s_per_gpu'], ',.0f')} tok/s/GPU "
+                f"on {num(w['gpus'], 'g')} GPUs")
+        if len(f) > 1:
+            r = f.iloc[1]
+            other = ", ".join(f"{k}={r[k]!r}" for k in self.params)
+            text += (f"; the runner-up ({other}) costs ${r['usd_per_hour']:.2f}/h, "
+                     f"${num(r['usd_per_million_tokens'], '.3f')}/Mtok, {num(r['tokens_per_s_per_gpu'], ',.0f')} tok/s/GPU")
+        return text
+
     def __repr__(self) -> str:
         c = self.cheapest
         best = "none feasible" if c is None else ", ".join(f"{k}={c[k]!r}" for k in self.params) + f" at ${c['usd_per_hour']:.2f}/h"
         return f"Plan({len(self.configs)} configurations, {int(self.configs['feasible'].sum())} feasible; cheapest: {best})"
+
+
+def _fleet(resolved: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The GPUs a resolved scenario holds, by GPU type: each pool's (``dp × tp × pp ×
+    replicas`` on its own GPU), or the one deployment's."""
+    dep = resolved.get("deployment") or {}
+    base = _gpu_name(resolved.get("gpu"))
+
+    def gpus(d: Mapping[str, Any]) -> float:
+        return float(d.get("dp", 1) * d.get("tp", 1) * d.get("pp", 1) * d.get("replicas", 1))
+
+    pools = dep.get("pools") or []
+    if not pools:
+        return [{"gpu": base, "gpus": gpus(dep)}]
+    parts: dict[str, float] = {}
+    for p in pools:
+        g = _gpu_name(p.get("gpu")) if p.get("gpu") is not None else base
+        parts[g] = parts.get(g, 0.0) + gpus(p)
+    return [{"gpu": g, "gpus": n} for g, n in parts.items()]
 
 
 def _gpu_name(gpu: Any) -> str:
@@ -259,10 +301,13 @@ def plan(
     "scheduler.policy": ["vllm", "sarathi"]}``) run at ``load`` req/s (default: the
     scenario's rate) on each seed, judged against ``slo`` (see :func:`capacity`) and priced:
     ``usd_per_hour`` = GPUs × the GPU's price per GPU-hour (``prices`` over
-    :func:`default_prices`; a GPU without a default needs one), and the cost per million
-    tokens at the throughput reached. Returns a :class:`Plan` with ``.configs`` (all),
-    ``.feasible``, ``.cheapest`` and ``.pareto`` (cost vs ``latency``, default
-    ``e2e_p99_ms``). Configurations that cannot run (the model does not fit, ``tp`` does not
+    :func:`default_prices`; a GPU without a default needs one; a deployment of pools is
+    priced pool by pool, each on its own GPU), the cost per million tokens at the throughput
+    reached and the tokens/s per GPU. Any dotted field is a choice: ``deployment.dp``,
+    ``deployment.ep`` (expert-parallel layouts), or whole ``deployment.pools`` lists
+    (prefill:decode ratios, GPU mixes). Returns a :class:`Plan` with ``.configs`` (all),
+    ``.feasible``, ``.cheapest``, ``.why`` (why the cheapest wins) and ``.pareto``
+    (cost vs ``latency``, default ``e2e_p99_ms``). Configurations that cannot run (the model does not fit, ``tp`` does not
     divide the heads) are infeasible with the reason; a bad choice value raises.
     """
     data = base_dict(base)
@@ -286,8 +331,8 @@ def plan(
     rows: list[dict[str, Any]] = []
     for k, p in enumerate(points):
         resolved = json.loads(payload(data, p.params, seeds_[0]))
-        dep = resolved.get("deployment") or {}
-        gpus = float(dep.get("tp", 1) * dep.get("pp", 1) * dep.get("replicas", 1))
+        fleet = _fleet(resolved)
+        gpus = sum(part["gpus"] for part in fleet)
         meets, why, per_seed = True, [], []
         for j in range(len(seeds_)):
             metrics, error, summary = outcome_metrics(outcomes[k * len(seeds_) + j])
@@ -305,7 +350,9 @@ def plan(
         gpu_hours, duration_s = mean.get("gpu_hours"), mean.get("duration_s")
         if gpu_hours is not None and duration_s:
             gpus = gpu_hours * 3600.0 / duration_s  # autoscaled: GPUs held on average
-        configs_in.append({"gpu": _gpu_name(resolved.get("gpu")), "gpus": gpus, "meets": meets and bool(per_seed),
+            fleet = [{"gpu": fleet[0]["gpu"], "gpus": gpus}]
+        configs_in.append({"gpu": fleet[0]["gpu"], "gpus": gpus, "fleet": fleet if len(fleet) > 1 else [],
+                           "meets": meets and bool(per_seed),
                            "latency_ms": mean.get(latency), "tokens_per_s": mean.get("total_tokens_per_s"),
                            "output_tokens_per_s": mean.get("output_tokens_per_s")})
         rows.append({**p.params, "gpus": gpus, "why": "; ".join(why) or None, latency: mean.get(latency),
@@ -319,7 +366,7 @@ def plan(
     for row, cost in zip(rows, priced["rows"]):
         row.update(cost)
     order = params + ["gpus", "feasible", "usd_per_hour", "usd_per_million_tokens", "usd_per_million_output_tokens",
-                      latency, "throughput_rps", "goodput_rps", "slo_attainment", "total_tokens_per_s", "pareto", "why"]
+                      "tokens_per_s_per_gpu", latency, "throughput_rps", "goodput_rps", "slo_attainment", "total_tokens_per_s", "pareto", "why"]
     df = pd.DataFrame(rows, columns=order)
     df.attrs["o1sim_params"] = params
     return Plan(df, priced["cheapest"], params, latency)

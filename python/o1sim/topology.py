@@ -140,7 +140,7 @@ def routes(
 
 
 def topology_presets() -> list[str]:
-    """Names of the shipped topologies (``Nx-hgx-h200-ib`` also works for any N ≤ 256)."""
+    """Names of the shipped topologies; ``{N}x-hgx-{h100|h200|h800|b200}-ib`` also works (N ≤ 64, h200 ≤ 256)."""
     return _core.topology_presets()
 
 

@@ -8,7 +8,7 @@ use crate::catalog::{GpuInput, ModelInput};
 use crate::error::{check, Result, SimError};
 use crate::frontend::{Frontend, FrontendSpec, NO_FRONTEND, VLLM_FRONTEND};
 use crate::limits::Limits;
-use crate::perf::{CostModelSpec, Engine};
+use crate::perf::{AllToAll, CostModelSpec, Engine};
 pub use crate::policy::{Policy, Router};
 use crate::scaling::ScalingConfig;
 use crate::topo::events::EventSpec;
@@ -89,7 +89,250 @@ pub struct Deployment {
     /// Absent: automatic (TP inside a node, PP across nodes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<Vec<Vec<String>>>,
+    /// Data-parallel attention ranks per replica (vLLM's `--data-parallel-size` with an MoE
+    /// model, SGLang's DP attention): each rank runs attention on its own requests with its
+    /// own KV cache (TP `tp` inside the rank), and all ranks share the experts. GPUs of one
+    /// replica = `dp × tp × pp`.
+    #[serde(skip_serializing_if = "is_one")]
+    pub dp: u32,
+    /// Expert parallelism: 1 (the experts TP-sharded like the dense MLP), or `dp × tp` (vLLM's
+    /// `--enable-expert-parallel`: each GPU of a stage holds whole experts, `experts / ep` of
+    /// them, and tokens travel to their experts' GPUs and back by all-to-all).
+    #[serde(skip_serializing_if = "is_one")]
+    pub ep: u32,
+    /// Expert-parallel options ([`MoeConfig`]).
+    #[serde(skip_serializing_if = "MoeConfig::is_default")]
+    pub moe: MoeConfig,
+    /// Pools of replicas, each with its own GPU, layout and role (`[[deployment.pools]]`);
+    /// empty: one pool of `replicas` replicas of `tp`/`pp`/`dp`/`ep` on the scenario's GPU
+    /// (with `disagg`: its first `prefill_replicas` prefill, the others decode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<Pool>,
 }
+
+/// What a pool's replicas do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolRole {
+    /// Serve whole requests (the router spreads arrivals over every `both` pool's replicas).
+    Both,
+    /// Prefill only, then hand the KV cache to a decode replica (`disagg`).
+    Prefill,
+    /// Decode what prefill replicas handed over (`disagg`).
+    Decode,
+}
+
+/// One pool of identical replicas: its GPU (default: the scenario's `gpu`), how many, and
+/// each replica's layout. Each pool is priced with its own GPU's tables or roofline and has
+/// its own memory plan (KV blocks); the scheduler's settings are the scenario's.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    /// A name unique among the pools (results and errors use it).
+    pub name: String,
+    #[serde(default = "role_both")]
+    pub role: PoolRole,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuInput>,
+    #[serde(default = "one")]
+    pub replicas: u32,
+    #[serde(default = "one")]
+    pub tp: u32,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub pp: u32,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub dp: u32,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub ep: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn role_both() -> PoolRole {
+    PoolRole::Both
+}
+
+/// A pool as the rest of the scenario sees it, the implicit one included ([`Deployment::pool_views`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolView<'a> {
+    pub name: String,
+    pub role: PoolRole,
+    /// `None`: the scenario's GPU.
+    pub gpu: Option<&'a GpuInput>,
+    pub replicas: u32,
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    /// The field path errors about this pool name (`deployment.pools[1]`, or `deployment`).
+    pub path: String,
+}
+
+impl Deployment {
+    /// Every pool in replica order (prefill pools first under `disagg`): the listed pools, or
+    /// the one the top-level fields describe (two under `disagg`: its prefill and decode
+    /// replicas).
+    pub fn pool_views(&self, disagg: bool) -> Vec<PoolView<'_>> {
+        if !self.pools.is_empty() {
+            return self
+                .pools
+                .iter()
+                .enumerate()
+                .map(|(i, p)| PoolView {
+                    name: p.name.clone(),
+                    role: p.role,
+                    gpu: p.gpu.as_ref(),
+                    replicas: p.replicas,
+                    tp: p.tp,
+                    pp: p.pp,
+                    dp: p.dp,
+                    ep: p.ep,
+                    path: format!("deployment.pools[{i}]"),
+                })
+                .collect();
+        }
+        let one = |name: &str, role, replicas| PoolView {
+            name: name.to_string(),
+            role,
+            gpu: None,
+            replicas,
+            tp: self.tp,
+            pp: self.pp,
+            dp: self.dp,
+            ep: self.ep,
+            path: "deployment".to_string(),
+        };
+        match (disagg, self.prefill_replicas) {
+            (true, Some(p)) => vec![one("prefill", PoolRole::Prefill, p), one("decode", PoolRole::Decode, self.replicas.saturating_sub(p))],
+            _ => vec![one("default", PoolRole::Both, self.replicas)],
+        }
+    }
+
+    /// Replicas of every pool.
+    pub fn total_replicas(&self) -> u32 {
+        if self.pools.is_empty() {
+            self.replicas
+        } else {
+            self.pools.iter().fold(0u32, |a, p| a.saturating_add(p.replicas))
+        }
+    }
+
+    /// Check the pools (called by [`Scenario::validate_local`]).
+    fn validate_pools(&self, disagg: bool) -> Result<()> {
+        if self.pools.is_empty() {
+            return Ok(());
+        }
+        let base = Deployment::default();
+        for (field, set) in [
+            ("replicas", self.replicas != base.replicas),
+            ("tp", self.tp != base.tp),
+            ("pp", self.pp != base.pp),
+            ("dp", self.dp != base.dp),
+            ("ep", self.ep != base.ep),
+            ("prefill_replicas", self.prefill_replicas.is_some()),
+        ] {
+            if set {
+                return Err(SimError::config(
+                    format!("deployment.{field}"),
+                    "with deployment.pools each pool sets its own layout: move it into the pools",
+                ));
+            }
+        }
+        check::in_range("deployment.pools", self.pools.len() as u32, 1, 64)?;
+        let mut names = std::collections::BTreeSet::new();
+        let mut seen_decode = false;
+        for (i, p) in self.pools.iter().enumerate() {
+            let path = format!("deployment.pools[{i}]");
+            if p.name.trim().is_empty() || !names.insert(p.name.as_str()) {
+                return Err(SimError::config(format!("{path}.name"), format!("must be a name no other pool has (got {:?})", p.name)));
+            }
+            check::in_range(&format!("{path}.replicas"), p.replicas, 1, 100_000)?;
+            check::in_range(&format!("{path}.tp"), p.tp, 1, 64)?;
+            check::in_range(&format!("{path}.pp"), p.pp, 1, 64)?;
+            check::in_range(&format!("{path}.dp"), p.dp, 1, 1024)?;
+            check_ep(&format!("{path}.ep"), p.ep, p.dp, p.tp)?;
+            match (disagg, p.role) {
+                (false, PoolRole::Prefill | PoolRole::Decode) => {
+                    return Err(SimError::config(
+                        format!("{path}.role"),
+                        "prefill and decode pools hand KV over: use scheduler.policy = \"disagg\" (with a topology), or role = \"both\"",
+                    ))
+                }
+                (true, PoolRole::Both) => {
+                    return Err(SimError::config(format!("{path}.role"), "under disagg every pool prefills or decodes"))
+                }
+                (true, PoolRole::Prefill) if seen_decode => {
+                    return Err(SimError::config(format!("{path}.role"), "list the prefill pools before the decode pools"))
+                }
+                (true, PoolRole::Decode) => seen_decode = true,
+                _ => {}
+            }
+        }
+        if disagg && (!seen_decode || self.pools[0].role != PoolRole::Prefill) {
+            return Err(SimError::config("deployment.pools", "disagg needs at least one prefill pool and one decode pool"));
+        }
+        Ok(())
+    }
+}
+
+/// `ep` is 1 or `dp × tp` (vLLM's `--enable-expert-parallel` spans every GPU of a stage).
+fn check_ep(path: &str, ep: u32, dp: u32, tp: u32) -> Result<()> {
+    if ep != 1 && ep != dp.saturating_mul(tp) {
+        return Err(SimError::config(
+            path,
+            format!(
+                "expert parallelism spans every GPU of a pipeline stage (vLLM's --enable-expert-parallel: ep = dp × tp \
+                 = {}); set ep = {} or 1 (got {ep})",
+                dp.saturating_mul(tp),
+                dp.saturating_mul(tp),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn is_one(x: &u32) -> bool {
+    *x == 1
+}
+
+/// How an expert-parallel deployment moves tokens and balances experts (`[deployment.moe]`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MoeConfig {
+    /// Extra expert slots for EPLB-style replication of the most popular experts (DeepSeek's
+    /// EPLB; `redundant_experts = 32` on 256 experts gives 288 slots): spread over the EP
+    /// ranks, they even out the tokens each rank's experts receive.
+    pub redundant_experts: u32,
+    /// The dispatch/combine implementation: `auto` (DeepEP's high-throughput kernels for
+    /// prefill and mixed steps, its low-latency kernels for decode-only steps, as SGLang's
+    /// `--deepep-mode auto`), `high_throughput`, `low_latency`, or `allgather` (the naive
+    /// alternative: all-gather the tokens before the experts, reduce-scatter after).
+    pub all_to_all: AllToAll,
+    /// Two-batch overlap: split each step into two micro-batches so that one's dispatch and
+    /// combine run while the other computes (SGLang `--enable-two-batch-overlap`, vLLM's
+    /// DBO). Hides communication at large batches; costs extra launches and smaller GEMMs.
+    pub two_batch_overlap: bool,
+    /// How unevenly the router spreads tokens over the experts: the coefficient of variation
+    /// (std / mean) of tokens per expert, 0 = every expert equally popular. `None`: 1.36,
+    /// DeepSeek-R1's as TensorRT-LLM measured it ([`crate::perf::ep`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_load_cv: Option<f64>,
+}
+
+impl MoeConfig {
+    pub fn is_default(&self) -> bool {
+        *self == MoeConfig::default()
+    }
+}
+
+impl Default for MoeConfig {
+    fn default() -> Self {
+        MoeConfig { redundant_experts: 0, all_to_all: AllToAll::Auto, two_batch_overlap: false, expert_load_cv: None }
+    }
+}
+
 
 impl Default for Deployment {
     fn default() -> Self {
@@ -101,6 +344,10 @@ impl Default for Deployment {
             dispatch_timeout_ms: 500.0,
             prefill_replicas: None,
             placement: None,
+            dp: 1,
+            ep: 1,
+            moe: MoeConfig::default(),
+            pools: Vec::new(),
         }
     }
 }
@@ -158,7 +405,7 @@ pub struct SchedulerConfig {
     pub inject_bug: Option<String>,
     /// Automatic prefix caching (vLLM's `enable_prefix_caching`): full KV blocks stay
     /// cached after their request frees them, and an admission reuses the longest chain of
-    /// cached blocks of its prompt ([`crate::prefix`]). Default: on for `vllm`, `sarathi`
+    /// cached blocks of its prompt ([`crate::kv::prefix`]). Default: on for `vllm`, `sarathi`
     /// and `disagg` (as in vLLM v1) and `o1pro` (a cache per block size); `orca` has no
     /// cache, so `true` is an error there.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -417,8 +664,29 @@ impl Scenario {
         check::in_range("deployment.tp", d.tp, 1, 64)?;
         check::in_range("deployment.pp", d.pp, 1, 64)?;
         check::in_range("deployment.replicas", d.replicas, 1, 100_000)?;
+        check::in_range("deployment.dp", d.dp, 1, 1024)?;
+        check_ep("deployment.ep", d.ep, d.dp, d.tp)?;
+        d.validate_pools(self.scheduler.policy.disaggregated())?;
+        if let Some(x) = d.moe.expert_load_cv {
+            check::finite("deployment.moe.expert_load_cv", x)?;
+            if !(0.0..=10.0).contains(&x) {
+                return Err(SimError::config(
+                    "deployment.moe.expert_load_cv",
+                    format!("the coefficient of variation of tokens per expert: from 0 (uniform) to 10 (got {x})"),
+                ));
+            }
+        }
+        if d.moe.redundant_experts > 0 && d.pool_views(false).iter().all(|p| p.ep == 1) {
+            return Err(SimError::config(
+                "deployment.moe.redundant_experts",
+                "redundant experts balance expert-parallel ranks: set deployment.ep (dp × tp) too",
+            ));
+        }
         check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
         if let Some(sc) = &self.scaling {
+            if !d.pools.is_empty() {
+                return Err(SimError::config("scaling", "autoscaling a deployment of pools is not modelled: one pool (no deployment.pools)"));
+            }
             sc.validate(d.replicas)?;
             if self.topology.is_some() || self.scheduler.policy.info().needs_topology {
                 return Err(SimError::config(
@@ -511,7 +779,7 @@ impl Scenario {
             }
         }
         let disagg = s.policy.disaggregated();
-        match (disagg, d.prefill_replicas) {
+        match (disagg && d.pools.is_empty(), d.prefill_replicas) {
             (true, Some(p)) => check::in_range("deployment.prefill_replicas", p, 1, d.replicas.saturating_sub(1).max(1))?,
             (true, None) => {
                 return Err(SimError::config("deployment.prefill_replicas", format!("{} needs prefill_replicas (the rest decode)", s.policy)))
@@ -525,7 +793,7 @@ impl Scenario {
             }
             (false, None) => {}
         }
-        if disagg && d.replicas < 2 {
+        if disagg && d.pools.is_empty() && d.replicas < 2 {
             return Err(SimError::config("deployment.replicas", format!("{} needs at least 2 replicas (prefill and decode)", s.policy)));
         }
         Ok(())

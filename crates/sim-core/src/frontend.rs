@@ -120,7 +120,7 @@ impl Frontend {
     #[inline]
     pub fn ingest_ns(&self, prompt: u32) -> u32 {
         let ns = self.request_ms * 1e6 + self.prompt_token_us * 1e3 * f64::from(prompt);
-        crate::perf::round_u64(ns).min(u64::from(u32::MAX)) as u32
+        crate::num::round_u64(ns).min(u64::from(u32::MAX)) as u32
     }
 
     /// Time from the engine producing a token in a step with `outputs` outputs to the client
@@ -128,7 +128,7 @@ impl Frontend {
     #[inline]
     pub fn output_ns(&self, outputs: usize) -> u32 {
         let ns = self.token_ms * 1e6 + self.batch_token_us * 1e3 * (outputs as f64 + 1.0) / 2.0;
-        crate::perf::round_u64(ns).min(u64::from(u32::MAX)) as u32
+        crate::num::round_u64(ns).min(u64::from(u32::MAX)) as u32
     }
 
     /// Whether every cost is zero (client-side times equal the engine's).

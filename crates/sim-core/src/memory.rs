@@ -2,7 +2,16 @@
 //! the KV cache (as vLLM sizes its cache after a profiling run).
 //!
 //! Sizes are in GiB (2³⁰ bytes) unless a name says bytes. Weights and KV cache are BF16
-//! (2 bytes per value) unless a [`Precision`] says otherwise (FP8/INT8/INT4 weights, FP8 KV).
+//! (2 bytes per value) unless a [`Precision`] says otherwise (FP8/INT8/INT4 weights, FP8 KV),
+//! and a model's routed experts take the bytes of their own format where the checkpoint
+//! sets one ([`Model::expert_format`]: MXFP4, FP8).
+//!
+//! A replica of `dp` data-parallel attention ranks of `tp × pp` GPUs each ([`Parallel`]):
+//! every rank holds the weights that are not experts split over its `tp × pp` GPUs
+//! (replicated across the ranks), the routed experts are split over the `ep` GPUs of a
+//! stage when `ep > 1` (with `redundant_experts` extra slots, as vLLM's EPLB places them) and
+//! over `tp` otherwise, and every rank holds its own KV cache: the replica's capacity is `dp`
+//! ranks' worth.
 
 use crate::catalog::{divides, Gpu, Model};
 use crate::error::{check, Result, SimError};
@@ -26,6 +35,31 @@ pub const LOGIT_BYTES: f64 = 4.0;
 /// Copies of the logits alive at the sampler's peak (logits + probabilities).
 pub const LOGIT_COPIES: f64 = 2.0;
 
+/// How one replica's GPUs split the model: `tp` GPUs per attention rank (TP), `dp`
+/// data-parallel attention ranks, `pp` pipeline stages, experts over `ep` GPUs (1, or
+/// `dp × tp`: every GPU of a stage) with `redundant_experts` extra expert slots (EPLB).
+/// GPUs of one replica = `dp × tp × pp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallel {
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    pub redundant_experts: u32,
+}
+
+impl Parallel {
+    /// TP × PP, no data-parallel attention, no expert parallelism.
+    pub fn tp_pp(tp: u32, pp: u32) -> Parallel {
+        Parallel { tp, pp, dp: 1, ep: 1, redundant_experts: 0 }
+    }
+
+    /// GPUs of one replica.
+    pub fn gpus(&self) -> u32 {
+        self.dp.saturating_mul(self.tp).saturating_mul(self.pp)
+    }
+}
+
 /// How one replica's GPUs spend their memory. Per-GPU figures are for the most loaded GPU
 /// (the pipeline stage with the most layers when `layers` is not a multiple of `pp`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -48,7 +82,8 @@ pub struct MemoryPlan {
 }
 
 /// Check the replica's parallelism against the model: `tp ≥ 1` divides `heads` and either
-/// divides `kv_heads` or is a multiple of it (KV heads are then replicated); `1 ≤ pp ≤ layers`.
+/// divides `kv_heads` or is a multiple of it (KV heads are then replicated; an MLA model has
+/// no KV heads to split: every TP rank holds the whole latent); `1 ≤ pp ≤ layers`.
 /// Errors at `deployment.tp` / `deployment.pp`.
 pub fn check_parallelism(model: &Model, tp: u32, pp: u32) -> Result<()> {
     if tp < 1 {
@@ -66,7 +101,7 @@ pub fn check_parallelism(model: &Model, tp: u32, pp: u32) -> Result<()> {
             ),
         ));
     }
-    if !divides(tp, model.kv_heads) && !divides(model.kv_heads, tp) {
+    if model.mla.is_none() && !divides(tp, model.kv_heads) && !divides(model.kv_heads, tp) {
         return Err(SimError::config(
             "deployment.tp",
             format!(
@@ -87,6 +122,50 @@ pub fn check_parallelism(model: &Model, tp: u32, pp: u32) -> Result<()> {
     Ok(())
 }
 
+/// [`check_parallelism`] for a whole [`Parallel`] layout, and its expert parallelism: `dp ≥ 1`;
+/// `ep > 1` only on a mixture-of-experts model, at most its expert slots (`experts +
+/// redundant_experts`), which it must divide (every EP rank holds as many). Errors at
+/// `deployment.dp`, `deployment.ep` or `deployment.moe.redundant_experts` (the field that
+/// makes the slots uneven, when there are redundant ones).
+pub fn check_parallel(model: &Model, par: &Parallel) -> Result<()> {
+    check_parallelism(model, par.tp, par.pp)?;
+    if par.dp < 1 {
+        return Err(SimError::config("deployment.dp", "must be >= 1 (got 0)"));
+    }
+    if par.ep < 1 {
+        return Err(SimError::config("deployment.ep", "must be >= 1 (got 0)"));
+    }
+    if par.ep == 1 {
+        return Ok(());
+    }
+    if model.experts <= 1 {
+        return Err(SimError::config(
+            "deployment.ep",
+            format!("expert parallelism needs a mixture-of-experts model: {} is dense (set ep = 1) (got {})", model.name, par.ep),
+        ));
+    }
+    let slots = u64::from(model.experts) + u64::from(par.redundant_experts);
+    let (e, r) = (model.experts, par.redundant_experts);
+    if u64::from(par.ep) > slots {
+        return Err(SimError::config(
+            "deployment.ep",
+            format!("must be <= the expert slots of {} ({e} experts + {r} redundant = {slots}) (got {})", model.name, par.ep),
+        ));
+    }
+    if slots % u64::from(par.ep) != 0 {
+        let path = if r > 0 { "deployment.moe.redundant_experts" } else { "deployment.ep" };
+        return Err(SimError::config(
+            path,
+            format!(
+                "{} has {e} experts + {r} redundant = {slots} expert slots, which do not split evenly over ep = {} GPUs \
+                 (each EP rank holds the same number): make experts + redundant_experts a multiple of ep",
+                model.name, par.ep
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// KV heads stored on one GPU: `kv_heads / tp`, or 1 when `tp > kv_heads` (replicated).
 pub fn kv_heads_per_gpu(model: &Model, tp: u32) -> u32 {
     if tp == 0 || tp >= model.kv_heads {
@@ -101,15 +180,44 @@ pub fn layers_per_stage(model: &Model, pp: u32) -> u32 {
     model.layers.div_ceil(pp.max(1))
 }
 
-/// KV-cache bytes per token on one GPU in BF16: `2 (K and V) · layers_per_stage ·
-/// kv_heads_per_gpu · head_dim · 2 bytes`.
-pub fn kv_bytes_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
-    kv_values_per_token_per_gpu(model, tp, pp) * KV_BYTES
+/// K and V values per token on one GPU, `2 (K and V) · layers_per_stage · kv_heads_per_gpu ·
+/// head_dim` (multiply by the KV precision's bytes). With MLA the compressed latent and the
+/// RoPE key, `(kv_lora_rank + qk_rope_head_dim)` per layer of the stage, whatever `tp`:
+/// vLLM's MLA backends keep the whole latent on every TP rank (its KV spec has one KV head,
+/// `MLAAttentionSpec`), as the DeepSeek-V2 paper's cache of `d_c + d_h^R` per token (§2.1.2)
+/// is shared by all heads. Served MTP modules add their layers (to the last stage's).
+fn kv_values_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
+    match &model.mla {
+        Some(mla) => {
+            let mtp = if model.serve_mtp { model.mtp_layers } else { 0 };
+            let layers = model.layers.saturating_add(mtp).div_ceil(pp.max(1));
+            f64::from(layers) * f64::from(mla.cached_values())
+        }
+        None => 2.0 * f64::from(layers_per_stage(model, pp)) * f64::from(kv_heads_per_gpu(model, tp)) * f64::from(model.head_dim),
+    }
 }
 
-/// K and V values per token on one GPU (multiply by the KV precision's bytes).
-fn kv_values_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
-    2.0 * f64::from(layers_per_stage(model, pp)) * f64::from(kv_heads_per_gpu(model, tp)) * f64::from(model.head_dim)
+/// Weight bytes on one GPU of a replica laid out as `par`: the weights that are not routed
+/// experts over the `tp · pp` GPUs of a DP rank (replicated across the ranks); the routed
+/// experts ([`Model::expert_params`], at [`Model::expert_format`]'s bytes where the model
+/// sets one, else the precision's) over the `ep · pp` GPUs of the replica with their
+/// `(experts + redundant_experts) / experts` slots when `ep > 1`, else over `tp · pp` like
+/// the rest. Without EP and without an expert format: `params · bytes / (tp · pp)`.
+pub fn weight_bytes_per_gpu(model: &Model, par: &Parallel, precision: Precision) -> f64 {
+    let (tp, pp) = (f64::from(par.tp), f64::from(par.pp));
+    if par.ep <= 1 && model.expert_format.is_none() {
+        return model.params() * precision.weight_bytes / (tp * pp);
+    }
+    let experts = model.expert_params();
+    let expert_bytes = model.expert_format.map_or(precision.weight_bytes, |f| f.bytes());
+    let rest = (model.params() - experts) * precision.weight_bytes / (tp * pp);
+    let routed = if par.ep > 1 {
+        let slots = f64::from(model.experts) + f64::from(par.redundant_experts);
+        experts * expert_bytes * slots / f64::from(model.experts) / (f64::from(par.ep) * pp)
+    } else {
+        experts * expert_bytes / (tp * pp)
+    };
+    rest + routed
 }
 
 /// Storage precision of the weights and of the KV cache, in bytes per value.
@@ -187,6 +295,25 @@ pub fn plan_memory_with(
     max_num_batched_tokens: u32,
     precision: Precision,
 ) -> Result<MemoryPlan> {
+    plan_memory_par(model, gpu, &Parallel::tp_pp(tp, pp), gpu_memory_utilization, max_num_batched_tokens, precision)
+}
+
+/// [`plan_memory_with`] for a replica of `par.dp` data-parallel attention ranks with expert
+/// parallelism `par.ep` (see the [module docs](self)): weights per GPU by
+/// [`weight_bytes_per_gpu`], the activation reserve of one DP rank's step on each of its
+/// GPUs, the KV cache in what remains, and `kv_capacity_tokens` the replica's: `dp` times
+/// one rank's (each rank caches its own requests). For `dp = ep = 1` the plan is
+/// [`plan_memory_with`]'s. Errors as [`plan_memory`]'s, and bad `deployment.dp` /
+/// `deployment.ep` / `deployment.moe.redundant_experts` ([`check_parallel`]).
+pub fn plan_memory_par(
+    model: &Model,
+    gpu: &Gpu,
+    par: &Parallel,
+    gpu_memory_utilization: f64,
+    max_num_batched_tokens: u32,
+    precision: Precision,
+) -> Result<MemoryPlan> {
+    let (tp, pp) = (par.tp, par.pp);
     model.validate().map_err(|e| e.under("model"))?;
     gpu.validate().map_err(|e| e.under("gpu"))?;
     check::finite("scheduler.gpu_memory_utilization", gpu_memory_utilization)?;
@@ -202,10 +329,10 @@ pub fn plan_memory_with(
             "must be >= 1 (got 0)",
         ));
     }
-    check_parallelism(model, tp, pp)?;
+    check_parallel(model, par)?;
 
     let usable_bytes = gpu.hbm_gib * GIB * gpu_memory_utilization;
-    let weights_bytes = model.params() * precision.weight_bytes / (f64::from(tp) * f64::from(pp));
+    let weights_bytes = weight_bytes_per_gpu(model, par, precision);
     let activation = activation_bytes(model, tp, max_num_batched_tokens);
     let kv_bytes = usable_bytes - weights_bytes - activation;
     let per_token = kv_values_per_token_per_gpu(model, tp, pp) * precision.kv_bytes;
@@ -216,11 +343,13 @@ pub fn plan_memory_with(
     };
 
     if kv_bytes <= 0.0 || capacity < 1.0 {
+        let layout = if par.dp > 1 || par.ep > 1 { format!(", dp={}, ep={}", par.dp, par.ep) } else { String::new() };
+        let more = if par.ep > 1 { "more GPUs per replica (tp/pp, or ep over more ranks)" } else { "more GPUs per replica (tp/pp)" };
         return Err(SimError::Infeasible {
             message: format!(
                 "{} needs {:.1} GiB per GPU for weights + {:.1} GiB activations but {} offers {:.1} GiB \
-                 usable at gpu_memory_utilization {} (tp={tp}, pp={pp}), leaving no room for the KV \
-                 cache: use more GPUs per replica (tp/pp) or a larger GPU",
+                 usable at gpu_memory_utilization {} (tp={tp}, pp={pp}{layout}), leaving no room for the KV \
+                 cache: use {more} or a larger GPU",
                 model.name,
                 weights_bytes / GIB,
                 activation / GIB,
@@ -238,8 +367,9 @@ pub fn plan_memory_with(
         activation_gib: activation / GIB,
         kv_gib: kv_bytes / GIB,
         kv_bytes_per_token: per_token,
-        // `as` saturates for huge values; capacity is finite and >= 1 here.
-        kv_capacity_tokens: capacity as u64,
+        // `as` saturates for huge values; capacity is finite and >= 1 here. Each DP rank
+        // caches its own requests.
+        kv_capacity_tokens: (capacity as u64).saturating_mul(u64::from(par.dp)),
     })
 }
 
@@ -354,6 +484,134 @@ mod tests {
             plan_memory(&bad, &g, 1, 1, 0.9, 1).unwrap_err().path(),
             Some("model.heads")
         );
+    }
+
+    const FP8: Precision = Precision { weight_bytes: 1.0, kv_bytes: 2.0 };
+
+    fn par(tp: u32, dp: u32, ep: u32, redundant_experts: u32) -> Parallel {
+        Parallel { tp, pp: 1, dp, ep, redundant_experts }
+    }
+
+    #[test]
+    fn deepseek_v3_with_expert_parallelism_and_dp_attention() {
+        let m = model("deepseek-v3");
+        let h200 = gpu("h200");
+        // 16 H200, DP attention 16 × TP 1, EP 16, FP8: every GPU holds the non-expert weights
+        // and 1/16 of the experts, and room for KV.
+        let p = plan_memory_par(&m, &h200, &par(1, 16, 16, 0), 0.9, 8192, FP8).unwrap();
+        let experts = m.expert_params();
+        let expect = (m.params() - experts) * 1.0 + experts * 1.0 / 16.0;
+        assert!((p.weights_gib * GIB - expect).abs() < 1.0, "{} vs {expect}", p.weights_gib * GIB);
+        assert!(p.weights_gib > 50.0 && p.weights_gib < 60.0, "{}", p.weights_gib);
+        assert!(p.kv_gib > 50.0, "{}", p.kv_gib);
+        // The latent, whatever the TP: 61 layers × 576 values × 2 bytes.
+        assert_eq!(p.kv_bytes_per_token, 70_272.0);
+        // Each of the 16 ranks caches its own tokens.
+        let one = (p.kv_gib * GIB / 70_272.0).floor() as u64;
+        assert_eq!(p.kv_capacity_tokens, 16 * one);
+        // 32 redundant experts (288 slots over 16 GPUs, 18 each) cost 32/256 of the experts more.
+        let r = plan_memory_par(&m, &h200, &par(1, 16, 16, 32), 0.9, 8192, FP8).unwrap();
+        assert!(((r.weights_gib - p.weights_gib) * GIB - experts / 16.0 * 32.0 / 256.0).abs() < 1.0);
+        // One 8 × H200 node, TP 8, FP8: fits; the latent is not split over TP.
+        let t8 = plan_memory_par(&m, &h200, &par(8, 1, 1, 0), 0.9, 8192, FP8).unwrap();
+        assert!(t8.weights_gib > 75.0 && t8.weights_gib < 80.0 && t8.kv_gib > 30.0, "{t8:?}");
+        assert_eq!(t8.kv_bytes_per_token, 70_272.0);
+        assert_eq!(t8.kv_capacity_tokens, (t8.kv_gib * GIB / 70_272.0).floor() as u64);
+        // BF16 on one 8 × H100 node does not fit (the checkpoint's FP8 experts alone are 80 GiB
+        // per GPU); nor with the experts in BF16 too.
+        let h100 = gpu("h100");
+        let bf16 = plan_memory_par(&m, &h100, &par(8, 1, 1, 0), 0.9, 8192, Precision::default()).unwrap_err();
+        assert!(matches!(&bf16, SimError::Infeasible { message } if message.contains("deepseek-v3 needs") && message.contains("tp=8, pp=1)")), "{bf16}");
+        let all_bf16 = Model { expert_format: Some(crate::catalog::WeightFormat::Bf16), ..m.clone() };
+        assert!(matches!(plan_memory(&all_bf16, &h100, 8, 1, 0.9, 8192), Err(SimError::Infeasible { .. })));
+        let ep = plan_memory_par(&m, &h100, &par(1, 8, 8, 0), 0.9, 8192, Precision::default()).unwrap_err();
+        assert!(matches!(&ep, SimError::Infeasible { message } if message.contains("dp=8, ep=8")), "{ep}");
+        // MLA's KV bytes per token at BF16 and FP8, per GPU, at any TP.
+        for tp in [1, 2, 4, 8, 16] {
+            let p = plan_memory_par(&m, &h200, &par(tp, 1, 1, 0), 0.95, 2048, Precision { weight_bytes: 1.0, kv_bytes: 1.0 });
+            if let Ok(p) = p {
+                assert_eq!(p.kv_bytes_per_token, 35_136.0, "tp {tp}");
+            }
+        }
+        assert_eq!(m.kv_bytes_per_token(2.0), 70_272.0);
+        // Serving the MTP module adds its weights and its layer's latent.
+        let mtp = Model { serve_mtp: true, ..m.clone() };
+        let with = plan_memory_par(&mtp, &h200, &par(8, 1, 1, 0), 0.9, 8192, FP8).unwrap();
+        assert_eq!(with.kv_bytes_per_token, 62.0 * 576.0 * 2.0);
+        assert!(with.weights_gib > t8.weights_gib);
+    }
+
+    #[test]
+    fn mxfp4_experts_put_gpt_oss_120b_on_one_80_gb_gpu() {
+        // The gpt-oss model card: the 120b "runs within 80GB of memory" thanks to its MXFP4
+        // MoE weights; in BF16 it would need 218 GiB.
+        let m = model("gpt-oss-120b");
+        let p = plan_memory(&m, &gpu("h100"), 1, 1, 0.9, 8192).unwrap();
+        let experts = m.expert_params();
+        let expect = (m.params() - experts) * 2.0 + experts * 4.25 / 8.0;
+        assert!((p.weights_gib * GIB - expect).abs() < 1.0);
+        assert!(p.weights_gib > 60.0 && p.weights_gib < 66.0, "{}", p.weights_gib);
+        let bf16 = Model { expert_format: None, ..m.clone() };
+        assert!(matches!(plan_memory(&bf16, &gpu("h100"), 1, 1, 0.9, 8192), Err(SimError::Infeasible { .. })));
+    }
+
+    #[test]
+    fn one_rank_layouts_are_the_tp_pp_plan_to_the_bit() {
+        // dp = ep = 1 is plan_memory's plan exactly, for dense, MoE and MLA models alike.
+        for (name, tp, pp) in [("llama-3-8b", 1, 1), ("llama-3-70b", 4, 2), ("mixtral-8x7b", 2, 1), ("qwen3-30b-a3b", 1, 1), ("deepseek-v3", 8, 2)] {
+            let (m, g) = (model(name), gpu("h200"));
+            for precision in [Precision::default(), FP8] {
+                let a = plan_memory_with(&m, &g, tp, pp, 0.9, 4096, precision);
+                let b = plan_memory_par(&m, &g, &Parallel::tp_pp(tp, pp), 0.9, 4096, precision);
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{name}");
+            }
+        }
+        // DP alone replicates the weights and multiplies the cache by dp.
+        let (m, g) = (model("mixtral-8x7b"), gpu("h200"));
+        let one = plan_memory(&m, &g, 2, 1, 0.9, 4096).unwrap();
+        let four = plan_memory_par(&m, &g, &par(2, 4, 1, 0), 0.9, 4096, Precision::default()).unwrap();
+        assert_eq!((four.weights_gib, four.kv_gib, four.kv_bytes_per_token), (one.weights_gib, one.kv_gib, one.kv_bytes_per_token));
+        assert_eq!(four.kv_capacity_tokens, 4 * one.kv_capacity_tokens);
+        // EP over 8 GPUs of the 8 experts: each GPU one expert instead of a quarter of each
+        // of the 8 — the same bytes for this even split.
+        let ep = plan_memory_par(&m, &g, &par(2, 4, 8, 0), 0.9, 4096, Precision::default()).unwrap();
+        let experts = m.expert_params() * 2.0;
+        let expect = (m.params() * 2.0 - experts) / 2.0 + experts / 8.0;
+        assert!((ep.weights_gib * GIB - expect).abs() < 1.0);
+        assert!(ep.weights_gib < one.weights_gib);
+    }
+
+    #[test]
+    fn expert_parallelism_errors_name_the_field() {
+        let v3 = model("deepseek-v3");
+        let err = |m: &Model, p: Parallel| check_parallel(m, &p).unwrap_err();
+        // A dense model has no experts to spread.
+        let e = err(&model("llama-3-70b"), par(4, 2, 8, 0));
+        assert_eq!(e.path(), Some("deployment.ep"));
+        assert!(e.to_string().contains("dense"), "{e}");
+        // 256 experts over 24 GPUs: uneven; with 32 redundant (288 slots) they split, with
+        // 16 (272) they do not: the redundant count is named.
+        let e = err(&v3, par(8, 3, 24, 0));
+        assert_eq!(e.path(), Some("deployment.ep"));
+        assert!(e.to_string().contains("256 experts + 0 redundant = 256 expert slots"), "{e}");
+        assert!(check_parallel(&v3, &par(8, 3, 24, 32)).is_ok());
+        let e = err(&v3, par(8, 3, 24, 16));
+        assert_eq!(e.path(), Some("deployment.moe.redundant_experts"));
+        assert!(e.to_string().contains("272 expert slots") && e.to_string().contains("ep = 24"), "{e}");
+        // More EP ranks than expert slots.
+        let e = err(&model("mixtral-8x7b"), par(4, 4, 16, 0));
+        assert_eq!(e.path(), Some("deployment.ep"));
+        assert!(e.to_string().contains("8 experts + 0 redundant = 8"), "{e}");
+        assert_eq!(err(&v3, par(8, 0, 1, 0)).path(), Some("deployment.dp"));
+        // Through the plan too, before any sizing.
+        let g = gpu("h200");
+        let e = plan_memory_par(&v3, &g, &par(8, 3, 24, 16), 0.9, 8192, FP8).unwrap_err();
+        assert_eq!(e.path(), Some("deployment.moe.redundant_experts"));
+        // MLA: TP need not divide the KV heads (there are none to split).
+        let mla = Model { heads: 24, kv_heads: 3, ..model("deepseek-v3") };
+        assert!(check_parallelism(&mla, 2, 1).is_ok());
+        let gqa = Model { mla: None, head_dim: 128, ..mla.clone() };
+        assert_eq!(check_parallelism(&gqa, 2, 1).unwrap_err().path(), Some("deployment.tp"));
     }
 
     #[test]

@@ -328,8 +328,8 @@ pub struct SloNs {
 /// The GPUs a run held, for the metrics per GPU and per held replica-time.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Held {
-    /// GPUs per replica (TP × PP).
-    pub gpus_per_replica: u32,
+    /// GPUs per replica (DP × TP × PP; the mean over a deployment's pools).
+    pub gpus_per_replica: f64,
     /// Under autoscaling: Σ replica-time holding GPUs (ns). `None` (or 0): every replica
     /// for the whole run.
     pub replica_ns: Option<f64>,
@@ -415,7 +415,7 @@ pub fn summarize(
         Some(h) if h > 0.0 => h,
         _ => span_ns * n_rep,
     };
-    let gpu_s = replica_ns * f64::from(held.gpus_per_replica) / 1e9;
+    let gpu_s = replica_ns * held.gpus_per_replica / 1e9;
     let kv_mean = stats.iter().map(|s| s.kv_usage_ns).sum::<f64>() / replica_ns;
     let kv_peak = stats.iter().map(|s| s.kv_peak).fold(0.0, f64::max);
     let (fw, fs) = stats.iter().fold((0.0, 0.0), |a, s| (a.0 + s.frag_weight_ns, a.1 + s.frag_ns));

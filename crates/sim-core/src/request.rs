@@ -46,6 +46,11 @@ pub enum Reason {
 /// Sentinel for "no time yet".
 pub const NO_TIME: u64 = u64::MAX;
 
+/// Longest simulated time a run may reach: 10⁹ s (about 31.7 years). Beyond it a rate,
+/// latency or cost in the scenario is out of any realistic range, and the run stops with an
+/// error instead of letting nanosecond sums approach `u64::MAX`.
+pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000_000;
+
 /// One request. Indexed by id in the engine's arena. Fields touched every step come first
 /// and the struct is cache-line aligned, so a step reads one line per scheduled request.
 #[derive(Debug, Clone)]

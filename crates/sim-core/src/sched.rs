@@ -22,7 +22,7 @@
 //! 8. the step completing the prompt produces the first token (engine side);
 //! 9. arrivals join at step boundaries; an idle engine starts at the next arrival (engine).
 //!
-//! With prefix caching on ([`crate::prefix`], vLLM's `enable_prefix_caching`):
+//! With prefix caching on ([`crate::kv::prefix`], vLLM's `enable_prefix_caching`):
 //! 10. a waiting request with nothing computed (new, or preempted) first looks up its
 //!     longest chain of cached full blocks (`get_computed_blocks`, at most `num_tokens − 1`
 //!     tokens); the hit tokens count as computed, are not scheduled and take no budget;
@@ -46,7 +46,7 @@
 use crate::kv::{KvMode, KvPool};
 use crate::perf::PrefillItem;
 use crate::policy::Policy;
-use crate::prefix::{Apc, Hit};
+use crate::kv::prefix::{Apc, Hit};
 use crate::request::{Req, Status, NO_TIME};
 
 /// Aggregates of the plan that the execution-time model needs, accumulated while the
@@ -141,7 +141,7 @@ pub struct Params {
     pub priority_order: bool,
     /// vLLM's priority scheduling: the waiting queue by `(priority, arrival, id)`.
     pub vllm_priority: bool,
-    /// Prefix caching is on ([`crate::prefix`]).
+    /// Prefix caching is on ([`crate::kv::prefix`]).
     pub apc: bool,
     /// Injected bug (model checking); [`Bug::None`] in every normal run.
     pub bug: Bug,
@@ -273,7 +273,7 @@ pub struct SchedState {
     pub admission: Admission,
 }
 
-/// How a step's admission pass ended, for steady decode runs ([`crate::steady`]): whether the
+/// How a step's admission pass ended, for steady decode runs ([`crate::engine::steady`]): whether the
 /// same pass, run again while the batch only decodes, would end the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Admission {
@@ -359,12 +359,14 @@ impl SchedState {
         self.step_queries = 0;
         self.step_hits = 0;
         self.admitted_hits.clear();
-        let cont = if p.decodes_first {
-            schedule_running(self, p, reqs, apc, Pass::Decodes) && schedule_running(self, p, reqs, apc, Pass::Prefills)
+        if p.decodes_first {
+            // A request that preempted itself ends vLLM's running loop: no prefill pass then.
+            if schedule_running(self, p, reqs, apc, Pass::Decodes) {
+                schedule_running(self, p, reqs, apc, Pass::Prefills);
+            }
         } else {
-            schedule_running(self, p, reqs, apc, Pass::All)
-        };
-        let _ = cont;
+            schedule_running(self, p, reqs, apc, Pass::All);
+        }
         // vLLM: no admissions in a step that preempted.
         self.admission = Admission::Other;
         if self.preempted.is_empty() {

@@ -158,3 +158,34 @@ fn a_bad_step_names_its_field() {
     let e = step_anatomy(&text, Format::Json, r#"{"shape": {"colour": 1}}"#).unwrap_err();
     assert!(e.to_string().contains("colour"), "{e}");
 }
+
+#[test]
+fn an_mla_models_steps_list_its_projections_and_latent_attention() {
+    // DeepSeek-V3 on one 8 × H200 node (TP 8): every recorded step's anatomy has MLA's
+    // projections in place of the qkv GEMM, and its decode steps the absorbed
+    // up-projections around the latent attention.
+    let v = scenario("vllm", json!({"model": "deepseek-v3", "deployment": {"tp": 8}}));
+    let all = anatomies(&v, 5);
+    assert!(all.len() > 5);
+    let mut decodes = 0;
+    for (step, a) in &all {
+        let names: Vec<&str> = col(a, "name").iter().map(|n| n.as_str().unwrap()).collect();
+        for op in ["fused_qkv_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_layernorm", "kv_write", "o"] {
+            assert!(names.contains(&op), "step {step}: no {op}");
+        }
+        assert!(!names.contains(&"qkv"), "step {step}");
+        let shape = &step["shape"];
+        if shape["decode_seqs"].as_u64().unwrap() > 0 {
+            decodes += 1;
+            for op in ["w_uk_absorb", "attention_decode", "w_uv_up"] {
+                assert!(names.contains(&op), "step {step}: no {op}");
+            }
+        }
+        if !shape["prefill"].as_array().unwrap().is_empty() {
+            assert!(names.contains(&"kv_b_proj") && names.contains(&"attention_prefill"), "step {step}");
+        }
+        let (recorded, end) = (a["recorded_ms"].as_f64().unwrap(), a["step_ms"].as_f64().unwrap());
+        assert!((end / recorded - 1.0).abs() < 2e-3, "step {step}: {end} vs {recorded}");
+    }
+    assert!(decodes > 0);
+}

@@ -419,7 +419,7 @@ fn runs_with_caching_sessions_and_timeouts_are_deterministic_in_any_slicing() {
     assert_eq!(run(&sc, &w).to_json(), whole);
     let mut sim = Simulation::with_workload(sc.clone(), w.clone(), SimOptions::default()).unwrap();
     while !sim.run_events(1).unwrap() {
-        sim.engine().check_invariants().unwrap();
+        sim_core::check::props::check_invariants(sim.engine()).unwrap();
     }
     assert_eq!(sim.finish().unwrap().to_json(), whole);
     let checked = SimOptions { check_invariants: true, ..SimOptions::default() };

@@ -32,7 +32,7 @@ fn check_run(text: &str) -> Result<(), TestCaseError> {
     let mut guard = 0;
     loop {
         let done = sim.run_events(1).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        sim.engine().check_invariants().map_err(TestCaseError::fail)?;
+        sim_core::check::props::check_invariants(sim.engine()).map_err(TestCaseError::fail)?;
         if done {
             break;
         }
@@ -220,7 +220,7 @@ proptest! {
         let mut sim = Simulation::with_workload(sc.clone(), w.clone(), SimOptions::default()).unwrap();
         let mut guard = 0;
         while !sim.run_events(1).map_err(|e| TestCaseError::fail(e.to_string()))? {
-            sim.engine().check_invariants().map_err(TestCaseError::fail)?;
+            sim_core::check::props::check_invariants(sim.engine()).map_err(TestCaseError::fail)?;
             guard += 1;
             prop_assert!(guard < 200_000, "no progress");
         }

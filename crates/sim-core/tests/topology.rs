@@ -439,3 +439,68 @@ fn the_frontier_route_alpha_picks_carries_the_kv_and_multipath_splits_it() {
     assert!(sx > 0.0 && sy == 0.0 && wx == 0.0 && wy > 0.0, "{sx} {sy} {wx} {wy}");
     assert!((my / mx - 4.0).abs() < 1e-9 && (mx + my - wy).abs() < 1e-6 * wy, "{mx} {my}");
 }
+
+/// A topology whose GPUs differ from the GPU the scenario prices is refused, naming the node
+/// (it used to be priced silently as the scenario's GPU); overrides of the same preset, and
+/// nodes the placement leaves unused, are fine.
+#[test]
+fn a_replica_on_a_gpu_the_scenario_does_not_price_is_an_error_naming_the_node() {
+    let mut v = base(20, 5.0);
+    v["gpu"] = json!("l40s");
+    v["topology"] = json!("hgx-h200");
+    let e = simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_err();
+    assert_eq!(e.kind_name(), "ConfigError");
+    assert_eq!(e.path(), Some("gpu"));
+    let m = e.to_string();
+    assert!(m.contains("\"gpu0\"") && m.contains("a h200") && m.contains("as a l40s"), "{m}");
+    // A mixed table: replica 1 would land on the L40S node unless placed elsewhere.
+    let mut nodes: Vec<Value> = (0..9).map(|i| json!({"id": format!("gpu{i}"), "kind": "gpu", "gpu": if i == 5 { "l40s" } else { "h200" }})).collect();
+    nodes.push(json!({"id": "sw", "kind": "nvswitch"}));
+    let links: Vec<Value> = (0..9).map(|i| json!({"src": format!("gpu{i}"), "dst": "sw", "kind": "nvswitch", "bandwidth_gbps": 450, "latency_us": 1})).collect();
+    let mut v = base(20, 5.0);
+    v["topology"] = json!({"nodes": nodes, "links": links});
+    assert!(err(&v).contains("\"gpu5\", a l40s"), "{}", err(&v));
+    v["deployment"]["placement"] = json!([["gpu0", "gpu1", "gpu2", "gpu3"], ["gpu4", "gpu6", "gpu7", "gpu8"]]);
+    assert_eq!(run(&v).summary["finished"], 20);
+    // The scenario's GPU with overrides is still that GPU.
+    let mut v = base(20, 5.0);
+    v["gpu"] = json!({"preset": "h200", "hbm_gib": 120});
+    v["topology"] = json!("hgx-h200");
+    assert_eq!(run(&v).summary["finished"], 20);
+}
+
+/// The new presets name their GPU: a scenario runs on the boxes of its own GPU (H800 boxes on
+/// IB, a GB200 NVL72 rack, a pattern name) and is refused on another's, naming the node.
+#[test]
+fn new_presets_run_their_own_gpu_and_refuse_another() {
+    for (gpu, topo) in [("h800", "2x-hgx-h800-ib"), ("gb200", "gb200-nvl72"), ("b200", "3x-hgx-b200-ib"), ("h100", "4x-hgx-h100-ib")] {
+        let mut v = base(20, 5.0);
+        v["gpu"] = json!(gpu);
+        v["topology"] = json!(topo);
+        assert_eq!(run(&v).summary["finished"], 20, "{gpu} on {topo}");
+    }
+    let mut v = base(20, 5.0);
+    v["gpu"] = json!("h100");
+    v["topology"] = json!("2x-hgx-h800-ib");
+    let m = err(&v);
+    assert!(m.starts_with("gpu: ") && m.contains("\"n0.gpu0\", a h800"), "{m}");
+}
+
+/// With data-parallel attention a replica holds dp × tp × pp GPUs: the automatic placement
+/// lists them stage by stage (a stage may span boxes), an explicit one must name them all.
+#[test]
+fn a_dp_replica_is_placed_on_dp_tp_pp_gpus() {
+    let mut v = base(20, 5.0);
+    v["topology"] = json!("2x-hgx-h200-ib");
+    v["deployment"] = json!({"tp": 4, "dp": 2, "replicas": 2});
+    let r = run(&v);
+    let box_of = |k: u32| (0..8).map(|i| format!("n{k}.gpu{i}")).collect::<Vec<_>>();
+    assert_eq!(r.deployment["placement"], json!([box_of(0), box_of(1)]));
+    v["deployment"] = json!({"tp": 1, "dp": 16});
+    v["model"] = json!("llama-3-8b");
+    let r = run(&v);
+    let both = [box_of(0), box_of(1)].concat();
+    assert_eq!(r.deployment["placement"], json!([both]));
+    v["deployment"] = json!({"tp": 4, "dp": 2, "placement": [box_of(1)[..4].to_vec()]});
+    assert!(err(&v).starts_with("deployment.placement[0]: must name dp × tp × pp = 8 GPUs (got 4)"), "{}", err(&v));
+}

@@ -11,61 +11,24 @@
 //! Regenerate after changing a profile: `make profiles` (`UPDATE_PROFILES=1 cargo test -p
 //! sim-core --lib calib::snapshot`).
 
-use super::Profile;
-
-/// One [`super::Curve`]: see [`super::Curve::from_static`].
-#[derive(Debug)]
-pub struct CurveData {
-    pub x: &'static [f64],
-    pub lx: &'static [f64],
-    pub ly: &'static [f64],
-    pub ratio_floor: Option<f64>,
-}
-
-/// One [`super::GemmTable`].
-#[derive(Debug)]
-pub struct GemmData {
-    pub dtype: &'static str,
-    pub op: &'static str,
-    pub label: &'static str,
-    pub k: u32,
-    pub n: u32,
-    pub curve: CurveData,
-    pub base: Option<usize>,
-}
-
-/// A built [`Profile`], less its raw tables.
-#[derive(Debug)]
-pub struct ProfileData {
-    pub gpu: &'static str,
-    pub source: &'static str,
-    pub copy_bps: f64,
-    pub gemm_flops: f64,
-    pub isolated_overhead_s: f64,
-    pub in_stream: bool,
-    pub kernels: &'static [(&'static str, f64)],
-    pub gemm: &'static [GemmData],
-    pub prefill: Option<CurveData>,
-    pub chunk: Option<CurveData>,
-    pub chunk_fresh: Option<CurveData>,
-    pub decode: Option<CurveData>,
-    pub elementwise: &'static [(&'static str, CurveData)],
-    pub elementwise_width: &'static [(&'static str, u32, CurveData)],
-}
+use super::curve::Curve;
+use super::profile::{GemmTable, Profile};
+use super::shipped::{shipped_index, PROFILED_GPUS};
 
 // Generated numbers: logs that happen to equal ln 2 etc. are data, not constants to name.
 #[rustfmt::skip]
 #[allow(clippy::approx_constant, clippy::excessive_precision, clippy::unreadable_literal)]
 mod builtin;
+mod data;
 
-/// The snapshot of shipped profile `gpu` (a name of [`super::PROFILED_GPUS`]).
+pub use data::{CurveData, GemmData, ProfileData};
+
+/// Each shipped profile's snapshot, in [`PROFILED_GPUS`] order.
+static SNAPSHOTS: [&ProfileData; PROFILED_GPUS.len()] = [&builtin::H200, &builtin::A100_80G, &builtin::H100];
+
+/// The snapshot of shipped profile `gpu` (a name of [`PROFILED_GPUS`]).
 pub fn get(gpu: &str) -> Option<&'static ProfileData> {
-    match gpu {
-        "h200" => Some(&builtin::H200),
-        "a100-80g" => Some(&builtin::A100_80G),
-        "h100" => Some(&builtin::H100),
-        _ => None,
-    }
+    Some(SNAPSHOTS[shipped_index(gpu)?])
 }
 
 /// The static name of a shipped profile's snapshot in `builtin.rs`.
@@ -83,12 +46,12 @@ fn render(profiles: &[(&str, &Profile)]) -> String {
         let items: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
         format!("&[{}]", items.join(", "))
     }
-    fn curve(c: &super::Curve) -> String {
+    fn curve(c: &Curve) -> String {
         let (x, lx, ly, floor) = c.parts();
         let floor = floor.map_or("None".to_string(), |f| format!("Some({f:?})"));
         format!("C {{\n        x: {},\n        lx: {},\n        ly: {},\n        ratio_floor: {floor},\n    }}", nums(x), nums(lx), nums(ly))
     }
-    fn opt(c: &Option<super::Curve>) -> String {
+    fn opt(c: &Option<Curve>) -> String {
         c.as_ref().map_or("None".to_string(), |c| format!("Some({})", curve(c)))
     }
     let mut s = String::from(
@@ -127,10 +90,25 @@ fn render(profiles: &[(&str, &Profile)]) -> String {
 }
 
 impl Profile {
+    /// The shipped profile of GPU preset `gpu`, if any.
+    pub fn builtin(gpu: &str) -> Option<Profile> {
+        Some(Profile::from_data(get(gpu)?))
+    }
+
+    /// [`Profile::builtin`], parsed once per process and shared: the embedded text is a
+    /// constant, and so is what it parses to (every simulation on a profiled GPU used to parse
+    /// its JSON and take the logs of every point again).
+    pub fn builtin_shared(gpu: &str) -> Option<std::sync::Arc<Profile>> {
+        type Slot = std::sync::OnceLock<Option<std::sync::Arc<Profile>>>;
+        static SLOTS: [Slot; PROFILED_GPUS.len()] = [const { Slot::new() }; PROFILED_GPUS.len()];
+        let i = shipped_index(gpu)?;
+        SLOTS[i].get_or_init(|| Profile::builtin(gpu).map(std::sync::Arc::new)).clone()
+    }
+
     /// A shipped profile from its snapshot (its JSON is parsed only if its raw tables are
     /// asked for).
-    pub(super) fn from_data(d: &'static ProfileData) -> Profile {
-        let curve = |c: &'static CurveData| super::Curve::from_static(c.x, c.lx, c.ly, c.ratio_floor);
+    fn from_data(d: &'static ProfileData) -> Profile {
+        let curve = |c: &'static CurveData| Curve::from_static(c.x, c.lx, c.ly, c.ratio_floor);
         Profile {
             gpu: d.gpu.to_string(),
             source: d.source.to_string(),
@@ -144,7 +122,7 @@ impl Profile {
             gemm: d
                 .gemm
                 .iter()
-                .map(|g| super::GemmTable {
+                .map(|g| GemmTable {
                     dtype: g.dtype.to_string(),
                     op: g.op.to_string(),
                     label: g.label.to_string(),
@@ -193,6 +171,8 @@ mod tests {
     fn snapshot_profiles_answer_as_the_parsed_ones() {
         for gpu in PROFILED_GPUS {
             let (a, b) = (Profile::builtin(gpu).unwrap(), parsed(gpu));
+            // The snapshots and the embedded JSON follow PROFILED_GPUS' order.
+            assert_eq!((a.gpu.as_str(), b.gpu.as_str()), (gpu, gpu));
             assert_eq!((a.gemm.len(), a.elementwise.len(), a.elementwise_width.len()), (b.gemm.len(), b.elementwise.len(), b.elementwise_width.len()));
             for (x, y) in a.gemm.iter().zip(&b.gemm) {
                 assert_eq!((&x.dtype, &x.op, &x.label, x.k, x.n, x.base), (&y.dtype, &y.op, &y.label, y.k, y.n, y.base));

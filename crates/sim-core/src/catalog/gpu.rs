@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{at_least_one, fraction};
+use super::checks::{at_least_one, fraction};
 use crate::error::{check, Result, SimError};
 
 /// What prices a GPU's operators when no `cost_model.profile` is given: a shipped calibration
@@ -26,9 +26,6 @@ pub enum MatrixUnit {
 }
 
 impl MatrixUnit {
-    /// Names accepted for `matrix_unit`.
-    pub const NAMES: [&'static str; 2] = ["tensor_core", "mxu"];
-
     fn is_tensor_core(&self) -> bool {
         *self == MatrixUnit::TensorCore
     }
@@ -164,10 +161,26 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 /// * `l40s`: NVIDIA L40S datasheet (BF16 362.05 / FP8 733 TFLOP/s dense, 48 GB GDDR6 =
 ///   44.7 GiB, 864 GB/s, 142 SMs, 2,520 MHz boost, PCIe Gen4 x16 = 64 GB/s, no NVLink:
 ///   `nvlink_gbps` holds its PCIe rate).
-/// * `b200`: NVIDIA HGX/DGX B200 datasheets, per GPU (FP8 4.5 / BF16 2.25 PFLOP/s dense,
-///   i.e. half the sparse figures; 180 GB HBM3e at 8 TB/s; fifth-generation NVLink
-///   1.8 TB/s; PCIe Gen5 128 GB/s). 148 SMs and a 1,965 MHz boost are commonly reported
+/// * `h800` (SXM5): the H100 SXM5 part with its NVLink cut to 400 GB/s, the GPU of
+///   DeepSeek's published V3/R1 runs. NVIDIA H800 Tensor Core GPU datasheet: the H100 SXM5's
+///   tensor cores (BF16 989.4 / FP8 1,978.9 TFLOP/s dense), 80 GB HBM3 at 3.35 TB/s, NVLink
+///   400 GB/s, PCIe Gen5 128 GB/s; 132 SMs at 1,980 MHz as the H100 (same GH100 die). DeepEP's
+///   README measures about 160 GB/s of it in one direction in practice ("H800 (~160 GB/s
+///   NVLink maximum bandwidth)"); the record keeps the datasheet peak.
+/// * `b200` (HGX B200, 1,000 W): NVIDIA HGX/DGX B200 datasheets, per GPU (FP8 4.5 / BF16
+///   2.25 PFLOP/s dense, i.e. half the sparse figures; the DGX B200 user guide's 1,440 GB
+///   of HBM3e over 8 GPUs = 180 GB at 8 TB/s; fifth-generation NVLink 1.8 TB/s on 8 GPUs;
+///   PCIe Gen5 128 GB/s: the DGX B200 user guide's hosts are PCIe Gen5 Xeons with one
+///   ConnectX-7 400 Gb/s card per GPU). 148 SMs and a 1,965 MHz boost are commonly reported
 ///   figures, not datasheet ones.
+/// * `gb200`: one Blackwell GPU of a GB200 NVL72 rack (1,200 W). NVIDIA GB200 NVL72
+///   datasheet, per GPU (the rack's 72 GPUs): FP8 720 / BF16 360 PFLOP/s with sparsity per
+///   rack = 10 / 5 PFLOP/s per GPU, dense half of it (FP8 5 / BF16 2.5 PFLOP/s; the same
+///   figures as the Blackwell technical brief's GB200 column); 13.4 TB HBM3e per rack =
+///   186 GB per GPU at 576 TB/s / 72 = 8 TB/s; NVLink 130 TB/s per rack = 1.8 TB/s per
+///   GPU on one NVLink Switch domain of 72 GPUs (`nvlink_gpus = 72`). Its host link is
+///   NVLink-C2C to a Grace CPU; `pcie_gbps` is the PCIe Gen5 x16 (128 GB/s) of its
+///   ConnectX NIC, an assumption of this record. SMs and clock as `b200` (the same die).
 /// * `mi300x`: AMD Instinct MI300X datasheet (BF16 1,307.4 / FP8 2,614.9 TFLOP/s dense,
 ///   192 GB HBM3 at 5.3 TB/s, 304 compute units — `sms` holds CUs —, 2,100 MHz peak engine
 ///   clock, Infinity Fabric 7 × 128 GB/s = 896 GB/s to its peers, PCIe Gen5 128 GB/s).
@@ -185,7 +198,7 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 /// HBM capacities are taken as GiB (HBM stacks are binary), except the H200's measured one.
 ///
 /// Descriptor cache (seed §2.5): A100 64 entries / 4 cycles a miss, Hopper 256 / 2; the
-/// seed gives no figures for L40S, B200 and MI300X, which take the Hopper values (an
+/// seed gives no figures for L40S, B200, GB200 and MI300X, which take the Hopper values (an
 /// assumption).
 ///
 /// Efficiencies: our H200 measurements show an 8192³ BF16 matmul at 767.8 TFLOP/s (0.78 of
@@ -196,60 +209,188 @@ const L40S_GIB: f64 = 48.0e9 / 1_073_741_824.0;
 /// by the roofline (`priced_by = "roofline"`): the profiles' tables were timed on those exact
 /// parts, and a variant with other clocks and bandwidth would inherit their times.
 pub fn gpu_presets() -> Vec<Gpu> {
-    GPU_PRESETS.iter().map(|&(name, p, l, t, priced_by, matrix_unit)| Gpu {
-        name: name.to_string(),
-        bf16_tflops: p.0,
-        fp8_tflops: p.1,
-        hbm_gib: p.2,
-        hbm_tbps: p.3,
-        sms: p.4,
-        sm_clock_mhz: p.5,
-        nvlink_gbps: l.0,
-        nvlink_gpus: l.1,
-        pcie_gbps: l.2,
-        descriptor_cache_entries: t.0,
-        descriptor_miss_cycles: t.1,
-        compute_efficiency: t.2,
-        memory_efficiency: t.3,
-        priced_by: priced_by.to_string(),
-        matrix_unit,
-    })
-    .collect()
+    GPU_PRESETS
+        .iter()
+        .map(|p| Gpu {
+            name: p.name.to_string(),
+            bf16_tflops: p.peaks.bf16_tflops,
+            fp8_tflops: p.peaks.fp8_tflops,
+            hbm_gib: p.peaks.hbm_gib,
+            hbm_tbps: p.peaks.hbm_tbps,
+            sms: p.peaks.sms,
+            sm_clock_mhz: p.peaks.sm_clock_mhz,
+            nvlink_gbps: p.links.nvlink_gbps,
+            nvlink_gpus: p.links.nvlink_gpus,
+            pcie_gbps: p.links.pcie_gbps,
+            descriptor_cache_entries: p.tuning.descriptor_cache_entries,
+            descriptor_miss_cycles: p.tuning.descriptor_miss_cycles,
+            compute_efficiency: p.tuning.compute_efficiency,
+            memory_efficiency: p.tuning.memory_efficiency,
+            priced_by: p.priced_by.to_string(),
+            matrix_unit: p.matrix_unit,
+        })
+        .collect()
 }
 
-/// Datasheet peaks: (bf16_tflops, fp8_tflops, hbm_gib, hbm_tbps, sms, sm_clock_mhz).
-type Peaks = (f64, f64, f64, f64, u32, f64);
-/// Links: (nvlink_gbps, nvlink_gpus, pcie_gbps).
-type Links = (f64, u32, f64);
-/// Descriptor cache and efficiencies: (entries, miss cycles, compute, memory).
-type Tuning = (u32, f64, f64, f64);
-const AMPERE: Tuning = (64, 4.0, 0.70, 0.80);
-const HOPPER: Tuning = (256, 2.0, 0.75, 0.85);
-const OTHER: Tuning = (256, 2.0, 0.70, 0.80);
+/// One row of [`GPU_PRESETS`]: a [`Gpu`] as constant data, its figures grouped as the
+/// sources give them.
+struct GpuPreset {
+    name: &'static str,
+    peaks: Peaks,
+    links: Links,
+    tuning: Tuning,
+    /// [`Gpu::priced_by`]: a shipped profile's name or [`ROOFLINE`].
+    priced_by: &'static str,
+    matrix_unit: MatrixUnit,
+}
+
+/// Datasheet peaks (units as in [`Gpu`]).
+struct Peaks {
+    bf16_tflops: f64,
+    fp8_tflops: f64,
+    hbm_gib: f64,
+    hbm_tbps: f64,
+    sms: u32,
+    sm_clock_mhz: f64,
+}
+
+/// Links (units as in [`Gpu`]).
+struct Links {
+    nvlink_gbps: f64,
+    nvlink_gpus: u32,
+    pcie_gbps: f64,
+}
+
+/// Descriptor cache and efficiencies.
+struct Tuning {
+    descriptor_cache_entries: u32,
+    descriptor_miss_cycles: f64,
+    compute_efficiency: f64,
+    memory_efficiency: f64,
+}
+
+const AMPERE: Tuning = Tuning { descriptor_cache_entries: 64, descriptor_miss_cycles: 4.0, compute_efficiency: 0.70, memory_efficiency: 0.80 };
+const HOPPER: Tuning = Tuning { descriptor_cache_entries: 256, descriptor_miss_cycles: 2.0, compute_efficiency: 0.75, memory_efficiency: 0.85 };
+const OTHER: Tuning = Tuning { descriptor_cache_entries: 256, descriptor_miss_cycles: 2.0, compute_efficiency: 0.70, memory_efficiency: 0.80 };
 // No block-table figures for a TPU in the seed: its remap is not priced (0 cycles).
-const TPU: Tuning = (256, 0.0, 0.70, 0.80);
+const TPU: Tuning = Tuning { descriptor_cache_entries: 256, descriptor_miss_cycles: 0.0, compute_efficiency: 0.70, memory_efficiency: 0.80 };
 const CUDA: MatrixUnit = MatrixUnit::TensorCore;
 
-/// The GPU presets, in catalog order, each defined once: (name, peaks, links, tuning,
-/// `priced_by`, matrix unit). [`gpu_presets`] and [`gpu_preset_names`] read this table
-/// (sources in [`gpu_presets`]' documentation).
-const GPU_PRESETS: &[(&str, Peaks, Links, Tuning, &str, MatrixUnit)] = &[
-    ("a100-80g", (312.0, 0.0, 80.0, 2.039, 108, 1410.0), (600.0, 8, 64.0), AMPERE, "a100-80g", CUDA),
-    ("a100-40g", (312.0, 0.0, 40.0, 1.555, 108, 1410.0), (600.0, 8, 64.0), AMPERE, ROOFLINE, CUDA),
-    ("a100-80g-pcie", (312.0, 0.0, 80.0, 1.935, 108, 1410.0), (600.0, 2, 64.0), AMPERE, ROOFLINE, CUDA),
-    ("h100", (989.4, 1978.9, 80.0, 3.35, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h100", CUDA),
-    ("h100-pcie", (756.0, 1513.0, 80.0, 2.0, 114, 1755.0), (600.0, 2, 128.0), HOPPER, ROOFLINE, CUDA),
-    ("h100-nvl", (835.5, 1670.5, 94.0, 3.9, 132, 1785.0), (600.0, 2, 128.0), HOPPER, ROOFLINE, CUDA),
-    ("h200", (989.4, 1978.9, 139.8, 4.8, 132, 1980.0), (900.0, 8, 128.0), HOPPER, "h200", CUDA),
-    ("l40s", (362.05, 733.0, L40S_GIB, 0.864, 142, 2520.0), (64.0, 1, 64.0), OTHER, ROOFLINE, CUDA),
-    ("b200", (2250.0, 4500.0, 180.0, 8.0, 148, 1965.0), (1800.0, 8, 128.0), OTHER, ROOFLINE, CUDA),
-    ("mi300x", (1307.4, 2614.9, 192.0, 5.3, 304, 2100.0), (896.0, 8, 128.0), OTHER, ROOFLINE, CUDA),
-    ("tpu-v5e", (197.0, 0.0, 16.0, 0.819, 4, 1500.0), (400.0, 256, 3.125), TPU, ROOFLINE, MatrixUnit::Mxu),
+/// The GPU presets, in catalog order, each defined once. [`gpu_presets`] and
+/// [`gpu_preset_names`] read this table (sources in [`gpu_presets`]' documentation).
+const GPU_PRESETS: &[GpuPreset] = &[
+    GpuPreset {
+        name: "a100-80g",
+        peaks: Peaks { bf16_tflops: 312.0, fp8_tflops: 0.0, hbm_gib: 80.0, hbm_tbps: 2.039, sms: 108, sm_clock_mhz: 1410.0 },
+        links: Links { nvlink_gbps: 600.0, nvlink_gpus: 8, pcie_gbps: 64.0 },
+        tuning: AMPERE,
+        priced_by: "a100-80g",
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "a100-40g",
+        peaks: Peaks { bf16_tflops: 312.0, fp8_tflops: 0.0, hbm_gib: 40.0, hbm_tbps: 1.555, sms: 108, sm_clock_mhz: 1410.0 },
+        links: Links { nvlink_gbps: 600.0, nvlink_gpus: 8, pcie_gbps: 64.0 },
+        tuning: AMPERE,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "a100-80g-pcie",
+        peaks: Peaks { bf16_tflops: 312.0, fp8_tflops: 0.0, hbm_gib: 80.0, hbm_tbps: 1.935, sms: 108, sm_clock_mhz: 1410.0 },
+        links: Links { nvlink_gbps: 600.0, nvlink_gpus: 2, pcie_gbps: 64.0 },
+        tuning: AMPERE,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "h100",
+        peaks: Peaks { bf16_tflops: 989.4, fp8_tflops: 1978.9, hbm_gib: 80.0, hbm_tbps: 3.35, sms: 132, sm_clock_mhz: 1980.0 },
+        links: Links { nvlink_gbps: 900.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
+        tuning: HOPPER,
+        priced_by: "h100",
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "h100-pcie",
+        peaks: Peaks { bf16_tflops: 756.0, fp8_tflops: 1513.0, hbm_gib: 80.0, hbm_tbps: 2.0, sms: 114, sm_clock_mhz: 1755.0 },
+        links: Links { nvlink_gbps: 600.0, nvlink_gpus: 2, pcie_gbps: 128.0 },
+        tuning: HOPPER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "h100-nvl",
+        peaks: Peaks { bf16_tflops: 835.5, fp8_tflops: 1670.5, hbm_gib: 94.0, hbm_tbps: 3.9, sms: 132, sm_clock_mhz: 1785.0 },
+        links: Links { nvlink_gbps: 600.0, nvlink_gpus: 2, pcie_gbps: 128.0 },
+        tuning: HOPPER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        // NVIDIA H800 datasheet (H100 SXM5 compute and memory, NVLink 400 GB/s).
+        name: "h800",
+        peaks: Peaks { bf16_tflops: 989.4, fp8_tflops: 1978.9, hbm_gib: 80.0, hbm_tbps: 3.35, sms: 132, sm_clock_mhz: 1980.0 },
+        links: Links { nvlink_gbps: 400.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
+        tuning: HOPPER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "h200",
+        peaks: Peaks { bf16_tflops: 989.4, fp8_tflops: 1978.9, hbm_gib: 139.8, hbm_tbps: 4.8, sms: 132, sm_clock_mhz: 1980.0 },
+        links: Links { nvlink_gbps: 900.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
+        tuning: HOPPER,
+        priced_by: "h200",
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "l40s",
+        peaks: Peaks { bf16_tflops: 362.05, fp8_tflops: 733.0, hbm_gib: L40S_GIB, hbm_tbps: 0.864, sms: 142, sm_clock_mhz: 2520.0 },
+        links: Links { nvlink_gbps: 64.0, nvlink_gpus: 1, pcie_gbps: 64.0 },
+        tuning: OTHER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        // NVIDIA HGX/DGX B200 datasheets and the DGX B200 user guide (sources above).
+        name: "b200",
+        peaks: Peaks { bf16_tflops: 2250.0, fp8_tflops: 4500.0, hbm_gib: 180.0, hbm_tbps: 8.0, sms: 148, sm_clock_mhz: 1965.0 },
+        links: Links { nvlink_gbps: 1800.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
+        tuning: OTHER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        // NVIDIA GB200 NVL72 datasheet, per GPU: rack figures / 72 (sources above).
+        name: "gb200",
+        peaks: Peaks { bf16_tflops: 2500.0, fp8_tflops: 5000.0, hbm_gib: 186.0, hbm_tbps: 8.0, sms: 148, sm_clock_mhz: 1965.0 },
+        links: Links { nvlink_gbps: 1800.0, nvlink_gpus: 72, pcie_gbps: 128.0 },
+        tuning: OTHER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "mi300x",
+        peaks: Peaks { bf16_tflops: 1307.4, fp8_tflops: 2614.9, hbm_gib: 192.0, hbm_tbps: 5.3, sms: 304, sm_clock_mhz: 2100.0 },
+        links: Links { nvlink_gbps: 896.0, nvlink_gpus: 8, pcie_gbps: 128.0 },
+        tuning: OTHER,
+        priced_by: ROOFLINE,
+        matrix_unit: CUDA,
+    },
+    GpuPreset {
+        name: "tpu-v5e",
+        peaks: Peaks { bf16_tflops: 197.0, fp8_tflops: 0.0, hbm_gib: 16.0, hbm_tbps: 0.819, sms: 4, sm_clock_mhz: 1500.0 },
+        links: Links { nvlink_gbps: 400.0, nvlink_gpus: 256, pcie_gbps: 3.125 },
+        tuning: TPU,
+        priced_by: ROOFLINE,
+        matrix_unit: MatrixUnit::Mxu,
+    },
 ];
 
 /// Names of the GPU presets, in catalog order.
 pub fn gpu_preset_names() -> Vec<&'static str> {
-    GPU_PRESETS.iter().map(|g| g.0).collect()
+    GPU_PRESETS.iter().map(|g| g.name).collect()
 }
 
 pub(super) fn gpu_preset(name: &str) -> Option<Gpu> {

@@ -3,6 +3,11 @@
 //! as `"meta-llama/Llama-3.1-8B"`), `model = { preset = "...", layers = 40 }`, or
 //! `model = { hf_config = {...} }` (a `config.json`, parsed by the front ends).
 //!
+//! By file: the GPU record and its presets (`gpu.rs`), the model record (`model.rs`), the
+//! model presets (`presets.rs`, each a Hugging Face `config.json` read by [`hf`]), the field
+//! checks both records share (`checks.rs`); this file holds the scenario inputs (`model`,
+//! `gpu`) and their resolution against the presets.
+//!
 //! Units used throughout: FLOP/s in TFLOP/s (10¹²), memory sizes in GiB (2³⁰ bytes), memory
 //! bandwidth in TB/s (10¹² bytes/s), interconnect bandwidth in GB/s (10⁹ bytes/s).
 
@@ -13,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{check, Result, SimError};
 
+mod checks;
 mod gpu;
 pub mod hf;
 mod model;
@@ -22,38 +28,13 @@ pub use gpu::{
     gpu_preset_names, gpu_presets, Gpu, GpuFields, MatrixUnit, CUSTOM_GPU_COMPUTE_EFFICIENCY,
     CUSTOM_GPU_MEMORY_EFFICIENCY, GPU_ONLY_FIELDS, ROOFLINE,
 };
-pub use model::{Activation, LocalAttention, LocalKind, Model, ModelFields, MAX_COUNT, MAX_WIDTH};
+pub use model::{Activation, LocalAttention, LocalKind, Mla, Model, ModelFields, WeightFormat, MAX_COUNT, MAX_WIDTH};
 pub use presets::{model_preset_names, model_presets, ModelPreset, MODEL_PRESETS};
+
+pub(crate) use checks::{divides, fraction};
 
 use gpu::gpu_preset;
 use presets::model_preset;
-
-/// `value` must be finite and in (0, 1].
-pub(crate) fn fraction(path: &str, value: f64) -> Result<()> {
-    check::finite(path, value)?;
-    if value <= 0.0 || value > 1.0 {
-        return Err(SimError::config(
-            path,
-            format!("must be in (0, 1] (got {value})"),
-        ));
-    }
-    Ok(())
-}
-
-/// Whether `d` divides `n` (false for `d == 0`, never panics).
-pub(crate) fn divides(d: u32, n: u32) -> bool {
-    n.checked_rem(d) == Some(0)
-}
-
-fn at_least_one(path: &str, value: u32) -> Result<()> {
-    if value < 1 {
-        return Err(SimError::config(
-            path,
-            format!("must be >= 1 (got {value})"),
-        ));
-    }
-    Ok(())
-}
 
 /// The catalog's models as the `presets` listing shows them: each model's fields plus its
 /// Hugging Face ids (`hf_ids`), total and active parameter counts (`params`,
@@ -238,7 +219,12 @@ fn from_fields(f: &ModelFields, b: Option<&Model>) -> Result<Model> {
     let hidden = pick("model.hidden", &f.hidden, b.map(|m| m.hidden), None)?;
     let heads = pick("model.heads", &f.heads, b.map(|m| m.heads), None)?;
     let kv_heads = pick("model.kv_heads", &f.kv_heads, b.map(|m| m.kv_heads), None)?;
-    let head_dim = pick("model.head_dim", &f.head_dim, b.map(|m| m.head_dim), None)?;
+    let mla = f.mla.or(b.and_then(|m| m.mla));
+    // A table giving `mla` sets the q/k head width it implies unless it gives head_dim too.
+    let head_dim = match (&f.head_dim, &f.mla) {
+        (None, Some(m)) => m.qk_head_dim(),
+        _ => pick("model.head_dim", &f.head_dim, b.map(|m| m.head_dim), None)?,
+    };
     let intermediate = pick("model.intermediate", &f.intermediate, b.map(|m| m.intermediate), None)?;
     // Counts of layers of a kind keep the base's share when only `layers` changes.
     let carried = |count: fn(&Model) -> u32| b.map(|m| rescaled(count(m), m.layers, layers));
@@ -292,6 +278,11 @@ fn from_fields(f: &ModelFields, b: Option<&Model>) -> Result<Model> {
         post_norms: pick("model.post_norms", &f.post_norms, b.map(|m| m.post_norms), Some(false))?,
         activation: pick("model.activation", &f.activation, b.map(|m| m.activation), Some(Activation::Silu))?,
         local_attention,
+        mla,
+        attention_sinks: pick("model.attention_sinks", &f.attention_sinks, b.map(|m| m.attention_sinks), Some(false))?,
+        expert_format: f.expert_format.or(b.and_then(|m| m.expert_format)),
+        mtp_layers: pick("model.mtp_layers", &f.mtp_layers, b.map(|m| m.mtp_layers), Some(0))?,
+        serve_mtp: pick("model.serve_mtp", &f.serve_mtp, b.map(|m| m.serve_mtp), Some(false))?,
     })
 }
 

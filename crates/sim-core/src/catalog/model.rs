@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{at_least_one, divides};
+use super::checks::{at_least_one, divides};
 use crate::error::{Result, SimError};
 
 /// Largest width (hidden size, MLP width, vocabulary, head width) a model may have: 2²⁴.
@@ -47,8 +47,74 @@ pub struct LocalAttention {
     pub layers: u32,
 }
 
-/// A decoder-only transformer: RMSNorm, rotary attention with grouped-query KV heads, a
-/// gated MLP, optionally a mixture of experts in place of the MLP on some layers.
+/// Multi-head latent attention (DeepSeek-V2 paper §2.1, "Multi-Head Latent Attention"; the
+/// keys of `DeepseekV2Config`/`DeepseekV3Config`): keys and values are compressed into one
+/// latent vector per token of `kv_lora_rank` values, which is all the KV cache holds besides
+/// a shared `qk_rope_head_dim`-wide RoPE key; queries are optionally compressed too.
+/// Per layer: `q_a` (hidden → `q_lora_rank`) and `q_b` (`q_lora_rank` → heads ·
+/// (`qk_nope_head_dim` + `qk_rope_head_dim`)), or one `q` projection when `q_lora_rank` is 0;
+/// `kv_a` (hidden → `kv_lora_rank` + `qk_rope_head_dim`); `kv_b` (`kv_lora_rank` → heads ·
+/// (`qk_nope_head_dim` + `v_head_dim`)); `o` (heads · `v_head_dim` → hidden).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mla {
+    /// Rank of the query compression; 0 = queries projected directly (DeepSeek-V2-Lite).
+    pub q_lora_rank: u32,
+    /// Width of the compressed key/value latent each token caches per layer.
+    pub kv_lora_rank: u32,
+    /// Width of each head's query/key part without RoPE.
+    pub qk_nope_head_dim: u32,
+    /// Width of the decoupled RoPE query part per head, and of the one RoPE key per token.
+    pub qk_rope_head_dim: u32,
+    /// Width of each head's value.
+    pub v_head_dim: u32,
+}
+
+impl Mla {
+    /// Values one token caches per layer: the latent and the RoPE key.
+    pub fn cached_values(&self) -> u32 {
+        self.kv_lora_rank.saturating_add(self.qk_rope_head_dim)
+    }
+
+    /// Width of each head's query and key (`qk_nope_head_dim + qk_rope_head_dim`).
+    /// (Saturating: a config is read before its widths are checked.)
+    pub fn qk_head_dim(&self) -> u32 {
+        self.qk_nope_head_dim.saturating_add(self.qk_rope_head_dim)
+    }
+}
+
+/// Storage format of a checkpoint's expert weights, when it differs from the rest of the
+/// model's: its bytes per parameter replace the scenario's weight precision for the routed
+/// experts in the memory plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightFormat {
+    /// 16-bit weights (2 bytes per parameter).
+    Bf16,
+    /// FP8 E4M3 with block scales (DeepSeek-V3, Kimi-K2: `quant_method = "fp8"`, one FP32
+    /// scale per 128 × 128 block): 1 byte per parameter (the scales add 4 bytes per 16,384
+    /// parameters, 0.02%, left out).
+    Fp8,
+    /// OCP MXFP4 (gpt-oss: `quant_method = "mxfp4"`): 4-bit E2M1 values with one 8-bit
+    /// scale per 32, 4.25 bits per parameter (OCP Microscaling Formats spec v1.0, §5; the
+    /// gpt-oss model card, "Quantization").
+    Mxfp4,
+}
+
+impl WeightFormat {
+    /// Bytes per parameter.
+    pub fn bytes(self) -> f64 {
+        match self {
+            WeightFormat::Bf16 => 2.0,
+            WeightFormat::Fp8 => 1.0,
+            WeightFormat::Mxfp4 => 4.25 / 8.0,
+        }
+    }
+}
+
+/// A decoder-only transformer: RMSNorm, rotary attention with grouped-query KV heads (or
+/// multi-head latent attention), a gated MLP, optionally a mixture of experts in place of
+/// the MLP on some layers.
 ///
 /// Layers may differ (interleaved dense/MoE layers, local/global attention); the record
 /// keeps how many layers of each kind there are, which is all the costs and the memory
@@ -100,13 +166,49 @@ pub struct Model {
     pub activation: Activation,
     /// Attention bounded to a window or chunk on some layers; none = every layer global.
     pub local_attention: Option<LocalAttention>,
+    /// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2) in place of grouped-query
+    /// attention; `head_dim` is then its q/k head width and `kv_heads` is not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mla: Option<Mla>,
+    /// A learned sink logit per head in every attention softmax (gpt-oss): `heads`
+    /// parameters a layer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub attention_sinks: bool,
+    /// The routed experts' storage format when the checkpoint sets it (MXFP4 in gpt-oss,
+    /// FP8 in DeepSeek-V3 and Kimi-K2); none = the scenario's weight precision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_format: Option<WeightFormat>,
+    /// Multi-token-prediction modules the checkpoint holds (`num_nextn_predict_layers`;
+    /// DeepSeek-V3: 1). Not part of the model's forward pass: counted only with `serve_mtp`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtp_layers: u32,
+    /// Whether the server loads the MTP modules (an optional extra layer each, for
+    /// speculative decoding): off by default. When on, [`Model::params`] and the memory plan
+    /// count them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub serve_mtp: bool,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
 }
 
 impl Model {
     /// Total parameter count: the embedding table and the lm_head (counted once when tied),
     /// the final RMSNorm, and every layer ([`Model::params_per_dense_layer`] for the layers
-    /// without experts, [`Model::params_per_moe_layer`] for the others).
+    /// without experts, [`Model::params_per_moe_layer`] for the others); plus the MTP
+    /// modules ([`Model::mtp_params`]) when `serve_mtp` is on.
     pub fn params(&self) -> f64 {
+        let main = self.main_params();
+        if self.serve_mtp {
+            main + self.mtp_params()
+        } else {
+            main
+        }
+    }
+
+    /// [`Model::params`] without the MTP modules.
+    fn main_params(&self) -> f64 {
         let embed = f64::from(self.vocab) * f64::from(self.hidden);
         let lm_head = if self.tied_embeddings { 0.0 } else { embed };
         let final_norm = f64::from(self.hidden);
@@ -120,22 +222,72 @@ impl Model {
             + qk_norms
     }
 
-    /// Parameters the forward pass of one token reads (the routed experts and the shared
-    /// expert only, on MoE layers): the "active" parameters model cards quote.
+    /// Parameters the forward pass of one token goes through: attention, the dense layers'
+    /// MLPs, on MoE layers the router, the top-k routed experts and the shared experts, the
+    /// norms, the lm_head and the embedding table (whole, as Mistral, Qwen and Meta count
+    /// it; DeepSeek, Moonshot and OpenAI leave the input embedding out of their "activated"
+    /// figures: subtract [`Model::embedding_params`] to compare). The MTP modules are not
+    /// part of a token's forward pass and are never counted.
     pub fn active_params(&self) -> f64 {
         if self.experts <= 1 {
-            return self.params();
+            return self.main_params();
         }
+        self.main_params() - self.idle_expert_params()
+    }
+
+    /// The parameters of the input embedding table (`vocab × hidden`).
+    pub fn embedding_params(&self) -> f64 {
+        f64::from(self.vocab) * f64::from(self.hidden)
+    }
+
+    /// The routed experts a token does not go through, over the MoE layers.
+    fn idle_expert_params(&self) -> f64 {
         let idle = f64::from(self.experts - self.experts_per_token)
             * 3.0
             * f64::from(self.hidden)
             * f64::from(self.intermediate);
-        self.params() - f64::from(self.moe_layers) * idle
+        f64::from(self.moe_layers) * idle
     }
 
-    /// Attention (q, k, v, o and their biases) and RMSNorm weights of one layer.
+    /// Parameters of the routed experts (gate, up and down of every expert on every MoE
+    /// layer, and on the MTP modules' layers when they are served): the weights expert
+    /// parallelism spreads over its ranks and `expert_format` stores. The router and the
+    /// shared experts are not among them (every rank runs them).
+    pub fn expert_params(&self) -> f64 {
+        if self.experts <= 1 {
+            return 0.0;
+        }
+        let per_layer = f64::from(self.experts) * 3.0 * f64::from(self.hidden) * f64::from(self.intermediate);
+        let mtp = if self.serve_mtp && self.moe_layers > 0 { self.mtp_layers } else { 0 };
+        f64::from(self.moe_layers + mtp) * per_layer
+    }
+
+    /// Parameters of the MTP modules as the checkpoint stores them (DeepSeek-V3 technical
+    /// report §2.2 and its checkpoint's layer 61): each one transformer layer (an MoE layer
+    /// when the model has experts), the projection of the concatenated hidden state and
+    /// embedding (`2·hidden × hidden`), three RMSNorms (`enorm`, `hnorm`, the head's norm),
+    /// and its own copies of the embedding table and the output head (vLLM's
+    /// `DeepSeekMTP` loads them as its `embed_tokens` and `shared_head.head`). DeepSeek-V3's:
+    /// 13.5B of the 685B its card quotes with them (671B without).
+    pub fn mtp_params(&self) -> f64 {
+        if self.mtp_layers == 0 {
+            return 0.0;
+        }
+        let hidden = f64::from(self.hidden);
+        let layer = if self.experts > 1 && self.moe_layers > 0 { self.params_per_moe_layer() } else { self.params_per_dense_layer() };
+        let own = layer + 2.0 * hidden * hidden + 3.0 * hidden + 2.0 * self.embedding_params();
+        f64::from(self.mtp_layers) * own
+    }
+
+    /// Attention (q, k, v, o and their biases, or MLA's projections and their two latent
+    /// RMSNorms; gpt-oss's sinks) and RMSNorm weights of one layer.
     fn attention_and_norms(&self) -> (f64, f64) {
         let hidden = f64::from(self.hidden);
+        let norms = if self.post_norms { 4.0 } else { 2.0 } * hidden;
+        let sinks = if self.attention_sinks { f64::from(self.heads) } else { 0.0 };
+        if let Some(mla) = &self.mla {
+            return (self.mla_params(mla) + sinks, norms);
+        }
         let head_dim = f64::from(self.head_dim);
         let q = hidden * f64::from(self.heads) * head_dim;
         let kv = 2.0 * hidden * f64::from(self.kv_heads) * head_dim;
@@ -145,8 +297,21 @@ impl Model {
         } else {
             0.0
         };
-        let norms = if self.post_norms { 4.0 } else { 2.0 } * hidden;
-        (q + kv + o + bias, norms)
+        (q + kv + o + bias + sinks, norms)
+    }
+
+    /// MLA's weights of one layer (see [`Mla`]): `q_a` with its RMSNorm and `q_b` (or one
+    /// `q` projection), `kv_a` with its RMSNorm, `kv_b` and `o`.
+    fn mla_params(&self, mla: &Mla) -> f64 {
+        let hidden = f64::from(self.hidden);
+        let heads = f64::from(self.heads);
+        let (ql, kl) = (f64::from(mla.q_lora_rank), f64::from(mla.kv_lora_rank));
+        let q_out = heads * f64::from(mla.qk_head_dim());
+        let q = if mla.q_lora_rank > 0 { hidden * ql + ql + ql * q_out } else { hidden * q_out };
+        let kv_a = hidden * f64::from(mla.cached_values()) + kl;
+        let kv_b = kl * heads * f64::from(mla.qk_nope_head_dim + mla.v_head_dim);
+        let o = heads * f64::from(mla.v_head_dim) * hidden;
+        q + kv_a + kv_b + o
     }
 
     /// Parameters of a layer without experts: attention, the gated MLP (gate, up, down at
@@ -171,10 +336,14 @@ impl Model {
     }
 
     /// Bytes of K and V cache one token occupies across all layers of the whole model
-    /// (`2 · layers · kv_heads · head_dim · dtype_bytes`). Layers with local attention hold
-    /// every token too, as vLLM's paged cache allocates them (their attention reads only
-    /// the window).
+    /// (`2 · layers · kv_heads · head_dim · dtype_bytes`; with MLA the latent and RoPE key,
+    /// `layers · (kv_lora_rank + qk_rope_head_dim) · dtype_bytes`). Layers with local
+    /// attention hold every token too, as vLLM's paged cache allocates them (their attention
+    /// reads only the window).
     pub fn kv_bytes_per_token(&self, dtype_bytes: f64) -> f64 {
+        if let Some(mla) = &self.mla {
+            return f64::from(self.layers) * f64::from(mla.cached_values()) * dtype_bytes;
+        }
         2.0 * f64::from(self.layers)
             * f64::from(self.kv_heads)
             * f64::from(self.head_dim)
@@ -255,6 +424,63 @@ impl Model {
             at_least_one("local_attention.layers", local.layers)?;
             at_most("local_attention.layers", local.layers, self.layers)?;
         }
+        if let Some(mla) = &self.mla {
+            self.validate_mla(mla)?;
+        }
+        if self.expert_format.is_some() && self.experts <= 1 {
+            return Err(SimError::config("expert_format", "sets the experts' weights: needs experts > 1 (got experts = 1)"));
+        }
+        at_most("mtp_layers", self.mtp_layers, MAX_COUNT)?;
+        if self.serve_mtp && self.mtp_layers == 0 {
+            return Err(SimError::config("serve_mtp", "the model has no MTP module to serve (mtp_layers = 0)"));
+        }
+        Ok(())
+    }
+
+    /// MLA's widths, and what MLA replaces: its q/k head width is `head_dim`; q/k/v biases
+    /// and per-head q/k norms belong to grouped-query attention.
+    fn validate_mla(&self, mla: &Mla) -> Result<()> {
+        for (path, value) in [
+            ("mla.q_lora_rank", mla.q_lora_rank),
+            ("mla.kv_lora_rank", mla.kv_lora_rank),
+            ("mla.qk_nope_head_dim", mla.qk_nope_head_dim),
+            ("mla.qk_rope_head_dim", mla.qk_rope_head_dim),
+            ("mla.v_head_dim", mla.v_head_dim),
+        ] {
+            at_most(path, value, MAX_WIDTH)?;
+        }
+        at_least_one("mla.kv_lora_rank", mla.kv_lora_rank)?;
+        at_least_one("mla.v_head_dim", mla.v_head_dim)?;
+        if mla.qk_head_dim() < 1 {
+            return Err(SimError::config("mla.qk_nope_head_dim", "qk_nope_head_dim + qk_rope_head_dim must be >= 1 (got 0)"));
+        }
+        // The widest projection outputs (q_b, kv_b, the absorbed W_UK) stay real models'.
+        let heads = u64::from(self.heads);
+        for (path, width) in [
+            ("mla.qk_nope_head_dim", heads * u64::from(mla.qk_head_dim())),
+            ("mla.v_head_dim", heads * u64::from(mla.qk_nope_head_dim + mla.v_head_dim)),
+            ("mla.kv_lora_rank", heads * u64::from(mla.kv_lora_rank)),
+        ] {
+            if width > u64::from(MAX_WIDTH) {
+                return Err(SimError::config(path, format!("gives a projection {width} wide (heads × width), over {MAX_WIDTH}: not a real model")));
+            }
+        }
+        if self.head_dim != mla.qk_head_dim() {
+            return Err(SimError::config(
+                "head_dim",
+                format!(
+                    "must be mla.qk_nope_head_dim + mla.qk_rope_head_dim = {} for an MLA model (got {})",
+                    mla.qk_head_dim(),
+                    self.head_dim
+                ),
+            ));
+        }
+        if self.qkv_bias {
+            return Err(SimError::config("qkv_bias", "q/k/v biases are grouped-query attention's: not supported with mla"));
+        }
+        if self.qk_norm_layers > 0 {
+            return Err(SimError::config("qk_norm_layers", "per-head q/k norms are grouped-query attention's: must be 0 with mla"));
+        }
         Ok(())
     }
 }
@@ -272,7 +498,9 @@ fn at_most(path: &str, value: u32, max: u32) -> Result<()> {
 /// `experts_per_token` (1, required when `experts > 1`), `tied_embeddings` (false),
 /// `moe_layers` (`layers` for MoE, else 0), `dense_intermediate` (`intermediate`),
 /// `shared_expert_intermediate` (0), `qkv_bias` (false), `qk_norm_layers` (0), `post_norms`
-/// (false), `activation` (silu), `local_attention` (none). Overriding `layers` of a preset
+/// (false), `activation` (silu), `local_attention` (none), `mla` (none), `attention_sinks`
+/// (false), `expert_format` (none), `mtp_layers` (0), `serve_mtp` (false); `head_dim`
+/// defaults to `mla`'s q/k head width when `mla` is given. Overriding `layers` of a preset
 /// keeps the preset's share of MoE, q/k-norm and local-attention layers. Units as in
 /// [`Model`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -345,4 +573,19 @@ pub struct ModelFields {
     /// Overrides [`Model::local_attention`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_attention: Option<LocalAttention>,
+    /// Overrides [`Model::mla`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mla: Option<Mla>,
+    /// Overrides [`Model::attention_sinks`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_sinks: Option<bool>,
+    /// Overrides [`Model::expert_format`] (`"bf16"`, `"fp8"` or `"mxfp4"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_format: Option<WeightFormat>,
+    /// Overrides [`Model::mtp_layers`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtp_layers: Option<u32>,
+    /// Overrides [`Model::serve_mtp`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve_mtp: Option<bool>,
 }

@@ -24,7 +24,7 @@ pub struct ModelPreset {
 
 /// The model presets, in catalog order (the first five are the original presets, which
 /// the goldens use).
-pub const MODEL_PRESETS: [ModelPreset; 19] = [
+pub const MODEL_PRESETS: [ModelPreset; 26] = [
     ModelPreset {
         name: "llama-3-8b",
         hf_ids: &["meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct"],
@@ -220,6 +220,128 @@ pub const MODEL_PRESETS: [ModelPreset; 19] = [
             "num_experts_per_tok": 1, "interleave_moe_layer_step": 1,
             "attention_chunk_size": 8192, "no_rope_layers": [], "use_qk_norm": true,
             "vocab_size": 202048, "max_position_embeddings": 10485760}}"#,
+    },
+    // The FP8 release (its quantization_config: block-scaled E4M3, 128 × 128), as served.
+    // num_nextn_predict_layers = 1: the MTP module the 685B figure includes (served only
+    // with `serve_mtp`).
+    ModelPreset {
+        name: "deepseek-v3",
+        hf_ids: &["deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-Base", "deepseek-ai/DeepSeek-V3-0324"],
+        config: r#"{"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+            "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
+            "num_key_value_heads": 128, "n_routed_experts": 256, "n_shared_experts": 1,
+            "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1,
+            "num_nextn_predict_layers": 1, "q_lora_rank": 1536, "kv_lora_rank": 512,
+            "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+            "hidden_act": "silu", "attention_bias": false, "vocab_size": 129280,
+            "max_position_embeddings": 163840,
+            "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3",
+                "quant_method": "fp8", "weight_block_size": [128, 128]},
+            "tie_word_embeddings": false, "torch_dtype": "bfloat16"}"#,
+    },
+    // DeepSeek-V3's architecture (the same config keys and values).
+    ModelPreset {
+        name: "deepseek-r1",
+        hf_ids: &["deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1-Zero"],
+        config: r#"{"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+            "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
+            "num_key_value_heads": 128, "n_routed_experts": 256, "n_shared_experts": 1,
+            "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1,
+            "num_nextn_predict_layers": 1, "q_lora_rank": 1536, "kv_lora_rank": 512,
+            "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+            "hidden_act": "silu", "attention_bias": false, "vocab_size": 129280,
+            "max_position_embeddings": 163840,
+            "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3",
+                "quant_method": "fp8", "weight_block_size": [128, 128]},
+            "tie_word_embeddings": false, "torch_dtype": "bfloat16"}"#,
+    },
+    // The July 2025 release (128k context; Kimi-K2-Instruct-0905's config says 262,144).
+    // DeepSeek-V3's architecture with 384 experts, 64 heads, one dense layer, no MTP module.
+    ModelPreset {
+        name: "kimi-k2",
+        hf_ids: &["moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Base"],
+        config: r#"{"model_type": "kimi_k2", "hidden_size": 7168, "intermediate_size": 18432,
+            "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 64,
+            "num_key_value_heads": 64, "n_routed_experts": 384, "n_shared_experts": 1,
+            "num_experts_per_tok": 8, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+            "num_nextn_predict_layers": 0, "q_lora_rank": 1536, "kv_lora_rank": 512,
+            "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+            "hidden_act": "silu", "attention_bias": false, "vocab_size": 163840,
+            "max_position_embeddings": 131072,
+            "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3",
+                "quant_method": "fp8", "weight_block_size": [128, 128]},
+            "tie_word_embeddings": false, "torch_dtype": "bfloat16"}"#,
+    },
+    ModelPreset {
+        name: "qwen3-235b-a22b",
+        hf_ids: &["Qwen/Qwen3-235B-A22B"],
+        config: r#"{"model_type": "qwen3_moe", "hidden_size": 4096, "intermediate_size": 12288,
+            "moe_intermediate_size": 1536, "num_experts": 128, "num_experts_per_tok": 8,
+            "decoder_sparse_step": 1, "mlp_only_layers": [],
+            "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4,
+            "head_dim": 128, "attention_bias": false, "vocab_size": 151936,
+            "max_position_embeddings": 40960, "use_sliding_window": false,
+            "tie_word_embeddings": false, "torch_dtype": "bfloat16"}"#,
+    },
+    // MXFP4 experts (its quantization_config), attention sinks, a 128-token window on the
+    // even layers (its layer_types).
+    ModelPreset {
+        name: "gpt-oss-120b",
+        hf_ids: &["openai/gpt-oss-120b"],
+        config: r#"{"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+            "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8,
+            "head_dim": 64, "attention_bias": true, "num_local_experts": 128,
+            "num_experts_per_tok": 4, "experts_per_token": 4, "sliding_window": 128,
+            "layer_types": [
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+            "hidden_act": "silu", "vocab_size": 201088, "max_position_embeddings": 131072,
+            "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn",
+                "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"],
+                "quant_method": "mxfp4"},
+            "tie_word_embeddings": false, "torch_dtype": "bfloat16"}"#,
+    },
+    ModelPreset {
+        name: "gpt-oss-20b",
+        hf_ids: &["openai/gpt-oss-20b"],
+        config: r#"{"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+            "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8,
+            "head_dim": 64, "attention_bias": true, "num_local_experts": 32,
+            "num_experts_per_tok": 4, "experts_per_token": 4, "sliding_window": 128,
+            "layer_types": [
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+            "hidden_act": "silu", "vocab_size": 201088, "max_position_embeddings": 131072,
+            "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn",
+                "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"],
+                "quant_method": "mxfp4"},
+            "tie_word_embeddings": false, "torch_dtype": "bfloat16"}"#,
+    },
+    // The language model of the multimodal checkpoint (its text_config): 128 routed experts
+    // and a shared one on every other layer (interleave_moe_layer_step = 2), a dense MLP of
+    // intermediate_size_mlp on the others; chunked attention on the RoPE layers; no q/k norm.
+    ModelPreset {
+        name: "llama-4-maverick",
+        hf_ids: &["meta-llama/Llama-4-Maverick-17B-128E", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"],
+        config: r#"{"model_type": "llama4", "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+            "text_config": {"model_type": "llama4_text", "hidden_size": 5120,
+            "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+            "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8,
+            "head_dim": 128, "attention_bias": false, "num_local_experts": 128,
+            "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+            "attention_chunk_size": 8192, "use_qk_norm": false,
+            "vocab_size": 202048, "max_position_embeddings": 1048576}}"#,
     },
 ];
 

@@ -7,7 +7,7 @@ fn rel(a: f64, b: f64) -> f64 {
 
 /// The published parameter count of every preset (the Hugging Face Hub's count of each
 /// repository's safetensors weights, "Model size" on its page, unless said otherwise).
-const PUBLISHED_PARAMS: [(&str, f64, &str); 19] = [
+const PUBLISHED_PARAMS: [(&str, f64, &str); 26] = [
     ("llama-3-8b", 8_030_261_248.0, "meta-llama/Meta-Llama-3-8B (Hub; model card: 8B)"),
     ("llama-3-70b", 70_553_706_496.0, "meta-llama/Meta-Llama-3-70B (Hub; model card: 70B)"),
     ("llama-3.1-405b", 405_853_388_800.0, "meta-llama/Llama-3.1-405B (Hub; model card: 405B)"),
@@ -29,6 +29,17 @@ const PUBLISHED_PARAMS: [(&str, f64, &str); 19] = [
     // The model card's "109B total" includes the vision encoder, which o1sim does not hold
     // (text serving): the Hub's count of the multimodal checkpoint is 108,641,793,536.
     ("llama-4-scout", 108_641_793_536.0, "meta-llama/Llama-4-Scout-17B-16E (Hub, with vision; card: 109B total)"),
+    // Without the MTP module (off by default); 685B with it (tested below).
+    ("deepseek-v3", 671e9, "DeepSeek-V3 technical report (arXiv 2412.19437) and model card: 671B total"),
+    ("deepseek-r1", 671e9, "deepseek-ai/DeepSeek-R1 model card: 671B total"),
+    // The Hub's count; the model card rounds it to 1T, the Kimi K2 technical report
+    // (arXiv 2507.20534) says 1.04T, 1.3% above this architecture's weights.
+    ("kimi-k2", 1_026.5e9, "moonshotai/Kimi-K2-Instruct (Hub: 1026.5B; card: 1T)"),
+    ("qwen3-235b-a22b", 235e9, "Qwen/Qwen3-235B-A22B model card: 235B total"),
+    ("gpt-oss-120b", 116.83e9, "gpt-oss-120b & gpt-oss-20b model card (OpenAI, 2025), table 1: 116.83B total"),
+    ("gpt-oss-20b", 20.91e9, "gpt-oss model card, table 1: 20.91B total"),
+    // The language model only (o1sim serves text); the card's 400B.
+    ("llama-4-maverick", 400e9, "meta-llama/Llama-4-Maverick-17B-128E model card: 400B total"),
 ];
 
 #[test]
@@ -48,6 +59,85 @@ fn every_preset_is_within_one_percent_of_its_published_parameter_count() {
     assert!(rel(active("qwen3-30b-a3b"), 3.3e9) < 0.02, "{}", active("qwen3-30b-a3b"));
     assert!(rel(active("mixtral-8x22b"), 39e9) < 0.02, "{}", active("mixtral-8x22b"));
     assert!(rel(active("llama-4-scout"), 17e9) < 0.02, "{}", active("llama-4-scout"));
+}
+
+/// |measured − published| within 1% of the published figure plus half the unit it is
+/// rounded to (a card's "37B" stands for anything from 36.5B to 37.5B).
+fn near(measured: f64, published: f64, unit: f64) -> bool {
+    (measured - published).abs() <= 0.01 * published + unit / 2.0
+}
+
+#[test]
+fn frontier_presets_total_and_active_parameters_match_their_cards() {
+    // (preset, total, its rounding unit, active, its unit, whether the vendor's active
+    // figure counts the input embedding table, source). DeepSeek, Moonshot and OpenAI leave
+    // the embedding lookup out of their "activated" counts (gpt-oss's card: 5.13B = 36
+    // layers' attention, router and 4 experts + the unembedding); Qwen and Meta count it.
+    let cards: [(&str, f64, f64, f64, f64, bool, &str); 7] = [
+        ("deepseek-v3", 671e9, 1e9, 37e9, 1e9, false, "DeepSeek-V3 technical report §1/§4.2 and model card: 671B total, 37B activated"),
+        ("deepseek-r1", 671e9, 1e9, 37e9, 1e9, false, "deepseek-ai/DeepSeek-R1 model card: 671B total, 37B activated"),
+        ("kimi-k2", 1_026.5e9, 0.1e9, 32e9, 1e9, false, "Hub count 1026.5B; moonshotai/Kimi-K2-Instruct model card: 32B activated"),
+        ("qwen3-235b-a22b", 235e9, 1e9, 22e9, 1e9, true, "Qwen/Qwen3-235B-A22B model card: 235B total, 22B activated"),
+        ("gpt-oss-120b", 116.83e9, 0.01e9, 5.13e9, 0.01e9, false, "gpt-oss model card, table 1: 116.83B total, 5.13B active"),
+        ("gpt-oss-20b", 20.91e9, 0.01e9, 3.61e9, 0.01e9, false, "gpt-oss model card, table 1: 20.91B total, 3.61B active"),
+        ("llama-4-maverick", 400e9, 1e9, 17e9, 1e9, true, "meta-llama/Llama-4-Maverick-17B-128E model card: 17B active, 400B total"),
+    ];
+    for (name, total, total_unit, active, active_unit, with_embedding, source) in cards {
+        let m = resolve_model(&name.into()).unwrap();
+        let measured = m.active_params() - if with_embedding { 0.0 } else { m.embedding_params() };
+        assert!(near(m.params(), total, total_unit), "{name}: {} total vs {total} ({source})", m.params());
+        assert!(near(measured, active, active_unit), "{name}: {measured} active vs {active} ({source})");
+        assert!(m.active_params() < m.params() / 4.0, "{name}");
+    }
+    // DeepSeek-V3 with its MTP module served (the optional extra layer): the card's 685B
+    // "including 671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP)
+    // Module weights".
+    let v3 = resolve_model(&"deepseek-v3".into()).unwrap();
+    let with_mtp = resolve_model(&ModelInput::Custom(ModelFields {
+        preset: Some("deepseek-v3".into()),
+        serve_mtp: Some(true),
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(v3.mtp_layers, 1);
+    assert!(!v3.serve_mtp);
+    assert!(rel(with_mtp.params(), 685e9) < 0.01, "{}", with_mtp.params());
+    assert!(near(with_mtp.mtp_params(), 14e9, 1e9), "{}", with_mtp.mtp_params());
+    assert_eq!(with_mtp.params(), v3.params() + v3.mtp_params());
+    // The MTP module is not on a token's path: active parameters stay the same.
+    assert_eq!(with_mtp.active_params(), v3.active_params());
+}
+
+#[test]
+fn frontier_architectures_of_the_presets() {
+    let m = |n: &str| resolve_model(&n.into()).unwrap();
+    let v3 = m("deepseek-v3");
+    let mla = v3.mla.unwrap();
+    assert_eq!((mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.v_head_dim), (1536, 512, 128, 64, 128));
+    assert_eq!((v3.head_dim, v3.experts, v3.experts_per_token, v3.moe_layers), (192, 256, 8, 58));
+    assert_eq!((v3.intermediate, v3.dense_intermediate, v3.shared_expert_intermediate), (2048, 18432, 2048));
+    assert_eq!(v3.expert_format, Some(WeightFormat::Fp8));
+    // 61 layers × (512 + 64) values × 2 bytes.
+    assert_eq!(v3.kv_bytes_per_token(2.0), 70_272.0);
+    let kimi = m("kimi-k2");
+    assert_eq!((kimi.heads, kimi.experts, kimi.moe_layers, kimi.mtp_layers, kimi.vocab), (64, 384, 60, 0, 163_840));
+    let oss = m("gpt-oss-120b");
+    assert!(oss.attention_sinks && oss.qkv_bias && oss.mla.is_none());
+    assert_eq!(oss.local_attention, Some(LocalAttention { kind: LocalKind::Sliding, tokens: 128, layers: 18 }));
+    assert_eq!((oss.experts, oss.experts_per_token, oss.expert_format), (128, 4, Some(WeightFormat::Mxfp4)));
+    assert_eq!(m("gpt-oss-20b").local_attention.unwrap().layers, 12);
+    let mav = m("llama-4-maverick");
+    assert_eq!((mav.moe_layers, mav.dense_intermediate, mav.shared_expert_intermediate, mav.qk_norm_layers), (24, 16384, 8192, 0));
+    let q = m("qwen3-235b-a22b");
+    assert_eq!((q.layers, q.experts, q.experts_per_token, q.moe_layers, q.expert_format), (94, 128, 8, 94, None));
+    // Serialised, a model lists the new fields only when it has them.
+    let text = serde_json::to_string(&m("llama-3-8b")).unwrap();
+    for key in ["mla", "attention_sinks", "expert_format", "mtp_layers", "serve_mtp"] {
+        assert!(!text.contains(key), "{key} in {text}");
+    }
+    let text = serde_json::to_string(&v3).unwrap();
+    assert!(text.contains(r#""mla":{"q_lora_rank":1536"#) && text.contains(r#""expert_format":"fp8""#) && text.contains(r#""mtp_layers":1"#), "{text}");
+    assert!(!text.contains("serve_mtp") && !text.contains("attention_sinks"), "{text}");
 }
 
 #[test]
@@ -363,6 +453,11 @@ fn fields_of(m: &Model) -> ModelFields {
         post_norms: Some(m.post_norms),
         activation: Some(m.activation),
         local_attention: m.local_attention,
+        mla: m.mla,
+        attention_sinks: Some(m.attention_sinks),
+        expert_format: m.expert_format,
+        mtp_layers: Some(m.mtp_layers),
+        serve_mtp: Some(m.serve_mtp),
     }
 }
 

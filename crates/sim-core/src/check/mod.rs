@@ -40,7 +40,8 @@ use crate::api::{build_inner, guard, Format, SimOptions};
 use crate::config::Scenario;
 use crate::error::{check, Result, SimError};
 use crate::perf::CostModelSpec;
-use crate::limits::{self, Clock, Part};
+use crate::api::resources::{enforce, Part};
+use crate::limits::{self, Clock};
 use crate::sched::{Bug, Victim};
 
 pub use explore::{Action, Explorer};
@@ -241,7 +242,7 @@ impl Checker {
         let links = explored_links(&scenario, &engine)?;
         // The memory of `max_states` states, before any is stored.
         let per_state = state_bytes(&engine, links.len());
-        limits::enforce(
+        enforce(
             &[Part {
                 field: "max_states".into(),
                 bytes: opts.max_states.saturating_mul(per_state),

@@ -1,5 +1,5 @@
 //! The properties the model checker proves, as functions of the real engine's state. The
-//! same function backs [`Engine::check_invariants`], so a replayed counterexample is judged
+//! same function backs [`check_invariants`], so a replayed counterexample is judged
 //! by exactly the code that judged it in the explorer.
 //!
 //! State invariants (checked in every reachable state):
@@ -65,15 +65,13 @@ pub struct Scratch {
     seen: Vec<bool>,
 }
 
-impl Engine {
-    /// Check the state invariants of the model checker: no request scheduled twice, each
-    /// request in exactly one state, block accounting, bounded queues. The error is
-    /// `property: what is wrong`. Defined here, not in the engine, so that the engine does
-    /// not depend on the checker; [`crate::api`] plugs it in as the engine's
-    /// [`crate::engine::InvariantObserver`].
-    pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        check_state(self).map_err(|v| format!("{}: {}", v.property, v.message))
-    }
+/// The state invariants of the model checker as the engine's
+/// [`crate::engine::InvariantObserver`]: no request scheduled twice, each request in exactly
+/// one state, block accounting, bounded queues. The error is `property: what is wrong`.
+/// Defined here, not in the engine, so that the engine does not depend on the checker;
+/// [`crate::api`] plugs it in.
+pub fn check_invariants(e: &Engine) -> std::result::Result<(), String> {
+    check_state(e).map_err(|v| format!("{}: {}", v.property, v.message))
 }
 
 /// Check every state invariant of `e`; the first broken one (in [`PROPERTIES`] order).

@@ -12,7 +12,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::{Engine, MAX_TIME_NS};
+use crate::engine::Engine;
+use crate::request::MAX_TIME_NS;
 use crate::perf::{BatchShape, CostModelSpec, StepCostModel};
 use crate::{Result, SimError};
 

@@ -22,10 +22,16 @@
 //! step), a step already running is not re-priced when another starts, and KV flows do not
 //! slow down for collectives (their fluid model shares links among KV flows only).
 //!
+//! Expert parallelism (`ep > 1`): each stage's `dp · tp` GPUs are one EP group, whose
+//! all-to-alls (dispatch and combine, three ways: `topo::collective::A2aMode`) are priced on
+//! their flows' links and cached with the TP AllReduces, re-priced under sharing like them
+//! ([`Fabric::ep_a2a`]); a step in flight counts as using its all-to-alls' links too.
+//!
 //! The module by concern: [`placement`] (which replicas are whole, stopped or restarted,
 //! and which a link change reaches), [`comm`] (each replica's communication priced on its
 //! routes, alone or sharing links), [`transfers`] (KV flows), [`links`] (per-link bytes
-//! and capacity), [`events`] (topology events and swaps, applied through the others).
+//! and capacity), [`events`] (topology events and swaps, applied through the others). The
+//! state they share is defined here: [`Fabric`] and the record of each KV flow in flight.
 
 mod comm;
 mod events;
@@ -38,14 +44,14 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Result, SimError};
-use crate::topo::collective::{Comm, CommLanes};
+use crate::memory::Parallel;
+use crate::topo::collective::{A2aLanes, Comm, CommLanes, EpA2a, Flow};
 use crate::topo::events::TopoEvent;
 use crate::topo::placement::{self as place, Placement};
 use crate::topo::route::RouteTable;
 use crate::topo::Topology;
 
 pub use links::LinkTable;
-use transfers::KvFlow;
 
 /// Counters reported in `summary.topology`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -111,6 +117,18 @@ pub struct Fabric {
     rep_bpt: Vec<Vec<(u32, f64)>>,
     /// Per replica: the links of its collectives, to re-price them when shared.
     lanes: Vec<CommLanes>,
+    /// GPUs of one DP rank's TP group (`tp`): a stage of `dp · tp` GPUs is `dp` such groups.
+    tp: usize,
+    /// Expert parallelism over every stage (`ep = dp · tp > 1`): each stage's GPUs are an EP
+    /// group whose all-to-alls are priced here ([`Fabric::ep_a2a`]).
+    ep: bool,
+    /// Per replica, per stage: its EP group's all-to-all lanes (empty without `ep`).
+    a2a: Vec<Vec<A2aLanes>>,
+    /// Per replica: its all-to-alls alone on their links, averaged over its stages.
+    a2a_alone: Vec<Option<EpA2a>>,
+    /// Per replica: every hop its step may cross (its collectives' and, with `ep`, its
+    /// all-to-alls'), sorted, unique: what other replicas' steps see of it in flight.
+    step_hops: Vec<Vec<usize>>,
     /// Per replica: some link of its collectives is also used by another live replica's.
     overlap: Vec<bool>,
     /// Per replica: a step is in flight (between [`Fabric::step_comm_s`] and
@@ -126,13 +144,35 @@ pub struct Fabric {
     scratch: Comm,
 }
 
+/// One KV flow in flight.
+#[derive(Debug, Clone)]
+struct KvFlow {
+    req: u32,
+    src: u32,
+    dst: u32,
+    flow: Flow,
+    /// Bytes still to send (data phase).
+    remaining: f64,
+    /// Bytes per ns under the current sharing.
+    rate: f64,
+    /// Set once the data is through: the time the last byte lands.
+    done_at: Option<u64>,
+    /// One part of a transfer split over its pair's frontier (`routing.multipath_kv`): it
+    /// keeps its own path while that path is up, instead of following the chosen route.
+    pinned: bool,
+}
+
 impl Fabric {
-    /// Place the deployment on the topology and price each replica's communication.
+    /// Place the deployment on the topology and price each replica's communication. `par`
+    /// gives the shape of each replica's stages ([`Placement`]): `dp` ranks of `tp` GPUs,
+    /// each rank's TP group all-reducing on its own; with `ep > 1` every stage is also an
+    /// expert-parallel group whose all-to-alls are priced ([`Fabric::ep_a2a`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         topo: Topology,
         events: Vec<TopoEvent>,
         placement: Placement,
+        par: Parallel,
         hidden: u32,
         layers: u32,
         kv_bytes_per_token_gpu: f64,
@@ -163,6 +203,11 @@ impl Fabric {
             rep_tokens: vec![0.0; n],
             rep_bpt: vec![Vec::new(); n],
             lanes: vec![CommLanes::default(); n],
+            tp: par.tp.max(1) as usize,
+            ep: par.ep > 1,
+            a2a: vec![Vec::new(); n],
+            a2a_alone: vec![None; n],
+            step_hops: vec![Vec::new(); n],
             overlap: vec![false; n],
             in_flight: vec![false; n],
             hop_steps: vec![0; 2 * links],

@@ -42,8 +42,13 @@ impl Fabric {
     }
 
     /// Replicas with a GPU pair whose chosen route crosses one of `links` or changed itself
-    /// (`routes.changed`).
+    /// (`routes.changed`). With expert parallelism every replica: its all-to-alls' RDMA
+    /// flows follow each GPU's way into the network, not a pair's route, and a change of any
+    /// link may open or close one.
     pub(super) fn replicas_reached(&self, links: &[u32]) -> Vec<bool> {
+        if self.ep {
+            return vec![true; self.placement.len()];
+        }
         let mut rep_of = vec![u32::MAX; self.topo.nodes.len()];
         for (r, st) in self.placement.iter().enumerate() {
             for &g in st.iter().flatten() {

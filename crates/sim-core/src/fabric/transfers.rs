@@ -2,27 +2,9 @@
 //! pair, sharing each (link, direction) equally among the flows in their data phase, then
 //! the route's latency; re-routed when the topology changes.
 
-use super::Fabric;
+use super::{Fabric, KvFlow};
 use crate::topo::collective::{flow, frontier_flows, hop_key, Flow};
 use crate::topo::Topology;
-
-/// One KV flow in flight.
-#[derive(Debug, Clone)]
-pub(super) struct KvFlow {
-    req: u32,
-    src: u32,
-    dst: u32,
-    flow: Flow,
-    /// Bytes still to send (data phase).
-    remaining: f64,
-    /// Bytes per ns under the current sharing.
-    rate: f64,
-    /// Set once the data is through: the time the last byte lands.
-    done_at: Option<u64>,
-    /// One part of a transfer split over its pair's frontier (`routing.multipath_kv`): it
-    /// keeps its own path while that path is up, instead of following the chosen route.
-    pinned: bool,
-}
 
 impl Fabric {
     /// Are KV transfers in flight?

@@ -247,3 +247,144 @@ fn bridged_pcie_cards_all_reduce_over_pcie_beyond_a_pair() {
     assert_eq!(src("a100-40g"), Source::Roofline);
     assert_ne!(src("h100"), Source::Roofline);
 }
+
+/// DeepSeek-V3 priced by the roofline (no tables): the rates are the datasheet's.
+fn roofline(m: &Model, g: &str, tp: u32) -> StepCostModel {
+    let gpu = resolve_gpu(&g.into()).unwrap();
+    StepCostModel::new(&CostModelSpec::Roofline(StepSpec::default()), m, &gpu, tp, 1).unwrap()
+}
+
+#[test]
+fn mla_decode_attention_reads_the_latent_not_the_heads() {
+    let v3 = model("deepseek-v3");
+    let h200 = resolve_gpu(&"h200".into()).unwrap();
+    let stream_bw = h200.hbm_tbps * 1e12 * h200.memory_efficiency;
+    let layers = f64::from(v3.layers);
+    // Seconds per cached token per layer of the decode attention between two contexts.
+    let slope_of = |c: &StepCostModel, op: &str| {
+        let (lo, hi) = (decode(64, 2048), decode(64, 8192));
+        (line(c, &hi, op) - line(c, &lo, op)) * 1e-3 / layers / (64.0 * 6144.0)
+    };
+    // (vLLM's MLA decode is a call of its own; grouped-query attention's one varlen call
+    // is the breakdown's `attention`.)
+    let slope = |c: &StepCostModel| slope_of(c, "attention_decode");
+    // TP 8 (16 heads a GPU) and TP 4 (32): memory-bound, at the latent's 576 values × 2 bytes
+    // per token — the same on every GPU whatever the TP, as each holds the whole latent.
+    for tp in [4, 8] {
+        let s = slope(&roofline(&v3, "h200", tp));
+        assert!((s / (576.0 * 2.0 / stream_bw) - 1.0).abs() < 1e-6, "tp {tp}: {s}");
+    }
+    // TP 1: 128 heads × 2 · (2 · 512 + 64) FLOPs per token outweigh the bytes: compute-bound.
+    let s1 = slope(&roofline(&v3, "h200", 1));
+    assert!(s1 > 1.5 * 576.0 * 2.0 / stream_bw, "{s1}");
+    // As grouped-query attention with 128 KV heads of 192, the cache read would be 10.7
+    // times larger at TP 8 (16 heads' K and V, 2 · 16 · 192 values a token per GPU, against
+    // the latent's 576) — and 85 times at TP 1.
+    let gqa = Model { mla: None, ..v3.clone() };
+    let g = slope_of(&roofline(&gqa, "h200", 8), "attention");
+    assert!((g / (16.0 * 2.0 * 192.0 * 2.0 / stream_bw) - 1.0).abs() < 1e-6, "{g}");
+    // With the H200's tables too: the profile's decode curve at the latent's bytes.
+    let cal = vllm(&v3, "h200", 8);
+    let (s, sg) = (slope(&cal), slope_of(&vllm(&gqa, "h200", 8), "attention"));
+    assert!(s > 0.0 && s < sg / 8.0, "{s} vs {sg}");
+    // FP8 KV halves the bytes read.
+    let fp8 = StepSpec { kv_dtype: Dtype::Fp8, ..StepSpec::default() };
+    let c8 = StepCostModel::new(&CostModelSpec::Roofline(fp8), &v3, &h200, 8, 1).unwrap();
+    assert!((slope(&c8) / (576.0 / stream_bw) - 1.0).abs() < 1e-6);
+    // The absorbed up-projections run around it, on the decode tokens only.
+    let b = decode(64, 4096);
+    for op in ["w_uk_absorb", "attention_decode", "w_uv_up"] {
+        assert!(line(&cal, &b, op) > 0.0, "{op}");
+    }
+    assert_eq!(line(&cal, &b, "kv_b_proj"), 0.0);
+    // Decode attention's grid stays within 0.03% of the exact MLA op.
+    let exact = cal.breakdown(&b).0.iter().map(|o| o.ms).sum::<f64>();
+    assert!((cal.step_ns(&b) as f64 * 1e-6 / exact - 1.0).abs() < 2e-3);
+}
+
+#[test]
+fn mla_prefill_up_projects_the_latents_then_attends_over_the_heads() {
+    let v3 = model("deepseek-v3");
+    let c = vllm(&v3, "h200", 8);
+    let fresh = [PrefillItem { new_tokens: 2048, context_before: 0 }];
+    let cached = [PrefillItem { new_tokens: 2048, context_before: 6144 }];
+    // kv_b_proj over the new tokens, and over a cached prefix's latents too.
+    let (a, b) = (line(&c, &prefill(&fresh), "kv_b_proj"), line(&c, &prefill(&cached), "kv_b_proj"));
+    assert!(a > 0.0 && b > 2.0 * a, "{a} {b}");
+    for op in ["w_uk_absorb", "w_uv_up", "attention_decode"] {
+        assert_eq!(line(&c, &prefill(&fresh), op), 0.0, "{op}");
+    }
+    // Ordinary attention over the 16 heads of this GPU with q/k of 192 and v of 128: the
+    // FLOPs and bytes of 16 K/V heads of (192 + 128) / 2 = 160.
+    let mha = Model { mla: None, kv_heads: 128, head_dim: 160, ..v3.clone() };
+    let r = roofline(&v3, "h200", 8);
+    let rm = roofline(&mha, "h200", 8);
+    for items in [&fresh[..], &cached[..]] {
+        let (x, y) = (line(&r, &prefill(items), "attention_prefill"), line(&rm, &prefill(items), "attention"));
+        assert!(close(x, y), "{x} vs {y}");
+    }
+    // A mixed step: both paths, and the step's time is its lines' sum (within the grid's 0.2%).
+    let items = [PrefillItem { new_tokens: 512, context_before: 1024 }];
+    let mixed = BatchShape { decode_seqs: 32, decode_context_sum: 32 * 4096, sampled: 33, ..prefill(&items) };
+    let ops = names(&c, &mixed);
+    for op in ["kv_b_proj", "attention_prefill", "w_uk_absorb", "attention_decode", "w_uv_up"] {
+        assert!(ops.contains(&op.to_string()), "{op} in {ops:?}");
+    }
+    let exact = c.breakdown(&mixed).0.iter().map(|o| o.ms).sum::<f64>();
+    assert!((c.step_ns(&mixed) as f64 * 1e-6 / exact - 1.0).abs() < 2e-3);
+    // The reference engine and a pipelined replica price the same parts.
+    let reference = cost(&v3, "h200", 8);
+    assert!(reference.step_ns(&mixed) > 0 && line(&reference, &mixed, "kv_b_proj") > 0.0);
+    let gpu = resolve_gpu(&"h200".into()).unwrap();
+    let pp = StepCostModel::new(&CostModelSpec::default(), &v3, &gpu, 8, 2).unwrap();
+    assert!(pp.step_ns(&mixed) > 0 && pp.micro_batches(&mixed) == 2);
+}
+
+#[test]
+fn mla_projections_replace_the_qkv_gemm() {
+    let v3 = model("deepseek-v3");
+    let b = decode(16, 2048);
+    for c in [vllm(&v3, "h200", 8), cost(&v3, "h200", 8)] {
+        let ops = names(&c, &b);
+        for op in ["fused_qkv_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_layernorm", "rope_q_and_k", "kv_write", "o"] {
+            assert!(ops.iter().any(|o| o.split('+').any(|x| x == op)), "{op} in {ops:?}");
+        }
+        assert!(!ops.iter().any(|o| o == "qkv" || o == "q_proj"), "{ops:?}");
+    }
+    // fused_qkv_a_proj is replicated on every TP rank; q_b_proj's heads split over TP.
+    let (t1, t8) = (roofline(&v3, "h200", 1), roofline(&v3, "h200", 8));
+    let big = decode(256, 1024);
+    let ratio = |op: &str| line(&t1, &big, op) / line(&t8, &big, op);
+    assert!(ratio("fused_qkv_a_proj") < 1.01, "{}", ratio("fused_qkv_a_proj"));
+    assert!(ratio("q_b_proj") > 4.0, "{}", ratio("q_b_proj"));
+    // DeepSeek-V2-Lite projects queries directly (q_lora_rank 0).
+    let lite = from_config(include_str!("../../../../tests/data/hf_configs/deepseek-v2-lite.json"));
+    let ops = names(&vllm(&lite, "h100", 1), &b);
+    assert!(ops.contains(&"q_proj".to_string()) && ops.contains(&"kv_a_proj_with_mqa".to_string()), "{ops:?}");
+    assert!(!ops.contains(&"q_b_proj".to_string()) && !ops.contains(&"q_a_layernorm".to_string()), "{ops:?}");
+}
+
+#[test]
+fn mla_steps_anatomy_lists_its_projections_and_attention_parts() {
+    let v3 = model("deepseek-v3");
+    let c = vllm(&v3, "h200", 8);
+    let items = [PrefillItem { new_tokens: 256, context_before: 512 }];
+    let mixed = BatchShape { decode_seqs: 8, decode_context_sum: 8 * 2048, sampled: 9, ..prefill(&items) };
+    let a = c.anatomy(&mixed, 0.0, 0.0);
+    let k = &a.kernels;
+    let first: Vec<&str> = (0..k.len()).filter(|&i| k.layer[i] == 0).map(|i| k.name[i].as_str()).collect();
+    let want = [
+        "fused_qkv_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_layernorm", "rope_q_and_k", "kv_write",
+        "kv_b_proj", "attention_prefill", "w_uk_absorb", "attention_decode", "w_uv_up", "o",
+    ];
+    // In launch order, with kv_b_proj's two GEMMs (new tokens, cached context).
+    let mut at = 0;
+    for op in want {
+        let i = first[at..].iter().position(|n| *n == op).unwrap_or_else(|| panic!("{op} after {at} in {first:?}"));
+        at += i + 1;
+    }
+    assert_eq!(first.iter().filter(|n| **n == "kv_b_proj").count(), 2);
+    // The timeline is the step's price (the dense part exact here, interpolated in a run).
+    let priced = c.step_ns(&mixed) as f64 * 1e-6;
+    assert!((a.step_ms / priced - 1.0).abs() < 2e-3, "{} vs {priced}", a.step_ms);
+}

@@ -621,6 +621,49 @@ impl Rates {
         OpT { gpu_s, cpu_s: c, src }
     }
 
+    /// Batched decode attention of multi-head latent attention as vLLM's MLA backends run
+    /// it (`vllm/v1/attention/backends/mla/`: FlashMLA, CUTLASS MLA, Triton MLA): the
+    /// up-projection `W_UK` absorbed into each query beforehand and `W_UV` applied
+    /// afterwards (DeepSeek-V2 paper §2.1.2, "absorbed"), so the kernel reads only each
+    /// cached token's latent and RoPE key — `latent + rope` values, shared by the `hq`
+    /// heads of this GPU — and computes for each head a score over `latent + rope` and a
+    /// weighted sum over `latent`: `2 · hq · (2 · latent + rope)` FLOPs per cached token
+    /// (a multiply-add is two). Priced as the profile's decode curve at those bytes (an MLA
+    /// kernel streams its latent as FlashAttention streams K and V; source at least
+    /// `model`), never below the roofline `max(bytes / bandwidth, FLOPs / attention rate)`:
+    /// with many heads per GPU (DeepSeek-V3's 128 at TP 1) the kernel is compute-bound.
+    pub fn attention_decode_mla(&self, hq: u32, latent: u32, rope: u32, tokens: f64) -> OpT {
+        let c = self
+            .profile
+            .as_ref()
+            .filter(|p| p.has_attention() && !p.in_stream)
+            .map_or(self.launch, |p| (self.iso_s(p.attention_decode(0.0).0) - self.floor).max(0.0));
+        self.attention_decode_mla_given_cpu(hq, latent, rope, tokens, c)
+    }
+
+    /// [`Rates::attention_decode_mla`] given its launch cost `c`.
+    #[inline]
+    pub fn attention_decode_mla_given_cpu(&self, hq: u32, latent: u32, rope: u32, tokens: f64, c: f64) -> OpT {
+        let own = self.attention_decode_mla_own(hq, latent, rope, tokens, c);
+        if !self.attn_bounded {
+            return self.scaled(own);
+        }
+        self.scaled(self.bounded(own, true, |b| b.attention_decode_mla(hq, latent, rope, tokens)))
+    }
+
+    #[inline]
+    fn attention_decode_mla_own(&self, hq: u32, latent: u32, rope: u32, tokens: f64, c: f64) -> OpT {
+        let bytes = tokens * f64::from(latent + rope) * self.kv_bytes;
+        let flops = 2.0 * f64::from(hq) * f64::from(2 * latent + rope) * tokens;
+        let roof = self.attn_floor + (bytes / self.stream_bw).max(flops / self.attn_flops);
+        let Some(p) = self.profile.as_ref().filter(|p| p.has_attention()) else {
+            return OpT { gpu_s: roof, cpu_s: self.launch, src: Source::Roofline };
+        };
+        let (iso_ms, src) = p.attention_decode(bytes);
+        let gpu_s = if p.in_stream { (iso_ms * 1e-3).max(roof) } else { gpu_from_isolated(self.iso_s(iso_ms), 1.0, c, roof) };
+        OpT { gpu_s, cpu_s: c, src: src.max(Source::Model) }
+    }
+
     /// Ring all-reduce of `bytes` over `tp` GPUs (one kernel).
     pub fn allreduce(&self, tp: f64, bytes: f64) -> OpT {
         let ring = 2.0 * (tp - 1.0) / tp;

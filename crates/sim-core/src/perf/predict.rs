@@ -75,18 +75,8 @@ fn count(path: &str, v: i64) -> Result<u32> {
     u32::try_from(v).map_err(|_| SimError::config(path, format!("is too large (got {v})")))
 }
 
-/// Predict one step. Errors (`ConfigError` with the field): unknown model/GPU (`model`,
-/// `gpu`), tokens < 1 (`batch[i].new_tokens`), negative context or context beyond the model's
-/// maximum (`batch[i].context_tokens`), `tp` not dividing the heads (`tp`), bad precision or
-/// fusion names.
-pub fn predict(req: &PredictRequest) -> Result<Prediction> {
-    let model = resolve_model(&req.model)?;
-    let gpu = resolve_gpu(&req.gpu)?;
-    let tp = count("tp", req.tp)?;
-    let pp = count("pp", req.pp)?;
-    if req.batch.is_empty() {
-        return Err(SimError::config("batch", "must hold at least one request"));
-    }
+/// The step model's parameters a request gives (the defaults otherwise).
+fn step_spec(req: &PredictRequest) -> Result<StepSpec> {
     let mut spec = StepSpec::default();
     if let Some(g) = req.cuda_graphs {
         spec.cuda_graphs = g;
@@ -104,6 +94,22 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
         spec.fusion = parse_fusion("fusion", f)?;
     }
     spec.profile = req.profile.clone();
+    Ok(spec)
+}
+
+/// Predict one step. Errors (`ConfigError` with the field): unknown model/GPU (`model`,
+/// `gpu`), tokens < 1 (`batch[i].new_tokens`), negative context or context beyond the model's
+/// maximum (`batch[i].context_tokens`), `tp` not dividing the heads (`tp`), bad precision or
+/// fusion names.
+pub fn predict(req: &PredictRequest) -> Result<Prediction> {
+    let model = resolve_model(&req.model)?;
+    let gpu = resolve_gpu(&req.gpu)?;
+    let tp = count("tp", req.tp)?;
+    let pp = count("pp", req.pp)?;
+    if req.batch.is_empty() {
+        return Err(SimError::config("batch", "must hold at least one request"));
+    }
+    let spec = step_spec(req)?;
     let custom = spec.custom_profile()?;
     let mut items = Vec::new();
     let (mut decode_seqs, mut decode_ctx, mut ctx_after, mut sampled, mut prefill_tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);

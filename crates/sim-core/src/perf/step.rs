@@ -7,6 +7,18 @@
 //! the layers: the embedding and the first norm; after: lm_head and the sampler on the
 //! sampled rows only, plus the logits gather under TP.
 //!
+//! Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; DeepSeek-V2 paper §2.1) runs as
+//! vLLM's MLA layers do (`vllm/model_executor/layers/mla.py` and the backends of
+//! `vllm/v1/attention/backends/mla/`): before attention `fused_qkv_a_proj` (hidden →
+//! `q_lora_rank + kv_lora_rank + rope`, every TP rank whole; `q_proj` and
+//! `kv_a_proj_with_mqa` without query compression), `q_a_layernorm`, `q_b_proj` (→ the
+//! GPU's heads × (nope + rope)), `kv_a_layernorm`, RoPE and the latent's cache write; the
+//! attention part then differs by phase — decode absorbs `W_UK` into the queries (one
+//! batched GEMM), reads only the cached latents ([`super::ops::Rates::attention_decode_mla`])
+//! and applies `W_UV` after (another); prefill up-projects the new tokens' latents (and a
+//! prefix's or earlier chunks' cached ones) with `kv_b_proj` (→ heads × (nope + v)) and runs
+//! ordinary attention with q/k heads of nope + rope and values of v — then `o`.
+//!
 //! Launch: a CUDA-graph step costs one replay (one launch) plus the sum of GPU times. An
 //! eager step is a two-stage pipeline — the CPU launches kernel after kernel, the GPU runs
 //! each once launched and once the previous finished — whose makespan is
@@ -29,9 +41,10 @@ use std::sync::OnceLock;
 
 mod anatomy;
 pub use anatomy::{Anatomy, KernelColumns};
+use super::PrefillItem;
 
 use crate::calib::{Source, ELEMENTWISE_OPS};
-use crate::catalog::Model;
+use crate::catalog::{Mla, Model};
 use crate::memory::kv_heads_per_gpu;
 
 use super::layer_mix::{local_pair_share, LayerMix};
@@ -65,6 +78,23 @@ const VLLM_CAPTURE_MAX_TOKENS: u64 = 512;
 pub const VLLM_STEP_CPU_S: f64 = 0.3e-3;
 /// See [`VLLM_STEP_CPU_S`]: per scheduled request, s.
 pub const VLLM_SEQ_CPU_S: f64 = 5.0e-6;
+
+/// A replica's expert-parallel group as the step model prices it ([`super::ep`]).
+#[derive(Debug, Clone)]
+pub struct EpModel {
+    /// GPUs of the group (`dp × tp`).
+    pub ep: f64,
+    /// TP degree inside an attention rank (a rank's tokens are spread over its `tp` GPUs'
+    /// experts).
+    pub tp: f64,
+    /// Expert slots on one GPU, `(experts + redundant) / ep`.
+    pub local_slots: f64,
+    pub balance: super::ep::ExpertBalance,
+    pub all_to_all: super::ep::AllToAll,
+    pub two_batch_overlap: bool,
+    /// The group's exchange costs without a topology (a topology passes its own).
+    pub costs: super::ep::A2aCosts,
+}
 
 /// How a step is launched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,8 +212,20 @@ pub struct StepModel {
     /// MoE: (experts, top_k, router width); None for dense models.
     moe: Option<(f64, f64, u32)>,
     inter_shard: f64,
+    /// One expert's inner width on a GPU: `inter_shard` when the experts are TP-sharded, the
+    /// whole width under expert parallelism.
+    expert_inter: f64,
+    /// Data-parallel attention ranks: the step of one rank carries `1/dp` of the replica's
+    /// batch ([`super::ep`]).
+    dp: f64,
+    /// Expert parallelism ([`super::ep`]); `None`: the experts are TP-sharded.
+    ep: Option<Box<EpModel>>,
     /// How the layers differ and what only some architectures compute.
     mix: LayerMix,
+    /// Multi-head latent attention, with its widths on this GPU (`hq`, `hkv` and `hd` are
+    /// then the prefill attention's view: `hq` heads of K and V after the up-projection, of
+    /// width `(qk + v) / 2`, which gives its FLOPs and bytes).
+    mla: Option<MlaDims>,
     /// Kernels each elementwise op ([`ELEMENTWISE_OPS`], in that order) launches in the
     /// engine the profile's tables come from: the profile's count, else the reference's.
     elem_kernels: [f64; ELEMENTWISE_OPS.len()],
@@ -224,6 +266,39 @@ pub struct StepModel {
     attn_floor: f64,
 }
 
+/// MLA's widths as one GPU runs them: its `hq` query heads (TP splits the heads; the
+/// latent and the RoPE key are whole on every GPU).
+#[derive(Debug, Clone, Copy)]
+struct MlaDims {
+    hq: u32,
+    q_lora: u32,
+    kv_lora: u32,
+    nope: u32,
+    rope: u32,
+    v: u32,
+}
+
+impl MlaDims {
+    fn new(m: &Mla, hq: u32) -> MlaDims {
+        MlaDims { hq, q_lora: m.q_lora_rank, kv_lora: m.kv_lora_rank, nope: m.qk_nope_head_dim, rope: m.qk_rope_head_dim, v: m.v_head_dim }
+    }
+
+    /// Width of one head's query and key.
+    fn qk(&self) -> u32 {
+        self.nope + self.rope
+    }
+
+    /// Values one token caches per layer.
+    fn cached(&self) -> u32 {
+        self.kv_lora + self.rope
+    }
+
+    /// `kv_b_proj`'s output on this GPU: each head's key (no RoPE part) and value.
+    fn up(&self) -> u32 {
+        self.hq * (self.nope + self.v)
+    }
+}
+
 /// The token counts of the step-time grid: every M up to [`GRID_LINEAR_MAX`], then
 /// [`GRID_PER_DOUBLING`] points per doubling up to [`GRID_MAX_M`].
 ///
@@ -258,9 +333,11 @@ impl StepModel {
         let t = tp.max(1);
         // TP collectives run over NVLink while the TP group fits one NVLink domain.
         r.link_bw = gpu.link_gbps(t) * 1e9 / 2.0;
-        let hd = model.head_dim;
         let hq = model.heads / t;
-        let hkv = kv_heads_per_gpu(model, t);
+        let mla = model.mla.map(|m| MlaDims::new(&m, hq));
+        // MLA's prefill attends over hq up-projected K/V heads; q/k of qk wide, v of v wide.
+        let hd = mla.map_or(model.head_dim, |a| (a.qk() + a.v) / 2);
+        let hkv = if mla.is_some() { hq } else { kv_heads_per_gpu(model, t) };
         let inter = model.intermediate / t;
         let moe = (model.experts > 1).then(|| (f64::from(model.experts), f64::from(model.experts_per_token), model.experts));
         let fusion = FusionPolicy {
@@ -285,12 +362,16 @@ impl StepModel {
             hkv,
             hd,
             qkv: (model.hidden, (hq + 2 * hkv) * hd),
-            o: (hq * hd, model.hidden),
+            o: (mla.map_or(hq * hd, |a| hq * a.v), model.hidden),
             gate_up: (model.hidden, 2 * inter),
             down: (inter, model.hidden),
             moe,
             inter_shard: f64::from(inter),
+            expert_inter: f64::from(inter),
+            dp: 1.0,
+            ep: None,
             mix: LayerMix::new(model, t),
+            mla,
             elem_kernels,
             fusion,
             graphs: spec.cuda_graphs,
@@ -318,7 +399,7 @@ impl StepModel {
             attn_floor: 0.0,
             r,
         };
-        s.attn_floor = s.r.attention_decode_given_cpu(hkv, hd, 0.0, 0.0).gpu_s;
+        s.attn_floor = s.decode_op(0.0, 0.0).gpu_s;
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
         s.prefill_cpu = s.r.attention_prefill(hq, hkv, hd, 1.0, 0.0).cpu_s;
         s.grid_m = grid_points();
@@ -332,7 +413,17 @@ impl StepModel {
 
     /// Exact GPU time (s) of one layer's decode attention reading `tokens` cached tokens.
     fn decode_exact_s(&self, tokens: f64) -> f64 {
-        self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).gpu_s
+        self.decode_op(tokens, self.decode_cpu).gpu_s
+    }
+
+    /// One layer's decode attention over `tokens` cached tokens at launch cost `c`: the
+    /// KV heads' K and V read, or with MLA the latent ([`super::ops::Rates::attention_decode_mla`]).
+    #[inline]
+    fn decode_op(&self, tokens: f64, c: f64) -> OpT {
+        match &self.mla {
+            None => self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, c),
+            Some(a) => self.r.attention_decode_mla_given_cpu(a.hq, a.kv_lora, a.rope, tokens, c),
+        }
     }
 
     /// Decode attention's GPU time (s) at `tokens`, interpolated linearly on its grid. Point
@@ -365,7 +456,7 @@ impl StepModel {
     fn grid_at(&self, i: usize) -> &Agg {
         self.grid[i].get_or_init(|| {
             let m = self.grid_m[i];
-            self.agg(&self.dense(m), m)
+            self.agg(&self.dense(m))
         })
     }
 
@@ -396,6 +487,32 @@ impl StepModel {
         }
     }
 
+    /// Expert parallelism and data-parallel attention ([`super::ep`]): `dp` attention ranks;
+    /// with `ep`, each GPU holds whole experts (their full inner width `intermediate`) and a
+    /// rank's step exchanges its tokens with the group every MoE layer.
+    pub fn set_parallel(&mut self, intermediate: u32, dp: u32, ep: Option<EpModel>) {
+        self.dp = f64::from(dp.max(1));
+        if ep.is_some() {
+            self.gate_up = (self.hidden as u32, 2 * intermediate);
+            self.down = (intermediate, self.hidden as u32);
+            self.expert_inter = f64::from(intermediate);
+        }
+        self.ep = ep.map(Box::new);
+        self.grid = empty_cells(self.grid_m.len());
+    }
+
+    /// (Token, expert) pairs the busiest GPU's experts process when each rank carries `m`
+    /// tokens: the group's mean, `m · top_k / tp`, times the straggler factor at the group's
+    /// `m · dp · top_k` pairs.
+    #[inline]
+    fn routed_rows(&self, m: f64) -> f64 {
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        match &self.ep {
+            Some(ep) => ep.balance.gamma(m * self.dp * top_k) * m * top_k / ep.tp,
+            None => m * top_k,
+        }
+    }
+
     /// MLP GEMM `k × n` at `m` tokens; MoE: grouped over the active experts by routed
     /// tokens. The reference engine runs one GEMM per active expert; vLLM's fused MoE kernel
     /// runs them all in one launch, priced as one GEMM through the active experts' weights
@@ -405,8 +522,11 @@ impl StepModel {
         match self.moe {
             None => self.r.gemm(m, k, n),
             Some((experts, top_k, _)) => {
-                let pairs = m * top_k;
-                let active = experts.min(pairs).max(1.0);
+                let (pairs, slots) = match &self.ep {
+                    Some(ep) => (self.routed_rows(m), ep.local_slots),
+                    None => (m * top_k, experts),
+                };
+                let active = slots.min(pairs).max(1.0);
                 if self.engine == Engine::Vllm {
                     return self.r.gemm(pairs / active, k, (f64::from(n) * active) as u32);
                 }
@@ -438,9 +558,11 @@ impl StepModel {
             let router = r.gemm(m, self.hidden as u32, width);
             // token permutation in and out (top-k, block alignment; read + write the hidden
             // state per routed copy) and the weighted sum of the experts' outputs
-            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * m * top_k * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
+            let routed = if self.ep.is_some() { self.routed_rows(m) } else { m * top_k };
+            let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * routed * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
             let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
-            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), self.inter_shard * top_k));
+            let width = if self.ep.is_some() { self.expert_inter * routed / m.max(1e-9) } else { self.inter_shard * top_k };
+            ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), width));
             if let Some((gu, dn, inter)) = mix.shared {
                 // The shared expert: a dense MLP every token also goes through.
                 let act = if mix.act == "silu_mul" { "shared_silu_mul" } else { "shared_gelu_mul" };
@@ -473,18 +595,33 @@ impl StepModel {
         let add = || el("residual_add", h, 6.0 * h);
         let qk = (hq + hkv) * hd;
         let g = |name: &str, t: OpT| Named { name: name.to_string(), t, kernels: 1.0 };
-        let mut pre = vec![g("qkv", r.gemm(m, self.qkv.0, self.qkv.1))];
-        if let Some(bytes) = mix.qkv_bias_bytes {
-            // Added in the qkv GEMM's epilogue: the bias read once, no kernel.
-            pre.push(Named { name: "qkv_bias".into(), t: OpT { gpu_s: bytes / r.stream_bw, cpu_s: 0.0, src: Source::Roofline }, kernels: 0.0 });
+        let mut pre = Vec::new();
+        if let Some(a) = &self.mla {
+            // MLA's projections, in vLLM's order (see the module docs); the norms and RoPE
+            // are elementwise groups the fusion policy may merge.
+            let one = |e: Elem| self.fuse(m, vec![e], &[]);
+            pre.extend(self.mla_projection(a, m, |name, q, norm| match norm {
+                Some(width) => one(el_as(name, "rms_norm", width, 4.0 * width)),
+                None => vec![g(name, q)],
+            }));
+            let (rope, cache) = (f64::from((a.hq + 1) * a.rope), f64::from(a.cached()));
+            pre.extend(self.fuse(m, vec![el("rope_q_and_k", rope, 4.0 * rope), el("kv_write", cache, cache * (2.0 + r.kv_bytes))], &[cache * 2.0]));
+        } else {
+            pre.push(g("qkv", r.gemm(m, self.qkv.0, self.qkv.1)));
+            if let Some(bytes) = mix.qkv_bias_bytes {
+                // Added in the qkv GEMM's epilogue: the bias read once, no kernel.
+                pre.push(Named { name: "qkv_bias".into(), t: OpT { gpu_s: bytes / r.stream_bw, cpu_s: 0.0, src: Source::Roofline }, kernels: 0.0 });
+            }
+            if mix.qk_norm_share > 0.0 {
+                // One RMSNorm over each head of q, one over each head of k.
+                let norms = vec![el_as("qk_norm", "rms_norm", hq * hd, 4.0 * hq * hd), el_as("qk_norm", "rms_norm", hkv * hd, 4.0 * hkv * hd)];
+                pre.extend(self.fuse(m, norms, &[]).into_iter().map(|o| o.on_share(mix.qk_norm_share)));
+            }
+            pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
         }
-        if mix.qk_norm_share > 0.0 {
-            // One RMSNorm over each head of q, one over each head of k.
-            let norms = vec![el_as("qk_norm", "rms_norm", hq * hd, 4.0 * hq * hd), el_as("qk_norm", "rms_norm", hkv * hd, 4.0 * hkv * hd)];
-            pre.extend(self.fuse(m, norms, &[]).into_iter().map(|o| o.on_share(mix.qk_norm_share)));
-        }
-        pre.extend(self.fuse(m, vec![el("rope_q_and_k", qk, 4.0 * qk), el("kv_write", 2.0 * hkv * hd, 2.0 * hkv * hd * (2.0 + r.kv_bytes))], &[2.0 * hkv * hd * 2.0]));
-        let mut post = self.fuse(m, vec![el("attn_out_transpose", hq * hd, 4.0 * hq * hd)], &[]);
+        // The attention output before `o`: heads × head width (MLA: × v).
+        let att_out = f64::from(self.o.0);
+        let mut post = self.fuse(m, vec![el("attn_out_transpose", att_out, 4.0 * att_out)], &[]);
         post.push(g("o", r.gemm(m, self.o.0, self.o.1)));
         let ar = (self.tp > 1.0).then(|| {
             if self.external_comm {
@@ -551,18 +688,31 @@ impl StepModel {
                 vec![fused]
             }
         };
-        let mut pre = vec![g("qkv", r.gemm(m, self.qkv.0, self.qkv.1))];
-        if let Some(bytes) = mix.qkv_bias_bytes {
-            // Added in the qkv GEMM's epilogue: the bias read once, no kernel.
-            pre.push(Named { name: "qkv_bias".into(), t: OpT { gpu_s: bytes / r.stream_bw, cpu_s: 0.0, src: Source::Roofline }, kernels: 0.0 });
+        let mut pre = Vec::new();
+        if let Some(a) = &self.mla {
+            // MLA's projections as vLLM's MLA layer runs them (see the module docs).
+            pre.extend(self.mla_projection(a, m, |name, q, norm| match norm {
+                Some(width) => vec![el(name, "rms_norm", width, 4.0 * width)],
+                None => vec![g(name, q)],
+            }));
+            let (rope, cache) = (f64::from((a.hq + 1) * a.rope), f64::from(a.cached()));
+            pre.push(el("rope_q_and_k", "rope_q_and_k", rope, 4.0 * rope));
+            // concat_and_cache_mla: the latent and the RoPE key.
+            pre.push(el("kv_write", "kv_write", cache, cache * (2.0 + r.kv_bytes)));
+        } else {
+            pre.push(g("qkv", r.gemm(m, self.qkv.0, self.qkv.1)));
+            if let Some(bytes) = mix.qkv_bias_bytes {
+                // Added in the qkv GEMM's epilogue: the bias read once, no kernel.
+                pre.push(Named { name: "qkv_bias".into(), t: OpT { gpu_s: bytes / r.stream_bw, cpu_s: 0.0, src: Source::Roofline }, kernels: 0.0 });
+            }
+            if mix.qk_norm_share > 0.0 {
+                // One RMSNorm over each head of q, one over each head of k.
+                pre.push(el("qk_norm", "rms_norm", hq * hd, 4.0 * hq * hd).on_share(mix.qk_norm_share));
+                pre.push(el("qk_norm", "rms_norm", hkv * hd, 4.0 * hkv * hd).on_share(mix.qk_norm_share));
+            }
+            pre.push(el("rope_q_and_k", "rope_q_and_k", qk, 4.0 * qk));
+            pre.push(el("kv_write", "kv_write", kv, kv * (2.0 + r.kv_bytes)));
         }
-        if mix.qk_norm_share > 0.0 {
-            // One RMSNorm over each head of q, one over each head of k.
-            pre.push(el("qk_norm", "rms_norm", hq * hd, 4.0 * hq * hd).on_share(mix.qk_norm_share));
-            pre.push(el("qk_norm", "rms_norm", hkv * hd, 4.0 * hkv * hd).on_share(mix.qk_norm_share));
-        }
-        pre.push(el("rope_q_and_k", "rope_q_and_k", qk, 4.0 * qk));
-        pre.push(el("kv_write", "kv_write", kv, kv * (2.0 + r.kv_bytes)));
         let mut post = vec![g("o", r.gemm(m, self.o.0, self.o.1))];
         let ar = (self.tp > 1.0).then(|| {
             if self.external_comm {
@@ -589,6 +739,118 @@ impl StepModel {
         let pro = vec![g("embedding", embed), el("rms_norm", "rms_norm", h, 4.0 * h)];
         let pp = if self.external_comm { 0.0 } else { (self.pp - 1.0) * (m * h * 2.0 / r.link_bw + r.hop) };
         (pre, post, pro, pp)
+    }
+
+    /// MLA's projections before attention at `m` tokens, in vLLM's order
+    /// (`DeepseekV2MLAAttention` with `MultiHeadLatentAttentionWrapper`): `fused_qkv_a_proj`
+    /// (hidden → `q_lora + kv_lora + rope`, replicated on every TP rank), `q_a_layernorm`,
+    /// `q_b_proj` (→ `hq` heads × (nope + rope)), `kv_a_layernorm`; without query
+    /// compression `q_proj` (hidden → `hq` × (nope + rope)) and `kv_a_proj_with_mqa`. `op`
+    /// turns each into the engine's ops: a GEMM (its time) or an RMSNorm (its width, `Some`).
+    fn mla_projection(&self, a: &MlaDims, m: f64, mut op: impl FnMut(&'static str, OpT, Option<f64>) -> Vec<Named>) -> Vec<Named> {
+        let r = &self.r;
+        let h = self.hidden as u32;
+        let none = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Model };
+        let mut out = Vec::new();
+        if a.q_lora > 0 {
+            out.extend(op("fused_qkv_a_proj", r.gemm(m, h, a.q_lora + a.cached()), None));
+            out.extend(op("q_a_layernorm", none, Some(f64::from(a.q_lora))));
+            out.extend(op("q_b_proj", r.gemm(m, a.q_lora, a.hq * a.qk()), None));
+        } else {
+            out.extend(op("q_proj", r.gemm(m, h, a.hq * a.qk()), None));
+            out.extend(op("kv_a_proj_with_mqa", r.gemm(m, h, a.cached()), None));
+        }
+        out.extend(op("kv_a_layernorm", none, Some(f64::from(a.kv_lora))));
+        out
+    }
+
+    /// MLA's attention part of one layer for the batch's requests split over `k`
+    /// micro-batches (1 for a whole step): (GPU s, CPU s), and its ops for a breakdown or an
+    /// anatomy when asked. As vLLM's `MLACommonImpl` runs it:
+    /// * prefills: `kv_b_proj` up-projects the new tokens' latents (one GEMM for every
+    ///   request's) and, when requests have cached context (a prefix hit, earlier chunks),
+    ///   those tokens' latents read back from the cache (another, over all of them); then
+    ///   ordinary attention ([`StepModel::prefill_attention`] over `hq` K/V heads) — vLLM's
+    ///   one varlen call for all the prefills (the fixed cost of the merged calls saved, as
+    ///   [`StepModel::attention_vllm`]), the reference engine's one per request;
+    /// * decodes: `W_UK` absorbed into the queries (`q_nope · W_UK`, a GEMM of the decode
+    ///   tokens through `nope × hq·kv_lora`), the latent attention
+    ///   ([`StepModel::decode_attention_s`], block remap included), and `W_UV` applied to its
+    ///   output (`kv_lora × hq·v`), as the `W_UK_T` bmm and `_v_up_proj` of vLLM.
+    fn mla_attention(&self, a: &MlaDims, b: &BatchShape, k: f64, detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+        let r = &self.r;
+        let vllm = self.engine == Engine::Vllm;
+        let (mut g, mut c) = (0.0, 0.0);
+        let mut ops: Vec<Named> = Vec::new();
+        let want = detail.is_some();
+        let mut push = |name: &str, t: OpT, kernels: f64| {
+            if want {
+                ops.push(Named { name: name.to_string(), t, kernels });
+            }
+        };
+        if !b.prefill.is_empty() {
+            let (mut new, mut context) = (0.0, 0.0);
+            let (mut sum, mut longest, mut cpu) = (0.0, 0.0f64, 0.0);
+            let mut src = Source::Table;
+            for item in b.prefill {
+                let (n, ctx) = (f64::from(item.new_tokens), f64::from(item.context_before));
+                let t = self.prefill_attention(n, ctx);
+                new += n;
+                context += ctx;
+                sum += t.gpu_s / k;
+                longest = longest.max(t.gpu_s / k);
+                cpu += t.cpu_s / k;
+                src = src.max(t.src);
+            }
+            let mut up = r.gemm(new / k, a.kv_lora, a.up());
+            let mut up_kernels = 1.0;
+            if context > 0.0 {
+                let ctx = r.gemm(context / k, a.kv_lora, a.up());
+                up = OpT { gpu_s: up.gpu_s + ctx.gpu_s, cpu_s: up.cpu_s + ctx.cpu_s, src: up.src.max(ctx.src) };
+                up_kernels = 2.0;
+            }
+            let calls = b.prefill.len() as f64 / k;
+            let att = if vllm {
+                OpT { gpu_s: (sum - (calls - 1.0).max(0.0) * self.attn_floor).max(longest), cpu_s: self.prefill_cpu, src }
+            } else {
+                OpT { gpu_s: sum, cpu_s: cpu, src }
+            };
+            g += up.gpu_s + att.gpu_s;
+            c += up.cpu_s + att.cpu_s;
+            push("kv_b_proj", up, up_kernels);
+            push("attention_prefill", att, if vllm { 1.0 } else { b.prefill.len() as f64 });
+        }
+        if b.decode_seqs > 0 {
+            let seqs = b.decode_seqs as f64 / k;
+            // KV read excludes the token written this step.
+            let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
+            let uk = r.gemm(seqs, a.nope, a.hq * a.kv_lora);
+            let uv = r.gemm(seqs, a.kv_lora, a.hq * a.v);
+            let att = OpT { gpu_s: self.decode_attention_s(b, tokens, k, want), ..self.decode_op(tokens, self.decode_cpu) };
+            g += uk.gpu_s + att.gpu_s + uv.gpu_s;
+            c += uk.cpu_s + att.cpu_s + uv.cpu_s;
+            push("w_uk_absorb", uk, 1.0);
+            push("attention_decode", att, 1.0);
+            push("w_uv_up", uv, 1.0);
+        }
+        if let Some(d) = detail {
+            d.extend(ops);
+        }
+        (g, c)
+    }
+
+    /// Kernels of MLA's attention part in one layer ([`StepModel::mla_attention`]).
+    fn mla_kernels(&self, b: &BatchShape) -> f64 {
+        let mut n = 0.0;
+        if !b.prefill.is_empty() {
+            let calls = if self.engine == Engine::Vllm { 1.0 } else { b.prefill.len() as f64 };
+            let context = b.prefill.iter().any(|i| i.context_before > 0);
+            n += calls + if context { 2.0 } else { 1.0 };
+        }
+        if b.decode_seqs > 0 {
+            n += 3.0;
+        }
+        n
     }
 
     /// One of vLLM's single-kernel elementwise ops: the profile's table where its engine ran
@@ -623,7 +885,7 @@ impl StepModel {
             .collect()
     }
 
-    fn agg(&self, (pre, post, pro, pp): &(Vec<Named>, Vec<Named>, Vec<Named>, f64), _m: f64) -> Agg {
+    fn agg(&self, (pre, post, pro, pp): &(Vec<Named>, Vec<Named>, Vec<Named>, f64)) -> Agg {
         let mut a = Agg { pp: *pp, ..Agg::default() };
         (a.g_pre, a.c_pre, a.a_pre) = launch_overlap(pre);
         (a.g_post, a.c_post, a.a_post) = launch_overlap(post);
@@ -647,7 +909,13 @@ impl StepModel {
     fn other_kernels(&self, b: &BatchShape, sampled: f64) -> (f64, f64) {
         let calls = b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 };
         // vLLM: one varlen call for every request of the step
-        let att = if self.engine == Engine::Vllm { calls.min(1.0) } else { calls };
+        let att = if self.mla.is_some() {
+            self.mla_kernels(b)
+        } else if self.engine == Engine::Vllm {
+            calls.min(1.0)
+        } else {
+            calls
+        };
         let epi = if sampled > 0.0 { 2.0 + if self.tp > 1.0 { 1.0 } else { 0.0 } } else { 0.0 };
         (att, epi)
     }
@@ -764,7 +1032,7 @@ impl StepModel {
         let seqs = b.decode_seqs as f64 / k;
         let one = |t: f64| {
             let remap = self.remap(b, tokens, t, k);
-            let att = if exact { self.r.attention_decode_given_cpu(self.hkv, self.hd, t, self.decode_cpu).gpu_s } else { self.decode_s(t) };
+            let att = if exact { self.decode_op(t, self.decode_cpu).gpu_s } else { self.decode_s(t) };
             att + remap
         };
         match self.mix.local {
@@ -775,6 +1043,9 @@ impl StepModel {
 
     /// Attention of one layer: (GPU s, CPU s), and the ops for a breakdown when asked.
     fn attention(&self, b: &BatchShape, detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+        if let Some(a) = &self.mla {
+            return self.mla_attention(a, b, 1.0, detail);
+        }
         if self.engine == Engine::Vllm {
             return self.attention_vllm(b, detail);
         }
@@ -799,7 +1070,7 @@ impl StepModel {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
             let exact = detail.is_some();
             if exact {
-                src = src.max(self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).src);
+                src = src.max(self.decode_op(tokens, self.decode_cpu).src);
             }
             let t = self.decode_attention_s(b, tokens, 1.0, exact);
             sum += t;
@@ -839,7 +1110,7 @@ impl StepModel {
             c += self.decode_cpu;
             match detail {
                 Some(d) => {
-                    let mut t = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu);
+                    let mut t = self.decode_op(tokens, self.decode_cpu);
                     t.gpu_s = self.decode_attention_s(b, tokens, 1.0, true);
                     g += t.gpu_s;
                     d.push(Named { name: "attention_decode".into(), t, kernels: 1.0 });
@@ -914,7 +1185,7 @@ impl StepModel {
         match self.locate(m) {
             Some((i, t)) => Agg::lerp(self.grid_at(i), self.grid_at((i + 1).min(self.grid.len() - 1)), t),
             None if m <= 0.0 => Agg::default(),
-            None => self.agg(&self.dense(m), m),
+            None => self.agg(&self.dense(m)),
         }
     }
 
@@ -932,12 +1203,24 @@ impl StepModel {
 
     /// Duration of the step, s (grid-interpolated dense part).
     pub fn step_s(&self, b: &BatchShape) -> f64 {
+        if self.dp > 1.0 || self.ep.is_some() {
+            return self.ep_step_s(b, None);
+        }
         let m = (b.prefill_tokens + b.decode_seqs) as f64;
         let s = b.sampled as f64;
         let dense = self.dense_at(m);
         let epi = self.epilogue_at(s);
         let att = self.attention(b, None);
         self.compose(&dense, epi, att, self.mode(b), self.other_kernels(b, s), seqs(b))
+    }
+
+    /// Data-parallel attention ranks of a DP/EP replica (`deployment.dp`); 0 without DP or EP.
+    pub fn dp_ranks(&self) -> u32 {
+        if self.dp > 1.0 || self.ep.is_some() {
+            self.dp as u32
+        } else {
+            0
+        }
     }
 
     /// Pipeline stages (`deployment.pp`).
@@ -969,27 +1252,7 @@ impl StepModel {
         let k = f64::from(mb.max(1));
         let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
         let s = b.sampled as f64 / k;
-        let mut dense = self.dense_at(m);
-        let epi = self.epilogue_at(s);
-        // Attention of one micro-batch: 1/mb of the prefills' (summed over sequences), and a
-        // decode over 1/mb of the sequences and their KV.
-        let (mut ga, mut ca) = (0.0, 0.0);
-        for item in b.prefill {
-            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
-            ga += t.gpu_s / k;
-            ca += t.cpu_s / k;
-        }
-        if b.decode_seqs > 0 {
-            let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
-            ga += self.decode_attention_s(b, tokens, k, false);
-            ca += self.decode_cpu;
-        }
-        if self.engine == Engine::Vllm {
-            // one call per layer for a micro-batch's requests: their fixed costs merge
-            let calls = (b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 }) / k;
-            ga = (ga - (calls - 1.0).max(0.0) * self.attn_floor).max(self.attn_floor.min(ga));
-            ca = ca.min(self.decode_cpu);
-        }
+        let (mut dense, epi, (ga, ca)) = self.share_parts(b, k);
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
         dense.pp = 0.0;
         let mode = self.mode_at(m as u64, !b.prefill.is_empty());
@@ -1007,11 +1270,86 @@ impl StepModel {
         crate::topo::collective::pipeline_makespan(&tau, &x, mb) + self.cpu_overhead
     }
 
+    /// The parts of a step carrying `1/k` of batch `b` (a pipeline micro-batch, one DP rank's
+    /// share): the dense aggregates at `m/k` tokens, the epilogue at `1/k` of the sampled rows,
+    /// and attention: `1/k` of the prefills' (summed over sequences) and a decode over `1/k`
+    /// of the sequences and their KV.
+    fn share_parts(&self, b: &BatchShape, k: f64) -> (Agg, (f64, f64), (f64, f64)) {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let s = b.sampled as f64 / k;
+        let dense = self.dense_at(m);
+        let epi = self.epilogue_at(s);
+        let (mut ga, mut ca) = (0.0, 0.0);
+        if let Some(a) = &self.mla {
+            (ga, ca) = self.mla_attention(a, b, k, None);
+        } else {
+            for item in b.prefill {
+                let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
+                ga += t.gpu_s / k;
+                ca += t.cpu_s / k;
+            }
+            if b.decode_seqs > 0 {
+                let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
+                ga += self.decode_attention_s(b, tokens, k, false);
+                ca += self.decode_cpu;
+            }
+        }
+        if self.engine == Engine::Vllm && self.mla.is_none() {
+            // one call per layer for a share's requests: their fixed costs merge
+            let calls = (b.prefill.len() as f64 + if b.decode_seqs > 0 { 1.0 } else { 0.0 }) / k;
+            ga = (ga - (calls - 1.0).max(0.0) * self.attn_floor).max(self.attn_floor.min(ga));
+            ca = ca.min(self.decode_cpu);
+        }
+        (dense, epi, (ga, ca))
+    }
+
+    /// One DP rank's step carrying `1/k` of `b` (a rank's share, or half of it under
+    /// two-batch overlap), s, without the expert exchange.
+    fn rank_compute_s(&self, b: &BatchShape, k: f64) -> f64 {
+        let (dense, epi, att) = self.share_parts(b, k);
+        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let mode = self.mode_at(libm::ceil(m) as u64, !b.prefill.is_empty());
+        self.compose(&dense, epi, att, mode, self.other_kernels(b, b.sampled as f64 / k), seqs(b) / k)
+    }
+
+    /// The expert exchange of one MoE layer for a rank carrying `m` tokens, s: (dispatch,
+    /// combine), on `costs` (a topology's) or the group's own.
+    fn exchange(&self, b: &BatchShape, m: f64, costs: Option<&super::ep::A2aCosts>) -> (f64, f64) {
+        let Some(ep) = &self.ep else { return (0.0, 0.0) };
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        let gamma = ep.balance.gamma(m * self.dp * top_k);
+        super::ep::exchange_s(costs.unwrap_or(&ep.costs), ep.all_to_all, b.prefill.is_empty(), m, self.hidden, top_k, ep.ep, gamma)
+    }
+
+    /// A step of a DP/EP replica ([`super::ep`]), s: one rank's share of the batch, plus each
+    /// MoE layer's dispatch and combine (`costs`: a topology's, else the group's own), or the
+    /// two micro-batches' overlap of them.
+    pub fn ep_step_s(&self, b: &BatchShape, costs: Option<&super::ep::A2aCosts>) -> f64 {
+        self.ep_rank_s(b, self.dp, costs).0
+    }
+
+    /// (the step, its compute alone), s, of a rank carrying `1/k` of `b` (`k = dp` for a
+    /// replica's batch, 1 for a rank's own).
+    fn ep_rank_s(&self, b: &BatchShape, k: f64, costs: Option<&super::ep::A2aCosts>) -> (f64, f64) {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let moe_layers = self.layers * self.mix.moe_share;
+        let compute = self.rank_compute_s(b, k);
+        let (d, c) = self.exchange(b, m, costs);
+        match &self.ep {
+            Some(ep) if ep.two_batch_overlap && m >= 2.0 => {
+                let half = self.rank_compute_s(b, 2.0 * k) / self.layers;
+                let (dh, ch) = self.exchange(b, m / 2.0, costs);
+                (super::ep::two_batch_overlap_s(self.layers, moe_layers, half, dh + ch), compute)
+            }
+            _ => (compute + moe_layers * (d + c), compute),
+        }
+    }
+
     /// Exact per-op breakdown (ms, summed over layers); the lines sum to the exact total.
     pub fn breakdown(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
         let m = (b.prefill_tokens + b.decode_seqs) as f64;
         let dense = self.dense(m);
-        let a = self.agg(&dense, m);
+        let a = self.agg(&dense);
         let epi_ops = self.epilogue(b.sampled as f64);
         let epi = self.epilogue_sum(b.sampled as f64);
         let mut att_ops = Vec::new();
@@ -1118,7 +1456,7 @@ mod tests {
 
     #[test]
     fn decode_attention_grid_is_within_three_hundredths_of_a_percent() {
-        for (name, tp) in [("llama-3-8b", 1), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2)] {
+        for (name, tp) in [("llama-3-8b", 1), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2), ("deepseek-v3", 8), ("deepseek-v3", 1)] {
             let (m, g) = (resolve_model(&name.into()).unwrap(), resolve_gpu(&"h200".into()).unwrap());
             let s = StepModel::new(&StepSpec::default(), true, &m, &g, tp, 1, false);
             assert!(!s.decode_grid.is_empty());
@@ -1150,7 +1488,7 @@ mod tests {
         let s = model_8b();
         for i in [300usize.min(s.grid_m.len() - 1), 0, 63, 64, 150, 17] {
             let m = s.grid_m[i];
-            let exact = s.agg(&s.dense(m), m);
+            let exact = s.agg(&s.dense(m));
             let lazy = s.grid_at(i);
             assert_eq!(format!("{lazy:?}"), format!("{exact:?}"), "point {i}");
             assert_eq!(s.epi_at(i), s.epilogue_sum(m));

@@ -574,6 +574,5 @@ impl Autoscaler {
     }
 }
 
-mod engine;
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@ mod plan;
 mod tests;
 
 pub use capacity::{capacity_next, capacity_next_json, CapacityRequest, CapacityStep, Point};
-pub use plan::{default_prices_json, plan_eval, plan_eval_json, PlanConfig, PlanRequest, PlanRow, DEFAULT_PRICES};
+pub use plan::{default_prices_json, plan_eval, plan_eval_json, FleetPart, PlanConfig, PlanRequest, PlanRow, DEFAULT_PRICES};
 
 use serde::Serialize;
 use serde_json::{Map, Value};

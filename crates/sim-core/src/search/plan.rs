@@ -38,6 +38,18 @@ pub struct PlanConfig {
     /// Output tokens per second (mean over seeds).
     #[serde(default)]
     pub output_tokens_per_s: Option<f64>,
+    /// A fleet of several GPU types (a deployment of pools): each part's GPUs at its own
+    /// GPU's price; empty: all `gpus` are `gpu`.
+    #[serde(default)]
+    pub fleet: Vec<FleetPart>,
+}
+
+/// Part of a mixed fleet: `gpus` GPUs of type `gpu`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetPart {
+    pub gpu: String,
+    pub gpus: f64,
 }
 
 /// The plan's question: configurations (in the front end's order) and prices.
@@ -58,6 +70,8 @@ pub struct PlanRow {
     /// throughput).
     pub usd_per_million_tokens: Option<f64>,
     pub usd_per_million_output_tokens: Option<f64>,
+    /// Prompt + output tokens per second per GPU held (null without throughput).
+    pub tokens_per_s_per_gpu: Option<f64>,
     pub feasible: bool,
     /// On the Pareto front of (usd_per_hour, latency_ms) among the feasible ones: no other
     /// feasible configuration is at most as expensive and at most as slow, and better in one.
@@ -81,12 +95,25 @@ pub fn plan_eval(req: &PlanRequest) -> Result<(Vec<PlanRow>, Option<usize>)> {
     let mut rows = Vec::with_capacity(req.configs.len());
     for (i, c) in req.configs.iter().enumerate() {
         check::non_negative(&format!("configs[{i}].gpus"), c.gpus)?;
-        let usd_per_hour = c.gpus * price_of(&c.gpu, i)?;
+        let usd_per_hour = if c.fleet.is_empty() {
+            c.gpus * price_of(&c.gpu, i)?
+        } else {
+            let mut sum = 0.0;
+            for (j, part) in c.fleet.iter().enumerate() {
+                check::non_negative(&format!("configs[{i}].fleet[{j}].gpus"), part.gpus)?;
+                sum += part.gpus * price_of(&part.gpu, i).map_err(|e| match e {
+                    SimError::Config { message, .. } => SimError::config(format!("configs[{i}].fleet[{j}].gpu"), message),
+                    e => e,
+                })?;
+            }
+            sum
+        };
         let per_million = |tps: Option<f64>| tps.filter(|t| *t > 0.0).map(|t| usd_per_hour / (t * 3600.0) * 1e6);
         rows.push(PlanRow {
             usd_per_hour,
             usd_per_million_tokens: per_million(c.tokens_per_s),
             usd_per_million_output_tokens: per_million(c.output_tokens_per_s),
+            tokens_per_s_per_gpu: c.tokens_per_s.filter(|_| c.gpus > 0.0).map(|t| t / c.gpus),
             feasible: c.meets,
             pareto: false,
         });

@@ -138,6 +138,7 @@ fn plan_prices_picks_the_cheapest_and_the_front() {
         latency_ms: Some(lat),
         tokens_per_s: Some(1000.0),
         output_tokens_per_s: Some(100.0),
+        fleet: Vec::new(),
     };
     let req = PlanRequest {
         configs: vec![
@@ -160,6 +161,26 @@ fn plan_prices_picks_the_cheapest_and_the_front() {
     assert_eq!(plan_eval(&req2).unwrap().1, Some(0));
     req2.configs[0].gpu = "tpu".into();
     assert_eq!(plan_eval(&req2).unwrap_err().path(), Some("configs[0].gpu"));
+    assert_eq!(rows[2].tokens_per_s_per_gpu, Some(250.0));
+}
+
+/// A mixed fleet is priced part by part, not as its first GPU.
+#[test]
+fn a_mixed_fleet_is_priced_with_each_gpu_s_price() {
+    let fleet = |parts: &[(&str, f64)]| PlanConfig {
+        gpu: parts[0].0.into(),
+        gpus: parts.iter().map(|p| p.1).sum(),
+        meets: true,
+        latency_ms: Some(100.0),
+        tokens_per_s: Some(1000.0),
+        output_tokens_per_s: None,
+        fleet: parts.iter().map(|&(g, n)| FleetPart { gpu: g.into(), gpus: n }).collect(),
+    };
+    let req = PlanRequest { configs: vec![fleet(&[("h200", 8.0), ("l40s", 4.0)])], prices: Default::default() };
+    let (rows, _) = plan_eval(&req).unwrap();
+    assert!((rows[0].usd_per_hour - (8.0 * 4.00 + 4.0 * 1.77)).abs() < 1e-9, "{}", rows[0].usd_per_hour);
+    let bad = PlanRequest { configs: vec![fleet(&[("h200", 8.0), ("tpu", 4.0)])], prices: Default::default() };
+    assert_eq!(plan_eval(&bad).unwrap_err().path(), Some("configs[0].fleet[1].gpu"));
 }
 
 #[test]

@@ -29,6 +29,55 @@ fn presets_have_the_documented_ids() {
     assert!(e.to_string().contains("did you mean hgx-h200"), "{e}");
 }
 
+/// The new boxes and the N-node pattern: ids, the GPU every node names, NVLink per direction,
+/// rails; the registry keeps the canonical names; the unknown-name error states the pattern.
+#[test]
+fn multi_node_pattern_and_the_new_presets() {
+    let gpu_of = |t: &Topology, id: &str| t.nodes[t.index[id] as usize].gpu.clone().unwrap();
+    let nvlink = |t: &Topology, g: &str, sw: &str| t.links[t.link_between(t.index[g], t.index[sw]).unwrap() as usize].bandwidth_gbps;
+    for (name, gpus, gpu, gbps) in [
+        ("4x-hgx-h100-ib", 32, "h100", 450.0),
+        ("2x-hgx-h800-ib", 16, "h800", 200.0),
+        ("3x-hgx-b200-ib", 24, "b200", 900.0),
+        ("1x-hgx-h200-ib", 8, "h200", 450.0),
+        ("64x-hgx-h100-ib", 512, "h100", 450.0),
+    ] {
+        let t = Topology::from_json(&format!("\"{name}\"")).unwrap();
+        assert_eq!(t.gpus().len(), gpus, "{name}");
+        assert!(t.gpus().iter().all(|&g| t.nodes[g as usize].gpu.as_deref() == Some(gpu)), "{name}");
+        let last = gpus / 8 - 1;
+        assert_eq!(nvlink(&t, &format!("n{last}.gpu7"), &format!("n{last}.nvswitch0")), gbps, "{name}");
+        let rail = &t.links[t.link_between(t.index[&format!("n{last}.nic7")], t.index["ib7"]).unwrap() as usize];
+        assert_eq!((rail.kind, rail.bandwidth_gbps), (LinkKind::Ib, 50.0), "{name}");
+    }
+    // The old spelling builds the same table as before.
+    assert_eq!(presets::preset("2x-hgx-h200-ib"), Some(presets::multi_node(2, 8, "h200", 450.0)));
+    // GB200 NVL72: 72 GPUs on one switch at 900 GB/s per direction, a NIC each on 4 rails.
+    let t = Topology::from_json("\"gb200-nvl72\"").unwrap();
+    assert_eq!(t.gpus().len(), 72);
+    assert_eq!((gpu_of(&t, "gpu71").as_str(), nvlink(&t, "gpu71", "nvswitch0")), ("gb200", 900.0));
+    assert!(t.link_between(t.index["nic69"], t.index["ib1"]).is_some() && t.link_between(t.index["nic69"], t.index["ib0"]).is_none());
+    for j in 0..4 {
+        assert_eq!(t.adj[t.index[&format!("ib{j}")] as usize].len(), 18);
+    }
+    // Inside the rack the route is NVLink, never the rails.
+    let v = candidates_view(&t, t.index["gpu0"], t.index["gpu68"], &[]);
+    assert_eq!(v.iter().find(|c| c.chosen).unwrap().path, ["gpu0", "nvswitch0", "gpu68"]);
+    // The registry lists canonical names only; each resolves.
+    assert!(presets::PRESET_NAMES.contains(&"gb200-nvl72") && !presets::PRESET_NAMES.contains(&"3x-hgx-b200-ib"));
+    // Out of range, an unknown box, a near miss: errors that say why and state the pattern.
+    let e = |s: &str| Topology::from_json(&format!("\"{s}\"")).unwrap_err().to_string();
+    assert!(e("65x-hgx-h100-ib").contains("must be 1 to 64 (got 65)"), "{}", e("65x-hgx-h100-ib"));
+    assert!(e("0x-hgx-b200-ib").contains("must be 1 to 64"), "{}", e("0x-hgx-b200-ib"));
+    assert!(e("257x-hgx-h200-ib").contains("must be 1 to 256"), "{}", e("257x-hgx-h200-ib"));
+    assert!(Topology::from_json("\"256x-hgx-h200-ib\"").is_ok());
+    assert!(e("2x-hgx-a100-ib").contains("no HGX box of GPU 'a100' (one of h100, h200, h800, b200)"), "{}", e("2x-hgx-a100-ib"));
+    let near = e("gb200-nvl36");
+    assert!(near.contains("did you mean gb200-nvl72") && near.contains("{N}x-hgx-{h100|h200|h800|b200}-ib"), "{near}");
+    let over = table(r#"{"preset": "9x-hgx-h900-ib"}"#).unwrap_err();
+    assert_eq!(over.path(), Some("preset"));
+}
+
 const SMALL: &str = r#"{"nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}, {"id": "s", "kind": "switch"}],
   "links": [{"src": "a", "dst": "s", "kind": "nvlink", "bandwidth_gbps": 100, "latency_us": 1},
             LINK]}"#;
@@ -220,7 +269,7 @@ fn routes_with_a_link_down_avoid_it_as_the_simulator_does() {
     let now = chosen(&after).unwrap();
     assert_ne!(Some(now.clone()), chosen(&before));
     // The simulator: one TP-2 replica over the pair, the same link down as an event at t = 0.
-    let mut f = crate::fabric::Fabric::new(t.clone(), Vec::new(), vec![vec![vec![a, b]]], 1000, 1, 1000.0, 0).unwrap();
+    let mut f = crate::fabric::Fabric::new(t.clone(), Vec::new(), vec![vec![vec![a, b]]], crate::memory::Parallel::tp_pp(2, 1), 1000, 1, 1000.0, 0).unwrap();
     f.apply_actions(0, &[events::Action::LinkDown(rail)]);
     let sim = f.routes.pairs[&(a.min(b), a.max(b))].route().unwrap();
     let sim_path: Vec<String> = sim.path.nodes.iter().map(|&n| t.nodes[n as usize].id.clone()).collect();
@@ -295,4 +344,218 @@ fn k_shortest_matches_the_plain_dijkstra_yen() {
         }
     }
     assert!(checked > 500, "{checked}");
+}
+
+/// Ids of a placement, per replica per stage.
+fn placed_ids(t: &Topology, p: &placement::Placement) -> Vec<Vec<Vec<String>>> {
+    p.iter().map(|r| r.iter().map(|s| s.iter().map(|&g| t.nodes[g as usize].id.clone()).collect()).collect()).collect()
+}
+
+fn par(dp: u32, tp: u32, pp: u32) -> crate::memory::Parallel {
+    crate::memory::Parallel { dp, ep: dp * tp, ..crate::memory::Parallel::tp_pp(tp, pp) }
+}
+
+/// Data-parallel ranks: a stage holds dp · tp GPUs, filling machines in order (it may span
+/// two), each rank's tp GPUs inside one machine; pipeline stages move on to the next machine.
+#[test]
+fn placement_with_dp_fills_machines_in_order_and_keeps_each_tp_group_in_one() {
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let ids = |dp, tp, pp, replicas| placed_ids(&t, &placement::auto(&t, &par(dp, tp, pp), replicas).unwrap());
+    let node = |k: usize, r: std::ops::Range<usize>| r.map(|i| format!("n{k}.gpu{i}")).collect::<Vec<_>>();
+    let cat = |a: Vec<String>, b: Vec<String>| a.into_iter().chain(b).collect::<Vec<_>>();
+    // dp 16 × tp 1: one stage over both boxes.
+    assert_eq!(ids(16, 1, 1, 1), vec![vec![cat(node(0, 0..8), node(1, 0..8))]]);
+    // dp 2 × tp 8: a rank per box.
+    assert_eq!(ids(2, 8, 1, 1), vec![vec![cat(node(0, 0..8), node(1, 0..8))]]);
+    // dp 2 × tp 4 × pp 2: stage 0 fills n0, stage 1 n1.
+    assert_eq!(ids(2, 4, 2, 1), vec![vec![node(0, 0..8), node(1, 0..8)]]);
+    // dp 3 × tp 3: the third rank does not fit what n0 has left, so it goes to n1 whole.
+    assert_eq!(ids(3, 3, 1, 1), vec![vec![cat(node(0, 0..6), node(1, 0..3))]]);
+    // dp 5 × tp 3: the fifth fits no box (2 left in each) and takes free GPUs in order, as a
+    // TP group that fits no machine always has.
+    let five = ids(5, 3, 1, 1);
+    assert_eq!(five[0][0][9..], cat(node(1, 3..6), vec!["n0.gpu6".into(), "n0.gpu7".into(), "n1.gpu6".into()])[..]);
+    // dp 1 is the TP × PP placement as before: TP inside a box, PP across boxes.
+    assert_eq!(ids(1, 8, 2, 1), vec![vec![node(0, 0..8), node(1, 0..8)]]);
+    assert_eq!(ids(1, 4, 1, 4), vec![vec![node(0, 0..4)], vec![node(0, 4..8)], vec![node(1, 0..4)], vec![node(1, 4..8)]]);
+    // Too many GPUs: the shape in the message (without dp when it is 1, as before).
+    let e = placement::auto(&t, &par(2, 8, 1), 2).unwrap_err();
+    assert_eq!(e.to_string(), "deployment: needs 32 GPUs (dp 2 × tp 8 × pp 1 × 2 replicas) but the topology has 16");
+    let e = placement::auto(&t, &par(1, 8, 3), 1).unwrap_err();
+    assert_eq!(e.to_string(), "deployment: needs 24 GPUs (tp 8 × pp 3 × 1 replicas) but the topology has 16");
+    // Explicit: dp · tp · pp ids per replica, stage-major.
+    let list = vec![cat(node(1, 0..4), node(0, 0..4))];
+    let p = placement::explicit(&t, &list, &par(2, 2, 2), 1).unwrap();
+    assert_eq!(placed_ids(&t, &p), vec![vec![node(1, 0..4), node(0, 0..4)]]);
+    let e = placement::explicit(&t, &[node(0, 0..8)], &par(2, 8, 1), 1).unwrap_err();
+    assert_eq!(e.to_string(), "deployment.placement[0]: must name dp × tp × pp = 16 GPUs (got 8)");
+    let e = placement::explicit(&t, &[node(0, 0..3)], &par(1, 4, 1), 1).unwrap_err();
+    assert_eq!(e.to_string(), "deployment.placement[0]: must name tp × pp = 4 GPUs (got 3)");
+}
+
+/// Each DP rank all-reduces over its own TP group: a stage of dp 2 × tp 4 on one box prices
+/// its AllReduce as one group of 4 (the groups' links are disjoint), and over two boxes as
+/// one box's ring (each rank inside its box), not as a ring of 8 or 16 over IB.
+#[test]
+fn each_dp_rank_keeps_its_own_tp_allreduce() {
+    let t = Topology::from_json("\"hgx-h200\"").unwrap();
+    let mut r = RouteTable::default();
+    let g: Vec<u32> = (0..8).map(|i| t.index[&format!("gpu{i}")]).collect();
+    let (c, _) = Comm::build_ranks(&t, &mut r, std::slice::from_ref(&g), Some(4), 1.0).unwrap();
+    let four = ring_allreduce(&t, &mut r, &g[..4]).unwrap();
+    assert_eq!(c.stages[0].0, four);
+    assert_eq!(c.stages[0].1, tree_allreduce(&t, &mut r, &g[..4]).unwrap());
+    // None (or tp = the stage) is the one-group build, bit for bit.
+    assert_eq!(Comm::build_ranks(&t, &mut r, std::slice::from_ref(&g), None, 1.0), Comm::build_lanes(&t, &mut r, std::slice::from_ref(&g), 1.0));
+    assert_eq!(Comm::build_ranks(&t, &mut r, std::slice::from_ref(&g), Some(8), 1.0), Comm::build_lanes(&t, &mut r, std::slice::from_ref(&g), 1.0));
+    // dp 2 × tp 8 over two boxes: each rank's ring stays in its box.
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let mut r = RouteTable::default();
+    let p = placement::auto(&t, &par(2, 8, 1), 1).unwrap();
+    let (c, _) = Comm::build_ranks(&t, &mut r, &p[0], Some(8), 1.0).unwrap();
+    let one_box = ring_allreduce(&t, &mut r, &p[0][0][..8]).unwrap();
+    assert_eq!(c.stages[0].0, one_box);
+    let across = ring_allreduce(&t, &mut r, &p[0][0]).unwrap();
+    assert!(across.at(1e6) > one_box.at(1e6));
+    // The fabric prices the step with it.
+    let mut f = crate::fabric::Fabric::new(t.clone(), Vec::new(), p.clone(), par(2, 8, 1), 1000, 1, 1000.0, 0).unwrap();
+    let bytes = 1000.0 * 1000.0 * 2.0;
+    assert_eq!(f.step_comm_s(0, 1000), 2.0 * one_box.at(bytes).min(tree_allreduce(&t, &mut r, &p[0][0][..8]).unwrap().at(bytes)));
+}
+
+/// GPUs by id.
+fn ids_to(t: &Topology, ids: &[String]) -> Vec<u32> {
+    ids.iter().map(|i| t.index[i]).collect()
+}
+
+fn box_gpus(k: usize, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("n{k}.gpu{i}")).collect()
+}
+
+/// All-to-all on `2x-hgx-h200-ib`, by hand (w = 1/(p−1) of a rank's n to each peer; links
+/// 1 µs each; NVLink 450, PCIe 64, IB 50 GB/s per direction):
+/// * 8 GPUs in n0, high-throughput: every flow GPU → NVSwitch → GPU, each GPU's link carries
+///   7·w = 1 of its n each way: α = 2 µs + 25 µs floor, β = 1/450 GB/s.
+/// * 16 GPUs, high-throughput: a rank sends 8·w = 8/15 of n to the GPU of its index in the
+///   other box over its own rail (GPU → NIC → ib → NIC → GPU, 4 µs), which forwards 1/15 to
+///   each of 7 box-mates (2 µs more): α = 6 + 25 µs; the rail carries 8/15 n, the forwarder's
+///   NVLink 14/15 n: β = (8/15)/50 GB/s.
+/// * low-latency, 16 or 8: every peer over RDMA, so each GPU's NIC carries all of n: β =
+///   1/50 GB/s, α = 4 + 10 µs.
+/// * all-gather over 16: a ring whose two box-crossing hops go over IB (6 µs): α = 15·6 +
+///   10 µs, β = 15/50 GB/s.
+#[test]
+fn all_to_all_on_two_hgx_boxes_by_hand() {
+    use super::collective::{all_to_all, A2aMode::*};
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let mut r = RouteTable::default();
+    let eight = ids_to(&t, &box_gpus(0, 8));
+    let sixteen = ids_to(&t, &[box_gpus(0, 8), box_gpus(1, 8)].concat());
+    let a2a = |g: &[u32], m, r: &mut RouteTable| all_to_all(&t, r, g, m).unwrap();
+    let ht8 = a2a(&eight, HighThroughput, &mut r);
+    assert!(close(ht8.a, 27e-6) && close(ht8.b, 1.0 / 450e9), "{ht8:?}");
+    let ht16 = a2a(&sixteen, HighThroughput, &mut r);
+    assert!(close(ht16.a, 31e-6) && close(ht16.b, 8.0 / 15.0 / 50e9), "{ht16:?}");
+    for g in [&eight, &sixteen] {
+        let ll = a2a(g, LowLatency, &mut r);
+        assert!(close(ll.a, 14e-6) && close(ll.b, 1.0 / 50e9), "{ll:?}");
+    }
+    let ag16 = a2a(&sixteen, Allgather, &mut r);
+    assert!(close(ag16.a, 100e-6) && close(ag16.b, 15.0 / 50e9), "{ag16:?}");
+    let ag8 = a2a(&eight, Allgather, &mut r);
+    assert!(close(ag8.a, 24e-6) && close(ag8.b, 7.0 / 450e9), "{ag8:?}");
+    // The 16-GPU exchange costs more than the 8-GPU one in a box for the same bytes per rank
+    // (low-latency: as much, every byte on its own NIC either way).
+    for n in [1e3, 1e5, 1e7, 1e9] {
+        assert!(ht16.at(n) > ht8.at(n) && ag16.at(n) > ag8.at(n), "{n}");
+        assert!(a2a(&sixteen, LowLatency, &mut r).at(n) >= a2a(&eight, LowLatency, &mut r).at(n));
+    }
+    // Low-latency wins small exchanges and loses large ones, in a box and across two.
+    for (g, ht) in [(&eight, ht8), (&sixteen, ht16)] {
+        let ll = a2a(g, LowLatency, &mut r);
+        assert!(ll.at(1e3) < ht.at(1e3) && ll.at(1e4) < ht.at(1e4), "{ll:?} {ht:?}");
+        assert!(ll.at(1e8) > ht.at(1e8) && ll.at(1e9) > ht.at(1e9), "{ll:?} {ht:?}");
+    }
+    // The all-gather costs more than high-throughput from 1 MB a rank on, in a box and across
+    // two (across two at any size).
+    for n in [1e6, 1e7, 1e8, 1e9] {
+        assert!(ag8.at(n) > ht8.at(n) && ag16.at(n) > ht16.at(n), "{n}");
+    }
+    assert!(ag16.at(0.0) > ht16.at(0.0));
+}
+
+/// One IB link at half its bandwidth slows exactly the exchanges whose flows cross it: the
+/// 16-GPU high-throughput one (its rail carries 8/15 of n) and every low-latency one of a
+/// GPU behind it; the 8-GPU high-throughput and all-gather ones inside a box are unchanged,
+/// bit for bit.
+#[test]
+fn a_degraded_ib_link_slows_only_the_all_to_alls_that_cross_it() {
+    use super::collective::{all_to_all, A2aMode::*};
+    let t = Topology::from_json("\"2x-hgx-h200-ib\"").unwrap();
+    let eight = ids_to(&t, &box_gpus(0, 8));
+    let other = ids_to(&t, &box_gpus(1, 8));
+    let sixteen = ids_to(&t, &[box_gpus(0, 8), box_gpus(1, 8)].concat());
+    let price = |t: &Topology, g: &[u32], m| all_to_all(t, &mut RouteTable::default(), g, m).unwrap();
+    let mut slow = t.clone();
+    let rail = slow.link_between(slow.index["n0.nic3"], slow.index["ib3"]).unwrap();
+    RouteTable::default().apply(&mut slow, &events::Action::SetLink { link: rail, bandwidth_gbps: Some(25.0), latency_us: None });
+    let (before, after) = (price(&t, &sixteen, HighThroughput), price(&slow, &sixteen, HighThroughput));
+    assert!(close(after.b, 8.0 / 15.0 / 25e9) && after.a == before.a, "{before:?} {after:?}");
+    assert!(after.at(1e6) > before.at(1e6));
+    for m in [HighThroughput, Allgather] {
+        assert_eq!(price(&t, &eight, m), price(&slow, &eight, m));
+        assert_eq!(price(&t, &other, m), price(&slow, &other, m));
+    }
+    // Low-latency goes over every GPU's NIC: n0.gpu3's rail at half slows it in n0, not in n1.
+    assert!(close(price(&slow, &eight, LowLatency).b, 1.0 / 25e9));
+    assert_eq!(price(&t, &other, LowLatency), price(&slow, &other, LowLatency));
+    assert!(price(&slow, &sixteen, LowLatency).at(1e6) > price(&t, &sixteen, LowLatency).at(1e6));
+}
+
+/// The same group on the same fabric prices the same, bit for bit: with fresh or reused
+/// route tables, on a clone, and in any order of building.
+#[test]
+fn all_to_all_is_deterministic() {
+    use super::collective::{A2aLanes, A2aMode};
+    for (name, n) in [("2x-hgx-h200-ib", 16usize), ("4x-hgx-h100-ib", 32), ("gb200-nvl72", 24), ("tpu-v5e-16", 16), ("pcie-4x-l40s", 4)] {
+        let t = Topology::from_json(&format!("\"{name}\"")).unwrap();
+        let g: Vec<u32> = t.gpus().into_iter().take(n).collect();
+        let mut shared_table = RouteTable::default();
+        let _ = ring_allreduce(&t, &mut shared_table, &g);
+        let a = A2aLanes::build(&t, &mut shared_table, &g).unwrap();
+        let b = A2aLanes::build(&t.clone(), &mut RouteTable::default(), &g).unwrap();
+        assert_eq!(a, b, "{name}");
+        for m in A2aMode::ALL {
+            let (x, y) = (a.affine(m, |_| 1.0), b.affine(m, |_| 1.0));
+            assert_eq!((x.a.to_bits(), x.b.to_bits()), (y.a.to_bits(), y.b.to_bits()), "{name} {m:?}");
+            assert!(x.a > 0.0 && x.b > 0.0 && x.b.is_finite(), "{name} {m:?} {x:?}");
+        }
+    }
+}
+
+/// Without a topology the GPU record gives the same prices as the matching preset: one HGX
+/// box (no NICs) for 8 ranks, two boxes on IB for 16, one NVL72 rack for 72; a single rank
+/// costs nothing.
+#[test]
+fn default_all_to_all_matches_the_hgx_presets() {
+    use super::collective::{all_to_all, default_a2a, A2aMode};
+    let gpu = |n: &str| crate::catalog::resolve_gpu(&n.into()).unwrap();
+    let near = |x: collective::Affine, y: collective::Affine| close(x.a, y.a) && close(x.b, y.b);
+    for (topo, gpu_name, ranks, modes) in [
+        ("hgx-h200", "h200", 8, &A2aMode::ALL[..]),
+        ("2x-hgx-h200-ib", "h200", 16, &A2aMode::ALL[..]),
+        ("4x-hgx-h100-ib", "h100", 32, &[A2aMode::HighThroughput, A2aMode::LowLatency][..]),
+        ("gb200-nvl72", "gb200", 72, &[A2aMode::HighThroughput][..]),
+    ] {
+        let t = Topology::from_json(&format!("\"{topo}\"")).unwrap();
+        let g: Vec<u32> = t.gpus().into_iter().take(ranks).collect();
+        let mut r = RouteTable::default();
+        for &m in modes {
+            let (on, off) = (all_to_all(&t, &mut r, &g, m).unwrap(), default_a2a(&gpu(gpu_name), ranks as u32, m));
+            assert!(near(on, off), "{topo} {m:?}: {on:?} vs {off:?}");
+        }
+    }
+    assert_eq!(default_a2a(&gpu("h200"), 1, A2aMode::LowLatency), collective::Affine::default());
+    // H800's 400 GB/s NVLink: a box's exchange at 200 GB/s per direction.
+    assert!(close(default_a2a(&gpu("h800"), 8, A2aMode::HighThroughput).b, 1.0 / 200e9));
 }

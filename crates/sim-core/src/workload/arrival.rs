@@ -1,5 +1,5 @@
 //! Arrival processes: when generated requests (or sessions) start, one rate or stages of
-//! rates over time.
+//! rates over time; the `arrival` table as written ([`ArrivalSpec`]) and its model.
 //!
 //! Without stages the process starts with an arrival at t = 0 and draws i.i.d. gaps until
 //! the stop (a count or a duration). With `arrival.stages` each stage `[T, T + duration_s)`
@@ -14,12 +14,83 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ArrivalSpec, MAX_REQUESTS};
+use super::MAX_REQUESTS;
 use crate::error::{check, Result, SimError};
 use crate::rng::SimRng;
 
 /// Valid values of `arrival.kind` (exported by [`crate::registry`]).
 pub const ARRIVAL_KINDS: &[&str] = &["poisson", "gamma", "constant", "poisson_count"];
+
+/// The arrival process of a generated workload (`arrival` in the section).
+///
+/// Inter-arrival gaps are i.i.d.; the first request arrives at t = 0. With `stages`, each
+/// stage is its own process at its own rate (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrivalSpec {
+    /// `"poisson"` (exponential gaps), `"gamma"` (gamma-distributed gaps, burstiness set by
+    /// `cv`), `"constant"` (every gap is exactly `1/rate`) or `"poisson_count"` (exactly
+    /// rate × duration arrivals per stage at exponential gaps scaled to the stage:
+    /// inference-perf's `constant` load type). Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Mean arrival rate in requests per second (> 0). Required, unless `stages` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Load over time, as inference-perf's `load.stages`: `[{rate, duration_s}, …]`, one
+    /// after the other from t = 0; generation ends with the last stage (so `num_requests`
+    /// and `duration_s` are not given). Replaces `rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<StageSpec>>,
+    /// Coefficient of variation of the gaps (std / mean, > 0): 1 is Poisson-like, > 1 is
+    /// burstier. Required for, and only allowed with, `kind = "gamma"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv: Option<f64>,
+    /// Optional cap on any single inter-arrival gap, in seconds (> 0). Why: Vidur's request
+    /// generator caps gaps at `3/rate`; setting this reproduces its traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_s: Option<f64>,
+}
+
+impl ArrivalSpec {
+    /// Poisson arrivals at `rate` requests per second.
+    pub fn poisson(rate: f64) -> Self {
+        ArrivalSpec {
+            kind: Some("poisson".into()),
+            rate: Some(rate),
+            ..Default::default()
+        }
+    }
+
+    /// Gamma-renewal arrivals at `rate` requests per second with gap coefficient of
+    /// variation `cv`.
+    pub fn gamma(rate: f64, cv: f64) -> Self {
+        ArrivalSpec {
+            kind: Some("gamma".into()),
+            rate: Some(rate),
+            cv: Some(cv),
+            ..Default::default()
+        }
+    }
+
+    /// Evenly spaced arrivals, one every `1/rate` seconds.
+    pub fn constant(rate: f64) -> Self {
+        ArrivalSpec {
+            kind: Some("constant".into()),
+            rate: Some(rate),
+            ..Default::default()
+        }
+    }
+
+    /// Arrivals of `kind` in stages of `(rate per second, duration in seconds)`.
+    pub fn staged(kind: &str, stages: &[(f64, f64)]) -> Self {
+        ArrivalSpec {
+            kind: Some(kind.into()),
+            stages: Some(stages.iter().map(|&(r, d)| StageSpec::new(r, d)).collect()),
+            ..Default::default()
+        }
+    }
+}
 
 /// One stage of load (`arrival.stages[i]`), as inference-perf's `load.stages`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

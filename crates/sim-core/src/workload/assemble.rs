@@ -15,7 +15,8 @@ use std::collections::HashMap;
 
 use super::keys::{blocks_for, key, key_str, push_hash_blocks, Ns};
 use super::sample::tokens_at_least_one;
-use super::{output_key, After, ExplicitRequest, RequestSpec, Segment, Workload, MAX_REQUESTS};
+use super::explicit::ExplicitRequest;
+use super::{output_key, After, RequestSpec, Segment, Workload, MAX_REQUESTS};
 use crate::error::{check, Result, SimError};
 
 /// A row's own leading content (before any session history).
@@ -262,7 +263,7 @@ pub(super) fn explicit_rows(list: &[ExplicitRequest], max_model_len: u32, block_
         let think_ns = match r.think_ms {
             Some(ms) => {
                 check::non_negative(&path("think_ms"), ms)?;
-                ((ms * 1e6).round() as u64).min(crate::engine::MAX_TIME_NS)
+                ((ms * 1e6).round() as u64).min(crate::request::MAX_TIME_NS)
             }
             None => 0,
         };

@@ -11,7 +11,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::sample::{resolve_length, tokens_at_least_one, LengthModel};
-use super::LengthSpec;
+use super::length::LengthSpec;
 use crate::error::{check, Result, SimError};
 use crate::rng::SimRng;
 

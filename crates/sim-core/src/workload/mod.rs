@@ -28,380 +28,43 @@
 //!
 //! Generation is deterministic: a pure function of the spec and the seed, identical on
 //! native and WASM targets (all transcendental math goes through `libm` in [`crate::rng`]).
+//!
+//! By file: what generation produces ([`RequestSpec`], [`Segment`], [`Workload`]:
+//! `request.rs`), the section's parts as written (the arrival process in `arrival.rs`, length
+//! distributions in `length.rs`, an explicit list's rows in `explicit.rs`, the shorthand values
+//! in `dist.rs`), the samplers they validate to (`sample.rs`), and the forms ([`shared`],
+//! [`sessions`], [`assemble`], [`trace`], [`adversarial`]); this file holds the section
+//! itself ([`WorkloadSpec`]): which form it is, and generating it.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check, Result, SimError};
-use crate::rng::SimRng;
 
 pub mod adversarial;
 mod arrival;
 pub mod assemble;
 mod dist;
+mod explicit;
 pub mod keys;
+mod length;
+mod request;
 mod sample;
 pub mod sessions;
 pub mod shared;
 pub mod trace;
 
 pub use adversarial::{AdversarialSpec, ADVERSARIAL_KINDS};
-pub use arrival::{StageSpec, ARRIVAL_KINDS};
+pub use arrival::{ArrivalSpec, StageSpec, ARRIVAL_KINDS};
 pub use dist::{IdValue, Len, SecondsDist, SecondsSpec};
+pub use explicit::ExplicitRequest;
+pub use length::{LengthSpec, LENGTH_KINDS};
+pub use request::{output_key, After, RequestSpec, Segment, Workload, MAX_REQUESTS, OUTPUT_KEY_BIT};
 pub use sessions::SessionsSpec;
 pub use shared::SharedPrefixSpec;
 pub use trace::{LoadedTrace, TraceReader, TraceSpec, TRACE_FORMATS};
 
-use arrival::{resolve_arrival, Stop};
-use sample::*;
-
-/// The most requests one workload may contain (generated or explicit). Why: every request
-/// is materialized up front (24 bytes each, plus per-request engine state), so this bounds
-/// memory at about a gigabyte and rejects typos such as a rate in req/ms.
-pub const MAX_REQUESTS: u64 = 50_000_000;
-
-/// RNG stream ids: arrivals, prompt lengths and output lengths draw from independent streams
-/// of the run seed, so changing one distribution never shifts the others.
-const STREAM_ARRIVALS: u64 = 1;
-const STREAM_PROMPT: u64 = 2;
-const STREAM_OUTPUT: u64 = 3;
-
-/// Valid values of `prompt.kind` / `output.kind` (exported by [`crate::registry`]).
-pub const LENGTH_KINDS: &[&str] = &["fixed", "uniform", "normal", "lognormal", "zipf"];
-
-/// One request as the engine sees it, after generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestSpec {
-    /// Stable identifier: the position in an explicit list, or the generation order (0-based).
-    pub id: u32,
-    /// Arrival time in nanoseconds since the start of the simulation (integer so that event
-    /// ordering is exact and platform independent).
-    pub arrival_ns: u64,
-    /// Prompt (input) length in tokens, ≥ 1.
-    pub prompt_tokens: u32,
-    /// Number of tokens to generate (output length), ≥ 1.
-    pub output_tokens: u32,
-    /// Scheduling priority: lower is more urgent, 0 by default (as vLLM's priority
-    /// scheduling).
-    pub priority: i32,
-    /// What the prompt is made of, for prefix caching: `segments[segs.0 .. segs.0 + segs.1]`
-    /// of the [`Workload`], covering the prompt's first tokens in order. Tokens they do not
-    /// cover (all of them for `(0, 0)`) are unique to this request.
-    pub segs: (u32, u32),
-    /// Closed loop (a session's later turn): the request is sent `think_ns` after request
-    /// `parent` finishes, and not before `arrival_ns` (a trace's recorded send time, the
-    /// scheduled slot of inference-perf's multi-turn chat, or the session's start, which
-    /// any parent finish follows).
-    pub after: Option<After>,
-    /// Nesting depth of the prompt's template (0 = none; seed §4.4: o1pro rejects > 8).
-    pub template_depth: u16,
-    /// An attacker of `workload.adversarial` (the `adversarial` class of the metrics).
-    pub adversarial: bool,
-}
-
-impl RequestSpec {
-    /// A request with unique tokens and no dependency.
-    pub fn new(id: u32, arrival_ns: u64, prompt_tokens: u32, output_tokens: u32, priority: i32) -> Self {
-        RequestSpec {
-            id,
-            arrival_ns,
-            prompt_tokens,
-            output_tokens,
-            priority,
-            segs: (0, 0),
-            after: None,
-            template_depth: 0,
-            adversarial: false,
-        }
-    }
-}
-
-/// A closed-loop dependency: sent `think_ns` after request `parent` finishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct After {
-    pub parent: u32,
-    pub think_ns: u64,
-}
-
-/// A run of `len` tokens of the token stream `key`, from the stream's start. Token identity
-/// for prefix caching: two prompts hold the same token at position p exactly when the
-/// segments covering p have the same key and p falls at the same offset into them. Keys are
-/// opaque; keys with [`OUTPUT_KEY_BIT`] set are requests' outputs ([`output_key`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
-    pub key: u64,
-    pub len: u32,
-}
-
-/// Set in the key of every output stream; workload keys never have it.
-pub const OUTPUT_KEY_BIT: u64 = 1 << 63;
-
-/// The key of the tokens request `id` generates (a session's next turn repeats them).
-pub const fn output_key(id: u32) -> u64 {
-    OUTPUT_KEY_BIT | id as u64
-}
-
-/// Every request of a run plus the segment arena their `segs` index.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Workload {
-    /// Sorted by `(arrival_ns, id)`.
-    pub requests: Vec<RequestSpec>,
-    pub segments: Vec<Segment>,
-}
-
-/// The arrival process of a generated workload (`arrival` in the section).
-///
-/// Inter-arrival gaps are i.i.d.; the first request arrives at t = 0. With `stages`, each
-/// stage is its own process at its own rate (see [`arrival`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArrivalSpec {
-    /// `"poisson"` (exponential gaps), `"gamma"` (gamma-distributed gaps, burstiness set by
-    /// `cv`), `"constant"` (every gap is exactly `1/rate`) or `"poisson_count"` (exactly
-    /// rate × duration arrivals per stage at exponential gaps scaled to the stage:
-    /// inference-perf's `constant` load type). Required.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Mean arrival rate in requests per second (> 0). Required, unless `stages` is given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<f64>,
-    /// Load over time, as inference-perf's `load.stages`: `[{rate, duration_s}, …]`, one
-    /// after the other from t = 0; generation ends with the last stage (so `num_requests`
-    /// and `duration_s` are not given). Replaces `rate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stages: Option<Vec<StageSpec>>,
-    /// Coefficient of variation of the gaps (std / mean, > 0): 1 is Poisson-like, > 1 is
-    /// burstier. Required for, and only allowed with, `kind = "gamma"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cv: Option<f64>,
-    /// Optional cap on any single inter-arrival gap, in seconds (> 0). Why: Vidur's request
-    /// generator caps gaps at `3/rate`; setting this reproduces its traces.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_gap_s: Option<f64>,
-}
-
-impl ArrivalSpec {
-    /// Poisson arrivals at `rate` requests per second.
-    pub fn poisson(rate: f64) -> Self {
-        ArrivalSpec {
-            kind: Some("poisson".into()),
-            rate: Some(rate),
-            ..Default::default()
-        }
-    }
-
-    /// Gamma-renewal arrivals at `rate` requests per second with gap coefficient of
-    /// variation `cv`.
-    pub fn gamma(rate: f64, cv: f64) -> Self {
-        ArrivalSpec {
-            kind: Some("gamma".into()),
-            rate: Some(rate),
-            cv: Some(cv),
-            ..Default::default()
-        }
-    }
-
-    /// Evenly spaced arrivals, one every `1/rate` seconds.
-    pub fn constant(rate: f64) -> Self {
-        ArrivalSpec {
-            kind: Some("constant".into()),
-            rate: Some(rate),
-            ..Default::default()
-        }
-    }
-
-    /// Arrivals of `kind` in stages of `(rate per second, duration in seconds)`.
-    pub fn staged(kind: &str, stages: &[(f64, f64)]) -> Self {
-        ArrivalSpec {
-            kind: Some(kind.into()),
-            stages: Some(stages.iter().map(|&(r, d)| StageSpec::new(r, d)).collect()),
-            ..Default::default()
-        }
-    }
-}
-
-/// A token-length distribution (`prompt` or `output` in the section).
-///
-/// Samples are rounded to the nearest integer, then clamped to ≥ 1 and to `min`/`max`.
-/// Which fields apply depends on `kind`:
-///
-/// | kind        | required             | optional clamps |
-/// |-------------|----------------------|-----------------|
-/// | `fixed`     | `value`              | `min`, `max`    |
-/// | `uniform`   | `min`, `max` (support, integers inclusive) | — |
-/// | `normal`    | `mean`, `std`        | `min`, `max`    |
-/// | `lognormal` | `mean`, `sigma`      | `min`, `max`    |
-/// | `zipf`      | `min`, `max` (support), `s` | —        |
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LengthSpec {
-    /// One of `fixed`, `uniform`, `normal`, `lognormal`, `zipf`. Required.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// `fixed`: the length in tokens (≥ 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<u32>,
-    /// Lower bound in tokens (≥ 1): the support's minimum for `uniform`/`zipf`, a clamp
-    /// otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<u32>,
-    /// Upper bound in tokens (≥ `min`): the support's maximum for `uniform`/`zipf`, a clamp
-    /// otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max: Option<u32>,
-    /// `normal`: the mean in tokens; `lognormal`: the *arithmetic* mean in tokens (> 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean: Option<f64>,
-    /// `normal`: standard deviation in tokens (≥ 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub std: Option<f64>,
-    /// `lognormal`: standard deviation of ln(length), dimensionless (≥ 0). The log-space
-    /// mean is derived as `mu = ln(mean) - sigma²/2` so that `mean` stays the arithmetic mean.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sigma: Option<f64>,
-    /// `zipf`: exponent (> 0), P(k) ∝ k^-s over the integers `min..=max`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub s: Option<f64>,
-}
-
-impl LengthSpec {
-    /// Every request has exactly `value` tokens.
-    pub fn fixed(value: u32) -> Self {
-        LengthSpec {
-            kind: Some("fixed".into()),
-            value: Some(value),
-            ..Default::default()
-        }
-    }
-
-    /// Uniform over the integers `min..=max`.
-    pub fn uniform(min: u32, max: u32) -> Self {
-        LengthSpec {
-            kind: Some("uniform".into()),
-            min: Some(min),
-            max: Some(max),
-            ..Default::default()
-        }
-    }
-
-    /// Normal with `mean` and `std` in tokens.
-    pub fn normal(mean: f64, std: f64) -> Self {
-        LengthSpec {
-            kind: Some("normal".into()),
-            mean: Some(mean),
-            std: Some(std),
-            ..Default::default()
-        }
-    }
-
-    /// Log-normal with arithmetic `mean` in tokens and log-space `sigma`.
-    pub fn lognormal(mean: f64, sigma: f64) -> Self {
-        LengthSpec {
-            kind: Some("lognormal".into()),
-            mean: Some(mean),
-            sigma: Some(sigma),
-            ..Default::default()
-        }
-    }
-
-    /// Zipf over `min..=max` with exponent `s`.
-    pub fn zipf(min: u32, max: u32, s: f64) -> Self {
-        LengthSpec {
-            kind: Some("zipf".into()),
-            min: Some(min),
-            max: Some(max),
-            s: Some(s),
-            ..Default::default()
-        }
-    }
-
-    /// The same distribution with clamps `min`/`max` (tokens) set.
-    pub fn clamped(mut self, min: Option<u32>, max: Option<u32>) -> Self {
-        self.min = min;
-        self.max = max;
-        self
-    }
-
-    /// `(field name, present)` in a fixed order, for the "field not used by this kind" check.
-    fn present_fields(&self) -> [(&'static str, bool); 7] {
-        [
-            ("value", self.value.is_some()),
-            ("min", self.min.is_some()),
-            ("max", self.max.is_some()),
-            ("mean", self.mean.is_some()),
-            ("std", self.std.is_some()),
-            ("sigma", self.sigma.is_some()),
-            ("s", self.s.is_some()),
-        ]
-    }
-}
-
-/// One request of an explicit list (`requests[i]` in the section).
-///
-/// Shared tokens, for prefix caching: `prefix_group` + `prefix_length` (the first
-/// `prefix_length` prompt tokens are the same in every request of the group, the rest
-/// unique: BLIS's workload-spec convention), or `hash_ids` (Mooncake's: one id per
-/// `hash_block_tokens` of prompt, equal ids at equal positions being equal content). A
-/// session turn (`session_id`, `turn`) shares the whole conversation before it; its
-/// `prompt_tokens` counts the whole prompt, earlier turns included (see [`assemble`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitRequest {
-    /// Arrival time in milliseconds since the start (finite, ≥ 0). Required, except on a
-    /// session's later turns (which then wait only for the previous turn). The list need
-    /// not be sorted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrival_ms: Option<f64>,
-    /// Prompt length in tokens (≥ 1). Required.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens: Option<u32>,
-    /// Output length in tokens (≥ 1). Required.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tokens: Option<u32>,
-    /// Priority, lower = more urgent; 0 when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<i32>,
-    /// Name of the group whose first `prefix_length` tokens this prompt starts with (a
-    /// string or an integer; `3` and `"3"` are the same group).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_group: Option<IdValue>,
-    /// Tokens of the group's shared prefix (1..=prompt_tokens). Required with
-    /// `prefix_group`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_length: Option<u32>,
-    /// Block ids of the prompt, one per `hash_block_tokens` tokens (the last block may be
-    /// partial): exactly ⌈prompt_tokens / hash_block_tokens⌉ non-negative integers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hash_ids: Option<Vec<u64>>,
-    /// The conversation this request is a turn of (a string or an integer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<IdValue>,
-    /// The turn's number in its session (turns are ordered by it; without it, by their
-    /// order in the list). Give it on every turn of a session or on none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn: Option<u32>,
-    /// Think time in milliseconds: the turn is sent this long after the previous turn
-    /// finishes (and not before its `arrival_ms`, when given). Default 0; ignored on a
-    /// session's first turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub think_ms: Option<f64>,
-    /// Nesting depth of the prompt's template, 0..=65,535 (default 0); o1pro rejects a depth
-    /// over 8 at arrival (seed §4.4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template_depth: Option<i64>,
-}
-
-impl ExplicitRequest {
-    /// A request arriving at `arrival_ms` milliseconds with the given lengths in tokens and
-    /// default priority.
-    pub fn new(arrival_ms: f64, prompt_tokens: u32, output_tokens: u32) -> Self {
-        ExplicitRequest {
-            arrival_ms: Some(arrival_ms),
-            prompt_tokens: Some(prompt_tokens),
-            output_tokens: Some(output_tokens),
-            ..Default::default()
-        }
-    }
-}
+use arrival::{resolve_arrival, ArrivalModel, Stop};
+use sample::{resolve_length, Generated};
 
 /// The deserialized `workload` section, exactly as written (it is echoed back, as JSON, in
 /// the resolved scenario). Every field is optional at the serde level; [`validate`]
@@ -745,7 +408,7 @@ impl WorkloadSpec {
     }
 
     /// When generation stops: `num_requests`, `duration_s` or the end of the stages.
-    fn stop(&self, arrival: &arrival::ArrivalModel, staged: bool) -> Result<Stop> {
+    fn stop(&self, arrival: &ArrivalModel, staged: bool) -> Result<Stop> {
         match (self.num_requests, self.duration_s) {
             (Some(_), _) if staged => Err(self.stages_conflict("num_requests")),
             (_, Some(_)) if staged => Err(self.stages_conflict("duration_s")),

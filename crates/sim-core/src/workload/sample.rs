@@ -1,7 +1,16 @@
 //! Resolved workload models and their samplers (validated specs → numbers).
 
 use super::arrival::{ArrivalModel, Stop};
-use super::*;
+use super::length::{LengthSpec, LENGTH_KINDS};
+use super::request::{RequestSpec, MAX_REQUESTS};
+use crate::error::{check, Result, SimError};
+use crate::rng::SimRng;
+
+/// RNG stream ids: arrivals, prompt lengths and output lengths draw from independent streams
+/// of the run seed, so changing one distribution never shifts the others.
+pub(super) const STREAM_ARRIVALS: u64 = 1;
+pub(super) const STREAM_PROMPT: u64 = 2;
+pub(super) const STREAM_OUTPUT: u64 = 3;
 
 /// The typed length distribution (before rounding and clamping).
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::arrival::{ArrivalModel, Stop};
 use super::dist::{Len, SecondsSpec, SecondsModel};
 use super::keys::{key, Ns};
-use super::sample::{seconds_to_ns, LengthModel};
-use super::{output_key, After, RequestSpec, Segment, Workload, MAX_REQUESTS, STREAM_ARRIVALS};
+use super::sample::{seconds_to_ns, LengthModel, STREAM_ARRIVALS};
+use super::{output_key, After, RequestSpec, Segment, Workload, MAX_REQUESTS};
 use crate::error::{check, Result, SimError};
 use crate::rng::SimRng;
 

@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use super::arrival::{ArrivalModel, Stop};
 use super::dist::Len;
 use super::keys::{key, Ns};
-use super::sample::{seconds_to_ns, LengthModel};
-use super::{output_key, After, RequestSpec, Segment, Workload, STREAM_ARRIVALS};
+use super::sample::{seconds_to_ns, LengthModel, STREAM_ARRIVALS};
+use super::{output_key, After, RequestSpec, Segment, Workload};
 use crate::error::{Result, SimError};
 use crate::rng::SimRng;
 

@@ -1,5 +1,7 @@
 //! Tests of the workload generators.
+use super::sample::Zipf;
 use super::*;
+use crate::rng::SimRng;
 
 const MML: u32 = 1_000_000;
 

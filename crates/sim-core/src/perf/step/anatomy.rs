@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::calib::Source;
 
-use super::{seqs, BatchShape, Engine, Mode, Named, StepModel, EAGER_KERNEL_GAP_S, GRAPH_KERNEL_GAP_S, VLLM_SEQ_CPU_S, VLLM_STEP_CPU_S};
+use super::{seqs, BatchShape, Engine, PrefillItem, Mode, Named, StepModel, EAGER_KERNEL_GAP_S, GRAPH_KERNEL_GAP_S, VLLM_SEQ_CPU_S, VLLM_STEP_CPU_S};
 
 /// Output tile of a GEMM (rows × columns), and the row tile of skinny GEMMs.
 const GEMM_TILE: f64 = 128.0;
@@ -78,6 +78,21 @@ impl KernelColumns {
     /// No rows.
     pub fn is_empty(&self) -> bool {
         self.name.is_empty()
+    }
+
+    /// A CPU row (outside the layers, one part, no thread blocks) from `start` to `end`, s.
+    fn push_cpu(&mut self, name: &str, start: f64, end: f64) {
+        self.name.push(name.to_string());
+        self.layer.push(-1);
+        self.part.push(0);
+        self.parts.push(1);
+        self.launched_us.push(start * 1e6);
+        self.start_us.push(start * 1e6);
+        self.end_us.push(end * 1e6);
+        self.stream.push("cpu");
+        self.source.push(Source::Model);
+        self.ctas.push(0.0);
+        self.sm_occupancy.push(0.0);
     }
 }
 
@@ -139,6 +154,10 @@ impl StepModel {
         let elems = |width: f64| (m * width / ELEMS_PER_CTA).ceil().max(1.0);
         match name {
             "qkv" => gemm_ctas(m, f64::from(self.qkv.1)),
+            // MLA's projections (their widths on this GPU).
+            "fused_qkv_a_proj" => gemm_ctas(m, self.mla.map_or(1.0, |a| f64::from(a.q_lora + a.cached()))),
+            "kv_a_proj_with_mqa" => gemm_ctas(m, self.mla.map_or(1.0, |a| f64::from(a.cached()))),
+            "q_proj" | "q_b_proj" => gemm_ctas(m, self.mla.map_or(1.0, |a| f64::from(a.hq * a.qk()))),
             "o" => gemm_ctas(m, f64::from(self.o.1)),
             "gate_up" => gemm_ctas(m * top_k, f64::from(self.gate_up.1)),
             "down" => gemm_ctas(m * top_k, f64::from(self.down.1)),
@@ -156,13 +175,17 @@ impl StepModel {
                 // Elementwise ops, fused or not: the widest member sets the grid.
                 other
                     .split('+')
-                    .map(|op| match op {
-                        "rope_q_and_k" => elems((hq + hkv) * hd),
-                        "kv_write" => elems(2.0 * hkv * hd),
-                        "attn_out_transpose" => elems(hq * hd),
-                        "silu_mul" | "gelu_mul" => elems(self.inter_shard * top_k),
-                        "shared_silu_mul" | "shared_gelu_mul" => elems(self.mix.shared.map_or(1.0, |x| x.2)),
-                        "qk_norm" => elems(hq * hd),
+                    .map(|op| match (op, &self.mla) {
+                        ("rope_q_and_k", Some(a)) => elems(f64::from((a.hq + 1) * a.rope)),
+                        ("rope_q_and_k", None) => elems((hq + hkv) * hd),
+                        ("kv_write", Some(a)) => elems(f64::from(a.cached())),
+                        ("kv_write", None) => elems(2.0 * hkv * hd),
+                        ("q_a_layernorm", Some(a)) => elems(f64::from(a.q_lora)),
+                        ("kv_a_layernorm", Some(a)) => elems(f64::from(a.kv_lora)),
+                        ("attn_out_transpose", _) => elems(f64::from(self.o.0)),
+                        ("silu_mul" | "gelu_mul", _) => elems(self.inter_shard * top_k),
+                        ("shared_silu_mul" | "shared_gelu_mul", _) => elems(self.mix.shared.map_or(1.0, |x| x.2)),
+                        ("qk_norm", _) => elems(hq * hd),
                         _ => elems(self.hidden),
                     })
                     .fold(1.0, f64::max)
@@ -190,67 +213,94 @@ impl StepModel {
     /// communication a topology priced for it (0 without one); `decision_s`: the decision
     /// latency it waited for.
     pub fn anatomy(&self, b: &BatchShape, comm_s: f64, decision_s: f64) -> Anatomy {
-        let m = (b.prefill_tokens + b.decode_seqs) as f64;
-        let s = b.sampled as f64;
-        let sms = self.sms;
+        if self.dp > 1.0 {
+            // One rank's step: every dp-th prefill and 1/dp of the decodes ([`super::super::ep`]).
+            let k = self.dp as usize;
+            let prefill: Vec<PrefillItem> = b.prefill.iter().step_by(k).copied().collect();
+            let div = |x: u64| x.div_ceil(k as u64);
+            let rank = BatchShape {
+                prefill: &prefill,
+                prefill_tokens: prefill.iter().map(|p| u64::from(p.new_tokens)).sum(),
+                decode_seqs: div(b.decode_seqs),
+                decode_context_sum: div(b.decode_context_sum),
+                context_sum_after: div(b.context_sum_after),
+                sampled: div(b.sampled),
+                decode_blocks_1024: div(b.decode_blocks_1024),
+            };
+            return self.rank_anatomy(&rank, b.prefill.is_empty(), comm_s, decision_s);
+        }
+        self.rank_anatomy(b, b.prefill.is_empty(), comm_s, decision_s)
+    }
+
+    /// The anatomy of one rank's step `b` (`decode_only`: the replica's step has no prefill
+    /// work, which picks the exchange kernels).
+    fn rank_anatomy(&self, b: &BatchShape, decode_only: bool, comm_s: f64, decision_s: f64) -> Anatomy {
         let mode = self.mode(b);
         let graph = mode != Mode::Eager;
         let vllm = self.engine == Engine::Vllm;
         // vLLM's piecewise graphs (mixed batches): the GPU waits for attention's eager
         // launch between the pieces of each layer, twice.
         let piece_gap = if vllm && mode == Mode::Piecewise { 2.0 * EAGER_KERNEL_GAP_S } else { 0.0 };
+        let mut units = self.launch_units(b, piece_gap, comm_s);
+        self.add_exchanges(&mut units, b, decode_only);
+        let (kernels, end_s) = self.timeline(&units, b, graph, vllm, decision_s);
+        Anatomy { step_ms: end_s * 1e3, graph, pipelined: self.pp > 1.0, sms: self.sms as u32, kernels }
+    }
+
+    /// The step's launch units in order: the prologue, each layer's operators before
+    /// attention, attention (followed by `piece_gap` of idle GPU), after attention, the
+    /// epilogue, the pipeline transfer, with the topology's communication spread over them.
+    fn launch_units(&self, b: &BatchShape, piece_gap: f64, comm_s: f64) -> Vec<Unit> {
+        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let s = b.sampled as f64;
         let mut units: Vec<Unit> = Vec::new();
-        if m > 0.0 || s > 0.0 {
-            let (pre, post, pro, pp) = self.dense(m);
-            units.push(Unit { cpu_s: pro.iter().map(|o| o.t.cpu_s).sum(), ops: pro.iter().map(|o| self.op(o, -1, m)).collect(), idle_s: 0.0 });
-            let attention = self.attention_unit(b);
-            for layer in 0..self.layers as i32 {
-                for o in &pre {
-                    units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
-                }
-                let (cpu_s, ops) = &attention;
-                units.push(Unit { cpu_s: *cpu_s, ops: ops.iter().map(|o| Op { layer, ..o.clone() }).collect(), idle_s: piece_gap });
-                for o in &post {
-                    units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
-                }
-            }
-            let epi = self.epilogue(s);
-            units.push(Unit { cpu_s: epi.iter().map(|o| o.t.cpu_s).sum(), ops: epi.iter().map(|o| self.op(o, -1, s)).collect(), idle_s: 0.0 });
-            if pp > 0.0 {
-                let ctas = COLLECTIVE_CTAS;
-                units.push(Unit { cpu_s: 0.0, ops: vec![Op { name: "pp_transfer".into(), layer: -1, kernels: 1.0, gpu_s: pp, src: Source::Model, stream: "communication", ctas }], idle_s: 0.0 });
-            }
-            self.spread_comm(&mut units, comm_s);
+        if m == 0.0 && s == 0.0 {
+            return units;
         }
+        let (pre, post, pro, pp) = self.dense(m);
+        units.push(Unit { cpu_s: pro.iter().map(|o| o.t.cpu_s).sum(), ops: pro.iter().map(|o| self.op(o, -1, m)).collect(), idle_s: 0.0 });
+        let attention = self.attention_unit(b);
+        for layer in 0..self.layers as i32 {
+            for o in &pre {
+                units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
+            }
+            let (cpu_s, ops) = &attention;
+            units.push(Unit { cpu_s: *cpu_s, ops: ops.iter().map(|o| Op { layer, ..o.clone() }).collect(), idle_s: piece_gap });
+            for o in &post {
+                units.push(Unit { cpu_s: o.t.cpu_s, ops: vec![self.op(o, layer, m)], idle_s: 0.0 });
+            }
+        }
+        let epi = self.epilogue(s);
+        units.push(Unit { cpu_s: epi.iter().map(|o| o.t.cpu_s).sum(), ops: epi.iter().map(|o| self.op(o, -1, s)).collect(), idle_s: 0.0 });
+        if pp > 0.0 {
+            let ctas = COLLECTIVE_CTAS;
+            units.push(Unit { cpu_s: 0.0, ops: vec![Op { name: "pp_transfer".into(), layer: -1, kernels: 1.0, gpu_s: pp, src: Source::Model, stream: "communication", ctas }], idle_s: 0.0 });
+        }
+        self.spread_comm(&mut units, comm_s);
+        units
+    }
+
+    /// The units laid out in time: every kernel's launch, start and end (a unit's kernels
+    /// start once the GPU is free and the CPU has launched them; eagerly launched units cost
+    /// their CPU time first, a graph replay one launch), then the CPU rows that bound the
+    /// step. Returns the kernels and the step's end, s.
+    fn timeline(&self, units: &[Unit], b: &BatchShape, graph: bool, vllm: bool, decision_s: f64) -> (KernelColumns, f64) {
         let mut k = KernelColumns::default();
-        let cpu_row = |k: &mut KernelColumns, name: &str, start: f64, end: f64| {
-            k.name.push(name.to_string());
-            k.layer.push(-1);
-            k.part.push(0);
-            k.parts.push(1);
-            k.launched_us.push(start * 1e6);
-            k.start_us.push(start * 1e6);
-            k.end_us.push(end * 1e6);
-            k.stream.push("cpu");
-            k.source.push(Source::Model);
-            k.ctas.push(0.0);
-            k.sm_occupancy.push(0.0);
-        };
         let mut t0 = 0.0;
         if decision_s > 0.0 {
-            cpu_row(&mut k, "scheduler_decision", 0.0, decision_s);
+            k.push_cpu("scheduler_decision", 0.0, decision_s);
             t0 = decision_s;
         }
         let (gap, mut cpu, mut gpu) = if graph && vllm {
             // async scheduling: the replay was launched while the previous step ran
             (GRAPH_KERNEL_GAP_S, t0, t0)
         } else if graph {
-            cpu_row(&mut k, "graph_launch", t0, t0 + self.r.launch);
+            k.push_cpu("graph_launch", t0, t0 + self.r.launch);
             (GRAPH_KERNEL_GAP_S, t0 + self.r.launch, t0 + self.r.launch)
         } else {
             (EAGER_KERNEL_GAP_S, t0, t0)
         };
-        for u in &units {
+        for u in units {
             if !graph {
                 cpu += u.cpu_s;
             }
@@ -270,7 +320,7 @@ impl StepModel {
                     k.stream.push(o.stream);
                     k.source.push(o.src);
                     k.ctas.push(o.ctas);
-                    k.sm_occupancy.push(occupancy(o.ctas, sms));
+                    k.sm_occupancy.push(occupancy(o.ctas, self.sms));
                     t += each + gap_each;
                 }
             }
@@ -280,20 +330,23 @@ impl StepModel {
             // The engine's CPU work per step bounds it from below (async scheduling).
             let bound = t0 + VLLM_STEP_CPU_S + VLLM_SEQ_CPU_S * seqs(b);
             if bound > gpu {
-                cpu_row(&mut k, "cpu_bound", gpu, bound);
+                k.push_cpu("cpu_bound", gpu, bound);
                 gpu = bound;
             }
         }
         if self.cpu_overhead > 0.0 {
-            cpu_row(&mut k, "cpu_overhead", gpu, gpu + self.cpu_overhead);
+            k.push_cpu("cpu_overhead", gpu, gpu + self.cpu_overhead);
             gpu += self.cpu_overhead;
         }
-        Anatomy { step_ms: gpu * 1e3, graph, pipelined: self.pp > 1.0, sms: sms as u32, kernels: k }
+        (k, gpu)
     }
 
     /// Attention of one layer as one launch unit: its CPU cost and one op per kernel (each
     /// prefill request, then the decodes together), remap included.
     fn attention_unit(&self, b: &BatchShape) -> (f64, Vec<Op>) {
+        if self.mla.is_some() {
+            return self.mla_attention_ops(b);
+        }
         let (cpu, ops) = self.attention_calls(b);
         if self.engine != Engine::Vllm || ops.len() < 2 {
             return (cpu, ops);
@@ -317,7 +370,7 @@ impl StepModel {
         }
         if b.decode_seqs > 0 {
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
-            let src = self.r.attention_decode_given_cpu(self.hkv, self.hd, tokens, self.decode_cpu).src;
+            let src = self.decode_op(tokens, self.decode_cpu).src;
             let gpu_s = self.decode_attention_s(b, tokens, 1.0, true);
             cpu += self.decode_cpu;
             let seqs = b.decode_seqs as f64;
@@ -327,8 +380,87 @@ impl StepModel {
         (cpu, ops)
     }
 
+    /// MLA's attention part of one layer as one launch unit: its GEMMs and kernels in order
+    /// ([`StepModel::mla_attention`]), with their thread blocks (prefill attention as
+    /// FlashAttention's tiles over the `hq` heads, the latent decode one CTA per sequence,
+    /// 2,048-token split and 64 heads, as FlashMLA tiles heads).
+    fn mla_attention_ops(&self, b: &BatchShape) -> (f64, Vec<Op>) {
+        let Some(a) = self.mla else { return (0.0, Vec::new()) };
+        let mut named = Vec::new();
+        let (_, cpu) = self.mla_attention(&a, b, 1.0, Some(&mut named));
+        let new: f64 = b.prefill.iter().map(|i| f64::from(i.new_tokens)).sum();
+        let context: f64 = b.prefill.iter().map(|i| f64::from(i.context_before)).sum();
+        let seqs = b.decode_seqs as f64;
+        let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64;
+        let hq = f64::from(a.hq);
+        let ops = named
+            .iter()
+            .map(|n| {
+                let ctas = match n.name.as_str() {
+                    "kv_b_proj" => gemm_ctas(new, f64::from(a.up())) + if context > 0.0 { gemm_ctas(context, f64::from(a.up())) } else { 0.0 },
+                    "attention_prefill" => b.prefill.iter().map(|i| (f64::from(i.new_tokens) / PREFILL_QUERY_TILE).ceil().max(1.0) * hq).sum(),
+                    "w_uk_absorb" => gemm_ctas(seqs, f64::from(a.hq * a.kv_lora)),
+                    "w_uv_up" => gemm_ctas(seqs, f64::from(a.hq * a.v)),
+                    _ => seqs.max(1.0) * (tokens / seqs.max(1.0) / DECODE_SPLIT_TOKENS).ceil().max(1.0) * (hq / 64.0).ceil(),
+                };
+                Op { name: n.name.clone(), layer: -1, kernels: n.kernels, gpu_s: n.t.gpu_s, src: n.t.src, stream: "compute", ctas }
+            })
+            .collect();
+        (cpu, ops)
+    }
+
     /// Spread communication a topology priced over the TP AllReduce kernels (each carries
     /// the same bytes), or add it as one transfer when the replica has none.
+    /// Expert parallelism: each MoE layer's dispatch before its experts' GEMMs and combine
+    /// after them, on the communication stream, at the layers' MoE share like the ops they
+    /// surround (under two-batch overlap, only the part the other micro-batch's compute does
+    /// not hide).
+    fn add_exchanges(&self, units: &mut Vec<Unit>, b: &BatchShape, decode_only: bool) {
+        let Some(ep) = &self.ep else { return };
+        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let top_k = self.moe.map_or(1.0, |x| x.1);
+        let gamma = ep.balance.gamma(m * self.dp * top_k);
+        let (d, c) = super::super::ep::exchange_s(&ep.costs, ep.all_to_all, decode_only, m, self.hidden, top_k, ep.ep, gamma);
+        let share = self.mix.moe_share;
+        // Two-batch overlap: the exchanges' exposed part only; when the two half batches cost
+        // more than the overlap saves, one row for the excess (the split's smaller GEMMs
+        // and extra launches).
+        let (mut exposed, mut split_s) = (1.0, 0.0);
+        if ep.two_batch_overlap && m >= 2.0 {
+            let (total, compute) = self.ep_rank_s(b, 1.0, None);
+            let exchange = self.layers * share * (d + c);
+            exposed = ((total - compute) / exchange.max(1e-12)).clamp(0.0, 1.0);
+            split_s = (total - compute - exchange).max(0.0);
+        }
+        let op = |name: &str, t: f64, layer: i32| Op {
+            name: name.into(),
+            layer,
+            kernels: share,
+            gpu_s: t * share * exposed,
+            src: Source::Model,
+            stream: "communication",
+            ctas: COLLECTIVE_CTAS,
+        };
+        let mut out = Vec::with_capacity(units.len() + 2 * self.layers as usize);
+        for u in units.drain(..) {
+            let layer = u.ops.first().map_or(-1, |o| o.layer);
+            let name = u.ops.first().map(|o| o.name.clone()).unwrap_or_default();
+            if name == "gate_up" && layer >= 0 {
+                out.push(Unit { cpu_s: 0.0, ops: vec![op("moe_dispatch", d, layer)], idle_s: 0.0 });
+            }
+            let after = name == "down" && layer >= 0;
+            out.push(u);
+            if after {
+                out.push(Unit { cpu_s: 0.0, ops: vec![op("moe_combine", c, layer)], idle_s: 0.0 });
+            }
+        }
+        if split_s > 0.0 {
+            let op = Op { name: "two_batch_split".into(), layer: -1, kernels: 1.0, gpu_s: split_s, src: Source::Model, stream: "compute", ctas: 0.0 };
+            out.push(Unit { cpu_s: 0.0, ops: vec![op], idle_s: 0.0 });
+        }
+        *units = out;
+    }
+
     fn spread_comm(&self, units: &mut Vec<Unit>, comm_s: f64) {
         if comm_s <= 0.0 {
             return;

@@ -5,8 +5,9 @@
 
 use serde::Deserialize;
 
-use super::formats::{detect_format, Fmt, InferencePerfRow, Kind, Plan, VllmResult};
+use super::formats::{detect_format, InferencePerfRow, Plan, VllmResult};
 use super::row::{CellError, Pipeline};
+use super::spec::{s_to_ns, Fmt, Kind};
 use crate::error::{Result, SimError};
 
 /// The reader's state: waiting for the first line (to detect the format or read a CSV
@@ -275,7 +276,7 @@ impl LinesIn {
             let r = &mut p.raw;
             r.clear();
             let t = row.timestamp.ok_or_else(|| missing("timestamp"))?;
-            r.t_ns = Some(super::s_to_ns(t / 1e3).ok_or_else(|| bad(format!("timestamp: out of range (got {t})")))?);
+            r.t_ns = Some(s_to_ns(t / 1e3).ok_or_else(|| bad(format!("timestamp: out of range (got {t})")))?);
             r.prompt = row.input_length.ok_or_else(|| missing("input_length"))?;
             r.output = row.output_length.ok_or_else(|| missing("output_length"))?;
             if let Some(ids) = row.hash_ids {
@@ -479,7 +480,7 @@ fn whole(buf: &[u8], p: &mut Pipeline) -> Result<()> {
         p.raw.prompt = inputs[i];
         p.raw.output = outputs[i];
         if let Some(t) = &doc.start_times {
-            p.raw.t_ns = Some(super::s_to_ns(t[i]).ok_or_else(|| {
+            p.raw.t_ns = Some(s_to_ns(t[i]).ok_or_else(|| {
                 CellError::new("start_times", format!("out of range (got {})", t[i])).at("request", i as u64 + 1)
             })?);
         }

@@ -8,69 +8,8 @@
 use serde::Deserialize;
 
 use super::row::{CellError, Names, RawRow};
-use super::{Options, TRACE_FIELDS};
+use super::spec::{s_to_ns, Fmt, Options, TRACE_FIELDS};
 use crate::error::{Result, SimError};
-
-/// A known trace format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fmt {
-    Azure,
-    Mooncake,
-    Vidur,
-    Blis,
-    InferencePerf,
-    Vllm,
-    Csv,
-    Jsonl,
-}
-
-/// How a format's bytes are cut into rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Csv,
-    Lines,
-    Array,
-    Whole,
-}
-
-impl Fmt {
-    /// The format named `name`; `None` for `auto` (validated by the caller).
-    pub(crate) fn from_name(name: &str) -> Option<Fmt> {
-        Some(match name {
-            "azure" => Fmt::Azure,
-            "mooncake" => Fmt::Mooncake,
-            "vidur" => Fmt::Vidur,
-            "blis" => Fmt::Blis,
-            "inference_perf" => Fmt::InferencePerf,
-            "vllm" => Fmt::Vllm,
-            "csv" => Fmt::Csv,
-            "jsonl" => Fmt::Jsonl,
-            _ => return None,
-        })
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Fmt::Azure => "azure",
-            Fmt::Mooncake => "mooncake",
-            Fmt::Vidur => "vidur",
-            Fmt::Blis => "blis",
-            Fmt::InferencePerf => "inference_perf",
-            Fmt::Vllm => "vllm",
-            Fmt::Csv => "csv",
-            Fmt::Jsonl => "jsonl",
-        }
-    }
-
-    pub(crate) fn kind(self) -> Kind {
-        match self {
-            Fmt::Azure | Fmt::Vidur | Fmt::Blis | Fmt::Csv => Kind::Csv,
-            Fmt::Mooncake | Fmt::Jsonl => Kind::Lines,
-            Fmt::InferencePerf => Kind::Array,
-            Fmt::Vllm => Kind::Whole,
-        }
-    }
-}
 
 /// The format a trace's first non-blank line suggests: a JSON array is inference-perf's
 /// per-request report; a JSON object line is Mooncake (with `hash_ids` or
@@ -329,7 +268,7 @@ impl Plan {
                 Time::DateTime => parse_datetime_ns(c.text().unwrap_or("")).map_err(|m| CellError::new(name(f), m)),
                 Time::Number(unit) => {
                     let x = c.real(name(f))?;
-                    super::s_to_ns(x * unit / 1e9).ok_or_else(|| CellError::new(name(f), format!("out of range (got {x})")))
+                    s_to_ns(x * unit / 1e9).ok_or_else(|| CellError::new(name(f), format!("out of range (got {x})")))
                 }
             }
         };
@@ -378,7 +317,7 @@ impl Plan {
                 if x < 0.0 {
                     return Err(CellError::new(name(F::Think), format!("must be >= 0 (got {x})")));
                 }
-                raw.think_ns = ((x * self.think_ns).round() as u64).min(crate::engine::MAX_TIME_NS);
+                raw.think_ns = ((x * self.think_ns).round() as u64).min(crate::request::MAX_TIME_NS);
             }
         } else if self.fmt != Fmt::Blis {
             for f in [F::Turn, F::Think] {
@@ -573,7 +512,7 @@ impl InferencePerfRow {
             return Ok(false);
         }
         let t = self.start_time.ok_or_else(|| CellError::new("start_time", "required"))?;
-        raw.t_ns = Some(super::s_to_ns(t).ok_or_else(|| CellError::new("start_time", format!("out of range (got {t})")))?);
+        raw.t_ns = Some(s_to_ns(t).ok_or_else(|| CellError::new("start_time", format!("out of range (got {t})")))?);
         let info = self.info.ok_or_else(|| CellError::new("info", "required"))?;
         raw.prompt = info.input_tokens.ok_or_else(|| CellError::new("info.input_tokens", "required"))?;
         raw.output = info

@@ -1,12 +1,12 @@
 //! What happens to every row, whatever its format: time checks and windowing, the checks
 //! of an explicit request, and the move into [`Rows`].
 
-use super::Options;
+use super::spec::Options;
 use crate::error::{Result, SimError};
 use crate::rng::SimRng;
 use crate::workload::assemble::{Own, Row, Rows, NO_SESSION, NO_TURN};
 use crate::workload::keys::{blocks_for, key_str, push_hash_blocks, Ns};
-use crate::workload::STREAM_ARRIVALS;
+use crate::workload::sample::STREAM_ARRIVALS;
 
 /// One row as a format read it, before the common checks. Reused from row to row.
 #[derive(Debug, Default)]

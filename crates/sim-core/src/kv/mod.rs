@@ -10,9 +10,11 @@
 //! Units are real ids so that double allocation and leaks are observable (property tests and
 //! the model checker check them), not just counters.
 //!
-//! With prefix caching ([`crate::prefix`]) the free units live in vLLM's free queue instead
+//! With prefix caching ([`crate::kv::prefix`]) the free units live in vLLM's free queue instead
 //! of a stack: freed units stay cached and are reused least recently freed first, and each
 //! unit has a reference count (a cached unit may be shared by several requests).
+
+pub mod prefix;
 
 use serde::Serialize;
 
@@ -47,8 +49,8 @@ pub struct KvPool {
     /// Free units, a stack (without prefix caching, or while its cache is dormant).
     free: Vec<u32>,
     /// With prefix caching: reference counts, cached keys and the free queue, once awake
-    /// (then `free` stays empty; see [`crate::prefix::BlockCache`]).
-    pub(crate) cache: Option<Box<crate::prefix::BlockCache>>,
+    /// (then `free` stays empty; see [`crate::kv::prefix::BlockCache`]).
+    pub(crate) cache: Option<Box<crate::kv::prefix::BlockCache>>,
     /// The replica this pool belongs to (its index in the engine).
     pub(crate) replica: u32,
     /// Failed allocation attempts (growth or admission refused for lack of units).
@@ -74,7 +76,7 @@ impl KvPool {
 
     /// A pool with prefix caching (its cache dormant until a block is first cached).
     pub fn with_prefix_caching(mode: KvMode, block_size: u32, total: u32) -> Self {
-        KvPool { cache: Some(Box::new(crate::prefix::BlockCache::new(total))), ..KvPool::new(mode, block_size, total) }
+        KvPool { cache: Some(Box::new(crate::kv::prefix::BlockCache::new(total))), ..KvPool::new(mode, block_size, total) }
     }
 
     /// The same pool, belonging to replica `replica`.
@@ -97,7 +99,7 @@ impl KvPool {
 
     /// The cache, woken up if it was dormant (its free stack becomes the free queue);
     /// `None` without caching.
-    pub(crate) fn awake_cache(&mut self) -> Option<&mut crate::prefix::BlockCache> {
+    pub(crate) fn awake_cache(&mut self) -> Option<&mut crate::kv::prefix::BlockCache> {
         let c = self.cache.as_deref_mut()?;
         if !c.active {
             c.activate(&mut self.free);
@@ -222,7 +224,7 @@ impl KvPool {
     }
 
     /// Return every unit of `table` to the pool, last first. With an awake cache the
-    /// table must cache nothing (a request's table goes through [`crate::prefix::Apc::release`]).
+    /// table must cache nothing (a request's table goes through [`crate::kv::prefix::Apc::release`]).
     #[inline]
     pub fn release(&mut self, table: &mut Vec<u32>) {
         match self.cache.as_deref_mut() {

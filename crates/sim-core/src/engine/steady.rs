@@ -42,7 +42,7 @@
 //! head refused for want of KV ends the run as before: its hits depend on cache contents.
 
 use crate::kv::KvMode;
-use crate::prefix::Apc;
+use crate::kv::prefix::Apc;
 use crate::request::Req;
 use crate::sched::{Admission, SchedState};
 
@@ -240,7 +240,7 @@ mod tests {
             let r = &sim.engine().reqs[0];
             assert!(r.generated >= last && r.generated <= last + 1, "{} after {last}", r.generated);
             last = r.generated;
-            sim.engine().check_invariants().unwrap();
+            crate::check::props::check_invariants(sim.engine()).unwrap();
         }
         assert_eq!(sim.finish().unwrap().to_json(), run(SimOptions::default()).0);
     }

@@ -1,5 +1,9 @@
 //! The front-end facing API: build a simulation from scenario text, run it (whole or in
 //! slices), and collect the result as columns and JSON.
+
+mod pools;
+pub(crate) mod resources;
+
 use crate::error::{Result, SimError};
 use serde::Serialize;
 
@@ -90,9 +94,7 @@ impl SimResult {
 use crate::catalog::{resolve_gpu, resolve_model};
 use crate::config::Scenario;
 use crate::engine::Engine;
-use crate::memory::plan_memory_with;
 use crate::metrics::{summarize, Held, SloNs};
-use crate::perf::StepCostModel;
 
 /// A scenario checked and resolved: presets expanded, memory planned, requests generated.
 pub struct Built {
@@ -179,28 +181,8 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     }
     let d = &scenario.deployment;
     let s = &scenario.scheduler;
-    let plan = plan_memory_with(
-        &model,
-        &gpu,
-        d.tp,
-        d.pp,
-        s.gpu_memory_utilization,
-        s.max_num_batched_tokens,
-        scenario.cost_model.precision(),
-    )?;
-    let blocks = match s.num_gpu_blocks {
-        Some(n) => n,
-        None => plan.kv_capacity_tokens / s.block_size as u64,
-    };
-    if blocks == 0 {
-        return Err(SimError::Infeasible {
-            message: format!(
-                "{} on {} leaves no room for a single KV block of {} tokens (kv {:.2} GiB per GPU)",
-                model.name, gpu.name, s.block_size, plan.kv_gib
-            ),
-        });
-    }
-    let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
+    let pools = pools::build_pools(&scenario, &model, &gpu)?;
+    let blocks = pools.iter().map(|p| p.blocks).max().unwrap_or(0);
     // The workload's rules first (a ConfigError says more than a size), then the memory of
     // the run, estimated before the requests are generated and the engine allocated (a
     // loaded trace's rows are counted; a generated workload's from its spec; requests the
@@ -208,12 +190,12 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let workload = match source {
         Source::Given(w) => {
-            crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, None), &scenario.limits)?;
+            resources::enforce(&resources::run_parts(&scenario, blocks, None), &scenario.limits)?;
             check_workload(&w)?;
             w
         }
         Source::Spec(trace) => {
-            crate::limits::enforce(&crate::limits::run_parts(&scenario, blocks, trace.as_deref()), &scenario.limits)?;
+            resources::enforce(&resources::run_parts(&scenario, blocks, trace.as_deref()), &scenario.limits)?;
             // A random arrival process may produce far more than its estimate: at most what
             // the memory limit holds.
             let cap = scenario.limits.memory_bytes() / crate::limits::BYTES_PER_REQUEST;
@@ -223,39 +205,58 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
                 .map_err(|e| e.under("workload"))?
         }
     };
-    crate::client::check_sessions(&workload.requests)?;
-    let perf = cost_model(&scenario, &model, &gpu)?;
+    crate::engine::sessions::check_sessions(&workload.requests)?;
+    let plan = &pools[0].plan;
     let fabric = match &scenario.topology {
         None => None,
         Some(input) => Some(build_fabric(&scenario, input, &model, plan.kv_bytes_per_token)?),
     };
-    let deployment = serde_json::json!({
-        "model": model,
-        "gpu": gpu,
-        "tp": d.tp,
-        "pp": d.pp,
-        "replicas": d.replicas,
-        "gpus": d.tp * d.pp * d.replicas,
-        "policy": s.policy,
-        "prefix_caching": s.prefix_caching(),
-        "num_gpu_blocks": blocks,
-        "block_size": s.block_size,
-        "kv_capacity_tokens": blocks as u64 * s.block_size as u64,
-        "max_model_len": max_model_len,
-        "memory": plan,
-    });
-    let mut deployment = deployment;
-    let mut engine = Engine::new(&scenario, perf, blocks, max_model_len, workload, options);
+    let mut deployment = if d.pools.is_empty() {
+        let mut j = serde_json::json!({
+            "model": model,
+            "gpu": gpu,
+            "tp": d.tp,
+            "pp": d.pp,
+            "replicas": d.replicas,
+            "gpus": d.dp * d.tp * d.pp * d.replicas,
+            "policy": s.policy,
+            "prefix_caching": s.prefix_caching(),
+            "num_gpu_blocks": blocks,
+            "block_size": s.block_size,
+            "kv_capacity_tokens": blocks as u64 * s.block_size as u64,
+            "max_model_len": max_model_len,
+            "memory": plan,
+        });
+        if d.dp > 1 || d.ep > 1 {
+            j["dp"] = serde_json::json!(d.dp);
+            j["ep"] = serde_json::json!(d.ep);
+        }
+        j
+    } else {
+        serde_json::json!({
+            "model": model,
+            "replicas": d.total_replicas(),
+            "gpus": pools.iter().map(|p| p.gpus_per_replica() * p.replicas).sum::<u32>(),
+            "policy": s.policy,
+            "prefix_caching": s.prefix_caching(),
+            "block_size": s.block_size,
+            "max_model_len": max_model_len,
+            "pools": pools.iter().map(|p| p.json(s.block_size)).collect::<Vec<_>>(),
+        })
+    };
+    let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
+    let engine_pools =
+        pools.into_iter().map(|p| crate::engine::EnginePool { perf: p.perf, num_blocks: p.blocks, replicas: p.replicas, dp: p.dp }).collect();
+    let mut engine = Engine::new(&scenario, engine_pools, max_model_len, workload, options);
     if options.check_invariants {
-        engine.set_invariant_observer(Engine::check_invariants);
+        engine.set_invariant_observer(crate::check::props::check_invariants);
     }
     if let Some(cfg) = &scenario.scaling {
-        let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
-        engine.attach_scaler(crate::scaling::Autoscaler::new(cfg, d.replicas, d.tp * d.pp, weights_bytes_per_gpu));
+        engine.attach_scaler(crate::scaling::Autoscaler::new(cfg, d.replicas, d.dp * d.tp * d.pp, weights_bytes_per_gpu));
     }
     if s.policy.info().o1pro_admission {
         let decision_s = crate::perf::seed::o1pro_decision_latency_s(&gpu, d.tp);
-        engine.set_decision_latency_ns(crate::perf::round_u64(decision_s * 1e9));
+        engine.set_decision_latency_ns(crate::num::round_u64(decision_s * 1e9));
     }
     if let Some(f) = fabric {
         let ids = |stages: &Vec<Vec<u32>>| -> Vec<String> {
@@ -265,26 +266,6 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         engine.attach_fabric(f);
     }
     Ok(Built { scenario, deployment, engine })
-}
-
-/// The execution-time model of a scenario's replicas: the cost model priced for its model,
-/// GPU and parallelism, communication left to the topology when there is one, and the
-/// block-table remap of its KV manager (Orca's contiguous reservation has none; o1pro's
-/// blocks are sized per request; the others' are `block_size`).
-fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu: &crate::catalog::Gpu) -> Result<StepCostModel> {
-    let (d, s) = (&scenario.deployment, &scenario.scheduler);
-    let perf = if scenario.topology.is_some() {
-        StepCostModel::new_external_comm(&scenario.cost_model, model, gpu, d.tp, d.pp)
-    } else {
-        StepCostModel::new(&scenario.cost_model, model, gpu, d.tp, d.pp)
-    }
-    .map_err(|e| e.under("cost_model"))?
-    .with_max_num_seqs(s.max_num_seqs);
-    Ok(match crate::sched::Params::for_policy(s).1 {
-        crate::kv::KvMode::Contiguous => perf,
-        crate::kv::KvMode::PagedPerRequest => perf.with_per_request_blocks(),
-        crate::kv::KvMode::Paged => perf.with_block_size(s.block_size),
-    })
 }
 
 /// Most prefill entries a step's anatomy lays out (each is one kernel per layer).
@@ -301,10 +282,22 @@ pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<Strin
         let scenario = Scenario::parse(text, format)?;
         scenario.validate_local()?;
         let model = resolve_model(&scenario.model)?;
-        let gpu = resolve_gpu(&scenario.gpu)?;
-        let perf = cost_model(&scenario, &model, &gpu)?;
         let v: serde_json::Value =
             serde_json::from_str(step_json).map_err(|e| SimError::config("step", format!("invalid JSON: {e}")))?;
+        // The pool of the step's replica prices it (its own GPU and layout).
+        let views = scenario.deployment.pool_views(scenario.scheduler.policy.disaggregated());
+        let replica = v.get("replica").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let mut first = 0u64;
+        let pool = views
+            .iter()
+            .find(|p| {
+                first += u64::from(p.replicas);
+                replica < first
+            })
+            .unwrap_or(&views[0]);
+        let gpu = resolve_gpu(pool.gpu.unwrap_or(&scenario.gpu))?;
+        let perf = pools::cost_model(&scenario, &model, &gpu, pool)?;
+        let seqs_scale = u64::from(pool.dp);
         let (shape_v, path) = match v.get("shape") {
             Some(sh) => (sh.clone(), "step.shape"),
             None => (v.clone(), "step"),
@@ -318,7 +311,7 @@ pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<Strin
         }
         // Counts a step of this scenario can hold (a step has at most max_num_seqs entries,
         // of at most max_model_len tokens each); past them the shape is not a step's.
-        let seqs = u64::from(scenario.scheduler.max_num_seqs);
+        let seqs = u64::from(scenario.scheduler.max_num_seqs) * seqs_scale;
         let tokens = seqs * u64::from(scenario.scheduler.max_model_len.unwrap_or(model.max_context).max(1));
         for (name, x, limit) in [
             ("decode_seqs", shape.decode_seqs, seqs),
@@ -369,13 +362,63 @@ fn build_fabric(
     use crate::topo::{events, placement, Topology};
     let topo = Topology::from_input(input).map_err(|e| e.under("topology"))?;
     let d = &scenario.deployment;
+    let views = d.pool_views(scenario.scheduler.policy.disaggregated());
+    let v0 = &views[0];
+    if let Some(v) = views.iter().find(|v| (v.tp, v.pp, v.dp, v.ep) != (v0.tp, v0.pp, v0.dp, v0.ep)) {
+        return Err(SimError::config(
+            format!("{}.tp", v.path),
+            "on a topology every pool has the same tp, pp, dp and ep (pools of different layouts are not placed yet)",
+        ));
+    }
+    let par = crate::memory::Parallel { tp: v0.tp, pp: v0.pp, dp: v0.dp, ep: v0.ep, redundant_experts: d.moe.redundant_experts };
+    let total = d.total_replicas();
     let placement = match &d.placement {
-        Some(lists) => placement::explicit(&topo, lists, d.tp, d.pp, d.replicas)?,
-        None => placement::auto(&topo, d.tp, d.pp, d.replicas)?,
+        Some(lists) => placement::explicit(&topo, lists, &par, total)?,
+        None => placement::auto(&topo, &par, total)?,
     };
+    // Each replica on its own pool's GPU.
+    let gpus: Vec<&crate::catalog::GpuInput> =
+        views.iter().flat_map(|v| std::iter::repeat_n(v.gpu.unwrap_or(&scenario.gpu), v.replicas as usize)).collect();
+    check_placed_gpus(&topo, &placement, &gpus)?;
     let evs = events::resolve(&topo, &scenario.events)?;
-    let prefill = if scenario.scheduler.policy.disaggregated() { d.prefill_replicas.unwrap_or(1) as usize } else { 0 };
-    crate::fabric::Fabric::new(topo, evs, placement, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill)
+    let prefill: u32 = views.iter().filter(|v| v.role == crate::config::PoolRole::Prefill).map(|v| v.replicas).sum();
+    crate::fabric::Fabric::new(topo, evs, placement, par, model.hidden, model.layers, kv_bytes_per_token_gpu, prefill as usize)
+}
+
+/// Every GPU a replica is placed on must be the GPU the scenario prices its steps with: a
+/// topology node that names another GPU (an L40S node under `gpu = "h200"`) is refused,
+/// naming the node, instead of being priced silently as the scenario's GPU. A custom GPU
+/// counts as its `preset` (overrides of a preset are still that GPU), else as its `name`;
+/// nodes that name no GPU are taken to be the scenario's.
+fn check_placed_gpus(
+    topo: &crate::topo::Topology,
+    placement: &crate::topo::placement::Placement,
+    gpus: &[&crate::catalog::GpuInput],
+) -> Result<()> {
+    use crate::catalog::GpuInput;
+    for (r, stages) in placement.iter().enumerate() {
+        let priced = match gpus.get(r) {
+            Some(GpuInput::Preset(name)) => name.as_str(),
+            Some(GpuInput::Custom(f)) => f.preset.as_deref().or(f.name.as_deref()).unwrap_or("custom"),
+            None => continue,
+        };
+        for &n in stages.iter().flatten() {
+            let node = &topo.nodes[n as usize];
+            let Some(named) = node.gpu.as_deref() else { continue };
+            if named != priced {
+                return Err(SimError::config(
+                    "gpu",
+                    format!(
+                        "replica {r} is placed on topology node {:?}, a {named}, but its pool prices every step as \
+                         a {priced}: set the pool's gpu = {named:?} or place the replica on {priced} nodes \
+                         (deployment.placement)",
+                        node.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Run `f`, turning a panic into `SimError::Internal` so none crosses into a front end.
@@ -565,7 +608,9 @@ fn collect(built: Built) -> SimResult {
     }
     let slo = scenario.slo.as_ref().map(|s| SloNs { ttft: s.ttft_ms, tpot: s.tpot_ms, e2e: s.e2e_ms });
     let held = Held {
-        gpus_per_replica: scenario.deployment.tp * scenario.deployment.pp,
+        // the deployment's GPUs over its replicas (pools may differ)
+        gpus_per_replica: deployment["gpus"].as_f64().unwrap_or(0.0)
+            / f64::from(scenario.deployment.total_replicas().max(1)),
         replica_ns: engine.scaler.as_ref().map(|sc| sc.replica_ns(end_ns)),
     };
     let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client, held);
@@ -737,13 +782,13 @@ pub fn topology_presets() -> Vec<&'static str> {
 /// The embedded default scenario (TOML): Llama-3-70B, TP 4, two replicas on 8×H200,
 /// Azure-conversation-like lengths.
 pub fn default_scenario_toml() -> &'static str {
-    include_str!("../scenarios/default.toml")
+    include_str!("../../scenarios/default.toml")
 }
 
 /// The small configuration the model-check views start from (TOML): six requests with mixed
 /// priorities, one replica, 16 KV blocks of 4 tokens.
 pub fn default_check_toml() -> &'static str {
-    include_str!("../scenarios/check_default.toml")
+    include_str!("../../scenarios/check_default.toml")
 }
 
 #[cfg(test)]

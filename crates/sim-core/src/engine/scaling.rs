@@ -1,8 +1,8 @@
 //! The engine's side of autoscaling: timers in the event loop, routing only to ready
 //! replicas, draining, and what the result reports.
 
-use super::{Autoscaler, Load, Slot};
-use crate::engine::Engine;
+use super::Engine;
+use crate::scaling::{Autoscaler, Load, Slot};
 
 impl Engine {
     /// Put the run under an autoscaler (the engine was built with its slots).

@@ -54,8 +54,6 @@ use cache::Seg;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
-/// "No unit": a hole in the free queue, no piece found.
-const NIL: u32 = u32::MAX;
 /// The bits a content hash keeps clear (the literal test's unique-token stream keys set
 /// one of them).
 const CLEAR: u64 = 0b11 << 62;

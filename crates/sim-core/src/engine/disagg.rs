@@ -27,7 +27,7 @@
 //! and `disagg` hands it KV caches again (`summary.topology.restarted_replicas`). A step it
 //! had in flight when it stopped never completes (its heap entry is recognised as stale).
 
-use crate::engine::{Engine, Router};
+use super::{Engine, Router};
 use crate::error::{Result, SimError};
 use crate::fabric::{Changed, Fabric};
 use crate::request::Status;
@@ -204,7 +204,7 @@ impl Engine {
         let r = &mut self.reqs[id as usize];
         r.replica = to as i32;
         replica.outstanding_tokens += (r.prompt + r.output - r.generated) as u64;
-        replica.sched.enqueue(&self.params, r, order);
+        replica.sched.enqueue(&self.pool_params[self.pool_of[to] as usize], r, order);
         self.mark(to);
     }
 

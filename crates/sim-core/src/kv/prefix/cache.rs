@@ -31,7 +31,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::NIL;
+/// "No unit": a hole in the free queue, no piece found.
+pub(super) const NIL: u32 = u32::MAX;
 
 /// A hasher for keys that are already hashes (or request ids): one multiply-xorshift
 /// spreads the bits the map indexes by. Deterministic; the maps are only ever looked up,

@@ -1,0 +1,139 @@
+//! The composition root's resource check: the memory a run of a scenario will need,
+//! estimated from the scenario *before* anything large is allocated, as parts that each name
+//! the field driving them ([`run_parts`]), and the refusal of an estimate over
+//! `limits.max_memory_gib` ([`enforce`]). It reads the whole [`Scenario`], so it lives here
+//! above the parser rather than in [`crate::limits`] (which the parser imports); the
+//! per-item costs are [`crate::limits`]' constants.
+
+use crate::catalog::{GpuInput, ModelInput};
+use crate::config::Scenario;
+use crate::error::{Result, SimError};
+use crate::limits::{
+    bytes_text, Limits, BYTES_PER_BLOCK, BYTES_PER_LISTED_REQUEST, BYTES_PER_REPLICA, BYTES_PER_REQUEST, GIB,
+    WASM_MAX_MEMORY_GIB,
+};
+use crate::workload::{Len, LoadedTrace};
+
+/// One part of a memory estimate: the field that drives it, its bytes, what it is.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub field: String,
+    pub bytes: u64,
+    pub what: String,
+}
+
+/// Refuse `parts` when together they exceed `limits`: a `ResourceError` naming the field of
+/// the largest part, the estimate (each part) and the limit.
+pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
+    let total = parts.iter().fold(0u64, |a, p| a.saturating_add(p.bytes));
+    let limit = limits.memory_bytes();
+    if total <= limit {
+        return Ok(());
+    }
+    let Some(top) = parts.iter().max_by_key(|p| p.bytes) else { return Ok(()) };
+    let mut shown: Vec<&Part> = parts.iter().filter(|p| p.bytes > total / 100).collect();
+    shown.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    let detail: Vec<String> = shown.iter().map(|p| format!("{} for {}", bytes_text(p.bytes), p.what)).collect();
+    Err(SimError::resource(
+        &top.field,
+        format!(
+            "needs about {} ({}), more than limits.max_memory_gib = {} GiB{}",
+            bytes_text(total),
+            detail.join(", "),
+            limit as f64 / GIB,
+            if cfg!(target_arch = "wasm32") && limits.max_memory_gib > WASM_MAX_MEMORY_GIB {
+                format!(" (at most {WASM_MAX_MEMORY_GIB} GiB in WASM)")
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}
+
+/// The memory of a run of `scenario` with `blocks` KV blocks per replica: KV pools,
+/// replicas, requests (see the module docs for the per-item costs); `trace`: the rows a
+/// front end loaded for `workload.trace`.
+pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) -> Vec<Part> {
+    let replicas = u64::from(scenario.deployment.total_replicas());
+    let kv_field = match (&scenario.scheduler.num_gpu_blocks, &scenario.gpu, &scenario.model) {
+        (Some(_), _, _) => "scheduler.num_gpu_blocks",
+        (None, GpuInput::Custom(g), _) if g.hbm_gib.is_some() => "gpu.hbm_gib",
+        (None, _, ModelInput::Custom(_)) => "model",
+        _ => "scheduler.num_gpu_blocks",
+    };
+    let mut parts = vec![
+        Part {
+            field: kv_field.into(),
+            bytes: replicas.saturating_mul(u64::from(blocks)).saturating_mul(BYTES_PER_BLOCK),
+            what: format!("{blocks} KV blocks × {replicas} replica(s)"),
+        },
+        Part {
+            field: "deployment.replicas".into(),
+            bytes: replicas.saturating_mul(BYTES_PER_REPLICA),
+            what: format!("{replicas} replicas' time series"),
+        },
+    ];
+    let w = &scenario.workload;
+    let traced = w.trace.as_ref().map(|t| match (trace, &t.text) {
+        (Some(loaded), _) => loaded.len() as f64,
+        // An inline trace: about a row per line (its text is capped at MAX_INPUT_BYTES).
+        (None, Some(text)) => text.bytes().filter(|&b| b == b'\n').count() as f64 + 1.0,
+        (None, None) => 0.0,
+    });
+    let (field, count, per) = match (&w.requests, w.num_requests, w.duration_s) {
+        _ if traced.is_some() => ("workload.trace", traced.unwrap_or(0.0), BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
+        (Some(list), _, _) => ("workload.requests", list.len() as f64, BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
+        (None, Some(n), _) => ("workload.num_requests", n as f64, BYTES_PER_REQUEST),
+        (None, None, Some(d)) => {
+            // A random count: its mean and six standard deviations (Poisson-like), or the
+            // count the gap cap forces, whichever is larger.
+            let a = w.arrival.as_ref();
+            let mean = a.and_then(|a| a.rate).unwrap_or(0.0) * d;
+            let forced = a.and_then(|a| a.max_gap_s).map_or(0.0, |g| d / g);
+            ("workload.duration_s", (mean + 6.0 * mean.sqrt() + 16.0).max(forced), BYTES_PER_REQUEST)
+        }
+        (None, None, None) => {
+            // Staged arrivals: Σ rate × duration; sessions: their count × their longest
+            // conversation (the turns' fixed value or `max`; 64 when unbounded).
+            let staged: f64 = w.arrival.as_ref().and_then(|a| a.stages.as_ref()).map_or(0.0, |st| {
+                st.iter().map(|s| s.rate.unwrap_or(0.0).max(0.0) * s.duration_s.unwrap_or(0.0).max(0.0)).sum()
+            });
+            let sessions = w.sessions.as_ref().map_or(0.0, |s| {
+                let turns = match &s.turns {
+                    Some(Len::Tokens(n)) => f64::from(*n),
+                    Some(Len::Dist(d)) => d.max.or(d.value).map_or(64.0, f64::from),
+                    None => 1.0,
+                };
+                s.count.unwrap_or(0) as f64 * turns
+            });
+            ("workload", staged + sessions, BYTES_PER_REQUEST)
+        }
+    };
+    if count.is_finite() && count > 0.0 {
+        parts.push(Part {
+            field: field.into(),
+            bytes: (count * per as f64).min(u64::MAX as f64) as u64,
+            what: format!("{count:.0} requests"),
+        });
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_estimate_over_the_limit_names_the_largest_part() {
+        let parts = [
+            Part { field: "workload.num_requests".into(), bytes: 3 << 30, what: "requests".into() },
+            Part { field: "scheduler.num_gpu_blocks".into(), bytes: 2 << 30, what: "KV blocks".into() },
+        ];
+        let e = enforce(&parts, &Limits::default()).unwrap_err();
+        assert_eq!(e.kind_name(), "ResourceError");
+        assert_eq!(e.path(), Some("workload.num_requests"));
+        let m = e.to_string();
+        assert!(m.contains("5.0 GiB") && m.contains("3.0 GiB for requests") && m.contains("max_memory_gib = 4 GiB"), "{m}");
+        assert!(enforce(&parts[1..], &Limits::default()).is_ok());
+    }
+}

@@ -1,0 +1,304 @@
+//! One scheduler step on one replica: planned and priced when it starts, applied when it
+//! completes (tokens, first tokens, finishes, freed blocks), and recorded.
+
+use std::cmp::Reverse;
+
+use super::{Engine, Replica};
+use crate::fabric::Fabric;
+use crate::perf::StepCostModel;
+use crate::sched::SchedState;
+use crate::error::SimError;
+use crate::metrics::{StepRecord, StepSample};
+use crate::perf::BatchShape;
+use crate::request::{Status, MAX_TIME_NS};
+
+impl Engine {
+    /// Ask the policy for a plan (or continue a steady decode run), price it, schedule its
+    /// completion. `false` if empty.
+    pub(super) fn start_step(&mut self, rep: usize) -> bool {
+        let now = self.now_ns;
+        let Some(lazy) = self.plan_step(rep, now) else { return false };
+        self.seq += 1;
+        let replica = &mut self.replicas[rep];
+        replica.step_seq = self.seq;
+        if self.unpriced_steps {
+            // The model checker orders completions itself: no duration, metrics or event.
+            replica.busy = true;
+            replica.stats.steps += 1;
+            return true;
+        }
+        let (dur, comm_s) = price_step(&self.perfs[self.pool_of[rep] as usize], self.fabric.as_deref_mut(), rep, &replica.sched);
+        let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
+        let dur = dur + decision;
+        replica.last_comm_s = comm_s;
+        replica.last_decision_ns = decision;
+        replica.last_end_ns = now.saturating_add(dur);
+        replica.last_dur_ns = dur;
+        replica.busy = true;
+        replica.step_start_ns = now;
+        record_step_metrics(replica, now, dur, lazy);
+        self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
+        true
+    }
+
+    /// The next step's plan on `rep`: the steady decode run's next step when it may go on
+    /// (`Some(true)`, lazy), else the policy's plan (`Some(false)`), or `None` when the
+    /// policy plans nothing.
+    fn plan_step(&mut self, rep: usize, now: u64) -> Option<bool> {
+        let replica = &mut self.replicas[rep];
+        let st = &mut replica.sched;
+        let lazy = replica.steady.left > 0
+            && (st.waiting.is_empty() || replica.steady.waiting_ok)
+            && replica.steady.advance(st, &mut self.reqs);
+        if !lazy {
+            replica.steady.settle(st, &mut self.reqs, &mut self.apc);
+            replica.steady.left = 0;
+            st.schedule(&self.pool_params[self.pool_of[rep] as usize], &mut self.reqs, &mut self.apc, now);
+            if st.plan.is_empty() {
+                return None;
+            }
+            st.settle_shape(&self.reqs);
+            // Not on prefill replicas of `disagg`: their completions hand requests off.
+            if self.steady_ok && self.fabric.as_ref().is_none_or(|f| rep >= f.prefill_replicas) {
+                replica.steady.open(st, &self.reqs);
+            }
+        }
+        Some(lazy)
+    }
+
+    /// Set the latency of one scheduling decision (o1pro; see [`Engine::decision_exposed_ns`]).
+    pub(crate) fn set_decision_latency_ns(&mut self, ns: u64) {
+        self.decision_ns = ns;
+    }
+
+    /// The part of a scheduling decision of `decision_ns` that delays a step starting at
+    /// `now` on a replica whose last step ended at `last_end_ns` after `last_dur_ns` (seed §2.2, §3.3): with async dispatch the next decision is made
+    /// while the current step runs, so it is hidden when the step starts back to back with
+    /// the previous one and that one lasted at least as long as the decision; after an idle
+    /// gap (or behind a shorter step) the GPU waits for it.
+    #[inline]
+    fn decision_exposed_ns(decision_ns: u64, last_end_ns: u64, last_dur_ns: u64, now: u64) -> u64 {
+        if decision_ns == 0 || (last_end_ns == now && last_dur_ns >= decision_ns) {
+            0
+        } else {
+            decision_ns
+        }
+    }
+
+    /// Apply a completed step: progress, tokens, finishes, freed blocks.
+    pub(crate) fn finish_step(&mut self, rep: usize) {
+        let now = self.now_ns;
+        let replica = &mut self.replicas[rep];
+        replica.busy = false;
+        let st = &mut replica.sched;
+        if replica.steady.in_flight {
+            // No token is a first or a last one, no block changes hands ([`crate::engine::steady`]).
+            replica.steady.complete(st, &mut replica.outstanding_tokens);
+            return;
+        }
+        self.finished_buf.clear();
+        // Hot loop: counters in locals, written back once.
+        let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
+        self.first_buf.clear();
+        #[cfg(test)]
+        let guarded = !self.unguarded;
+        #[cfg(not(test))]
+        let guarded = true;
+        for &(id, n) in &st.plan {
+            let r = &mut self.reqs[id as usize];
+            if guarded && (r.status != Status::Running || r.replica != rep as i32) {
+                // Moved off this replica, or already done: this step no longer owns it (a
+                // request finishes once, on the replica running it).
+                continue;
+            }
+            r.computed += n;
+            used_slots += n as u64;
+            if r.computed < r.num_tokens() {
+                continue; // a prefill chunk short of its target
+            }
+            r.generated += 1;
+            outstanding = outstanding.saturating_sub(1);
+            if r.generated == 1 {
+                r.first_token_ns = now;
+                self.first_buf.push(id);
+                if let Some(sc) = self.scaler.as_mut() {
+                    sc.on_first_token(now, (now - r.arrival_ns) as f64 / 1e6);
+                }
+            }
+            if r.generated >= r.output {
+                self.apc.release(&mut st.kv, r, None);
+                r.blocks = Vec::new(); // a finished request keeps no allocation
+                used_slots = used_slots.saturating_sub(r.computed as u64);
+                r.status = Status::Finished;
+                r.finish_ns = now;
+                if let Some(sc) = self.scaler.as_mut() {
+                    sc.on_finish(now, (now - r.arrival_ns) as f64 / 1e6);
+                }
+                outstanding = outstanding.saturating_sub(r.prompt as u64);
+                done += 1;
+                self.finished_buf.push(id);
+            }
+        }
+        st.used_slots = used_slots;
+        replica.outstanding_tokens = outstanding;
+        self.done_requests += done;
+        let any_token = !self.first_buf.is_empty() || !self.finished_buf.is_empty();
+        if !self.client.is_empty() && any_token {
+            // a token of this step reaches its client after the front end handled the step's outputs
+            let out = self.frontend.output_ns(st.plan.len());
+            self.first_buf.iter().for_each(|&id| self.client[id as usize].out_first_ns = out);
+            self.finished_buf.iter().for_each(|&id| self.client[id as usize].out_last_ns = out);
+        }
+        if !self.finished_buf.is_empty() {
+            let reqs = &self.reqs;
+            st.running.retain(|&id| reqs[id as usize].status == Status::Running);
+            if self.apc.on || self.sessions.is_some() {
+                self.finished(now);
+            }
+        }
+        if self.fabric.as_ref().is_some_and(|f| rep < f.prefill_replicas) {
+            self.handoff(rep);
+        }
+        if self.options.record_steps && self.log_error.is_none() {
+            self.record_step(rep, now);
+        }
+    }
+
+    /// Add the completed step to the recorded step log (`record_steps`). The log's size is
+    /// not known in advance: it may use half the memory limit, and its growth is a fallible
+    /// allocation (a `ResourceError`, never an abort).
+    fn record_step(&mut self, rep: usize, now: u64) {
+        let replica = &self.replicas[rep];
+        let st = &replica.sched;
+        let bytes = std::mem::size_of::<StepRecord>()
+            + 8 * st.plan.len()
+            + 4 * (st.preempted.len() + self.finished_buf.len())
+            + std::mem::size_of_val(st.admitted_hits.as_slice())
+            + 8 * st.prefill_items.len();
+        self.log_bytes = self.log_bytes.saturating_add(bytes as u64);
+        let len = self.steps_log.len();
+        let grown = if len == self.steps_log.capacity() {
+            crate::limits::try_reserve(&mut self.steps_log, len.max(64), "record_steps", "the step log")
+        } else {
+            Ok(())
+        };
+        if let Err(e) = grown {
+            self.log_error = Some(e);
+        } else if self.log_bytes > self.log_limit_bytes {
+            self.log_error = Some(SimError::resource(
+                "record_steps",
+                format!(
+                    "the recorded step log passed {} (half of limits.max_memory_gib) after {} steps: record the \
+                     steps of a shorter run, or raise limits.max_memory_gib",
+                    crate::limits::bytes_text(self.log_limit_bytes),
+                    self.steps_log.len()
+                ),
+            ));
+        } else {
+            self.steps_log.push(StepRecord {
+                replica: rep as u32,
+                start_ms: replica.step_start_ns as f64 / 1e6,
+                end_ms: now as f64 / 1e6,
+                scheduled: st.plan.clone(),
+                preempted: st.preempted.clone(),
+                finished: self.finished_buf.clone(),
+                free_blocks_after: st.kv.free_units() as u64,
+                cached: st.admitted_hits.clone(),
+                shape: crate::metrics::StepShape {
+                    prefill: st.prefill_items.iter().map(|p| (p.new_tokens, p.context_before)).collect(),
+                    decode_seqs: st.shape.decode_seqs,
+                    decode_context_sum: st.shape.decode_ctx,
+                    context_sum_after: st.shape.ctx_after,
+                    sampled: st.shape.sampled,
+                    decode_blocks_1024: st.shape.decode_blocks_1024,
+                    comm_ms: replica.last_comm_s * 1e3,
+                    decision_ms: replica.last_decision_ns as f64 / 1e6,
+                },
+            });
+        }
+    }
+}
+
+/// The planned step of `st` on replica `rep` priced: its duration in ns (clamped so that
+/// nanosecond sums stay far from `u64::MAX`; a step this long ends the run at the time
+/// horizon anyway) and the communication the topology added, s.
+fn price_step(perf: &StepCostModel, fabric: Option<&mut Fabric>, rep: usize, st: &SchedState) -> (u64, f64) {
+    let sh = st.shape;
+    let shape = BatchShape {
+        prefill: &st.prefill_items,
+        prefill_tokens: sh.prefill_tokens,
+        decode_seqs: sh.decode_seqs,
+        decode_context_sum: sh.decode_ctx,
+        context_sum_after: sh.ctx_after,
+        sampled: sh.sampled,
+        decode_blocks_1024: sh.decode_blocks_1024,
+    };
+    let mut comm_s = 0.0;
+    let dur = match fabric {
+        None => perf.step_ns(&shape),
+        Some(f) if perf.stages() > 1 => {
+            let mb = perf.micro_batches(&shape);
+            let (ar, x) = f.step_comm_pipeline(rep, sh.tokens, mb);
+            comm_s = ar * f64::from(mb) + x;
+            perf.step_ns_pipeline(&shape, mb, ar, x)
+        }
+        Some(f) if perf.dp() > 0 => {
+            // DP/EP: one rank's tokens over its own TP group, the exchanges on the group's routes
+            let rank_tokens = sh.tokens.div_ceil(u64::from(perf.dp().max(1)));
+            comm_s = f.step_comm_s(rep, rank_tokens);
+            let a2a = f.ep_a2a(rep).map(|e| crate::perf::ep::A2aCosts {
+                high_throughput: e.high_throughput,
+                low_latency: e.low_latency,
+                allgather: e.allgather,
+            });
+            perf.step_ns_ep(&shape, comm_s, a2a.as_ref())
+        }
+        Some(f) => {
+            comm_s = f.step_comm_s(rep, sh.tokens);
+            perf.step_ns_plus(&shape, comm_s)
+        }
+    }
+    .clamp(1, MAX_TIME_NS);
+    (dur, comm_s)
+}
+
+/// A started step's metrics on its replica (KV state as allocated for it): counters, KV use
+/// and fragmentation weighted by the step's duration, and the time series. A lazy (steady)
+/// step made no prefix-cache lookups.
+fn record_step_metrics(replica: &mut Replica, now: u64, dur: u64, lazy: bool) {
+    let st = &replica.sched;
+    let sh = st.shape;
+    let tokens = sh.tokens as u32;
+    let total = st.kv.total().max(1) as f64;
+    let used_units = st.kv.used_units();
+    let kv_usage = used_units as f64 / total;
+    let s = &mut replica.stats;
+    s.steps += 1;
+    s.busy_ns = s.busy_ns.saturating_add(dur);
+    s.kv_usage_ns += kv_usage * dur as f64;
+    s.kv_peak = s.kv_peak.max(kv_usage);
+    s.prefill_tokens += sh.prefill_tokens;
+    s.decode_tokens += sh.decode_seqs;
+    s.max_batch = s.max_batch.max(st.plan.len() as u32);
+    s.batch_sum += st.plan.len() as u64;
+    let (queries, hits) = if lazy { (0, 0) } else { (st.step_queries, st.step_hits) };
+    s.prefix_queries += queries;
+    s.prefix_hits += hits;
+    let reserved_slots = used_units as u64 * st.kv.block_size as u64;
+    if reserved_slots > 0 {
+        let used = (st.used_slots + tokens as u64).min(reserved_slots);
+        s.frag_ns += (1.0 - used as f64 / reserved_slots as f64) * dur as f64;
+        s.frag_weight_ns += dur as f64;
+    }
+    replica.series.record(&StepSample {
+        start_ns: now,
+        dur_ns: dur,
+        batch: st.plan.len() as u32,
+        tokens,
+        kv_usage,
+        waiting: st.waiting.len() as u32,
+        running: st.running.len() as u32,
+        prefix_queries: queries,
+        prefix_hits: hits,
+    });
+}

@@ -1,0 +1,57 @@
+"""Deployments of pools and expert-parallel layouts through the Python API and ``plan``: each
+pool priced with its own GPU, mixed fleets priced part by part, EP/DP sizes as choices."""
+
+from __future__ import annotations
+
+import pytest
+
+import o1sim
+
+MIXED = {
+    "seed": 2, "model": "llama-3-8b", "gpu": "h200",
+    "deployment": {"router": "least_outstanding_tokens", "pools": [
+        {"name": "fast", "replicas": 1, "tp": 1}, {"name": "cheap", "gpu": "l40s", "replicas": 2, "tp": 1}]},
+    "workload": {"num_requests": 60, "arrival": {"kind": "poisson", "rate": 6.0},
+                 "prompt": {"kind": "fixed", "value": 500}, "output": {"kind": "fixed", "value": 80}},
+}
+
+
+def test_a_mixed_fleet_runs_and_reports_each_pool() -> None:
+    r = o1sim.simulate(MIXED)
+    assert r.summary["finished"] == 60
+    pools = r.deployment["pools"]
+    assert [(p["name"], p["gpu"], p["gpus"]) for p in pools] == [("fast", "h200", 1), ("cheap", "l40s", 2)]
+    assert r.deployment["gpus"] == 3
+    # the L40S replicas are slower per token than the H200 one
+    req = r.requests
+    tpot = (req["finish_ms"] - req["first_token_ms"]) / (req["output_tokens"] - 1)
+    by = tpot.groupby(req["replica"]).mean()
+    assert by[0] < by[1] and by[0] < by[2]
+
+
+def test_plan_prices_each_pool_with_its_own_gpu_and_says_why_the_winner_wins() -> None:
+    only_h200 = [{"name": "fast", "replicas": 2, "tp": 1}]
+    mixed = MIXED["deployment"]["pools"]
+    p = o1sim.plan(MIXED, {"deployment.pools": [only_h200, mixed]}, {"ttft_p99_ms": 60_000}, seeds=1, workers=1)
+    costs = list(p.configs["usd_per_hour"])
+    prices = {k: v["usd_per_hour"] for k, v in o1sim.default_prices().items()}
+    assert costs[0] == pytest.approx(2 * prices["h200"])
+    assert costs[1] == pytest.approx(prices["h200"] + 2 * prices["l40s"]), "priced part by part, not as 3 H200"
+    assert (p.configs["tokens_per_s_per_gpu"] > 0).all()
+    why = p.why
+    assert why is not None and "tok/s/GPU" in why and "/Mtok" in why
+
+
+def test_expert_parallel_sizes_are_plan_choices() -> None:
+    base = {"seed": 1, "model": "qwen3-30b-a3b", "gpu": "h200", "deployment": {"tp": 1},
+            "workload": {"num_requests": 80, "arrival": {"kind": "poisson", "rate": 40.0},
+                         "prompt": {"kind": "fixed", "value": 800}, "output": {"kind": "fixed", "value": 100}}}
+    p = o1sim.plan(base, {"deployment.dp": [2, 4], "deployment.ep": [2, 4]}, {"ttft_p99_ms": 60_000}, seeds=1,
+                   workers=1)
+    rows = p.configs
+    # ep must equal dp × tp: the mismatched pairs are infeasible with the rule as the reason
+    bad = rows[rows["deployment.dp"] != rows["deployment.ep"]]
+    assert (~bad["feasible"]).all() and bad["why"].str.contains("deployment.ep").all()
+    good = rows[rows["deployment.dp"] == rows["deployment.ep"]]
+    assert good["feasible"].all()
+    assert list(good["gpus"]) == [2.0, 4.0]
