@@ -23,7 +23,7 @@ use syn::visit::Visit;
 /// The top-level modules of `src/`, lowest layer first.
 const LAYERS: &[&[&str]] = &[
     // the ground floor: errors, numbers, randomness, requests and time, the result writer
-    &["error", "num", "rng", "request", "json"],
+    &["error", "num", "rng", "request", "json", "metric_info"],
     // names a scenario may use, and its resource limits
     &["policy", "limits"],
     // the hardware and model catalog, calibration, the serving front end's delays
