@@ -81,7 +81,7 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
         let plan = plan_memory_par(model, &gpu, &par, s.gpu_memory_utilization, s.max_num_batched_tokens, scenario.cost_model.precision())
             .map_err(named)?;
         let blocks = match s.num_gpu_blocks {
-            Some(n) => u64::from(n),
+            Some(n) => n,
             None => plan.kv_capacity_tokens / u64::from(s.block_size),
         };
         if blocks == 0 {

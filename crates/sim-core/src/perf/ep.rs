@@ -227,6 +227,9 @@ pub struct A2aCosts {
 
 /// One MoE layer's dispatch and combine for a rank of `tokens` tokens, s: `(dispatch,
 /// combine)`. `gamma`: the busiest rank's load over the mean (it receives that much more).
+// Each argument is one physical quantity of the exchange; a struct for them would only be
+// built to be taken apart here.
+#[allow(clippy::too_many_arguments)]
 pub fn exchange_s(
     costs: &A2aCosts,
     mode: AllToAll,
