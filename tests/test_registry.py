@@ -59,7 +59,7 @@ def test_every_name_in_presets_is_accepted_by_the_parser_and_near_misses_are_not
         assert _with("scheduler.policy", policy).validate()["scenario"]["scheduler"]["policy"] == policy
     for policy in cat["topology_policies"]:
         sc = _with("scheduler.policy", policy).with_overrides(
-            {"topology": "hgx-h200", "deployment.replicas": 2, "deployment.prefill_replicas": 1})
+            {"topology": "hgx-h100", "deployment.replicas": 2, "deployment.prefill_replicas": 1})
         assert sc.validate()["scenario"]["scheduler"]["policy"] == policy
     for router in cat["routers"]:
         assert _with("deployment.router", router).validate()["scenario"]["deployment"]["router"] == router
