@@ -82,7 +82,7 @@ def test_every_name_in_presets_is_accepted_by_the_parser_and_near_misses_are_not
     events = {"link": {"src": "gpu0", "dst": "nvswitch0"}, "gpu": {"node": "gpu7"}}
     for ev in cat["event_kinds"]:
         extra = {"bandwidth_gbps": 10.0} if ev["name"] == "set_link" else {}
-        sc = _with("topology", "hgx-h200").with_overrides(
+        sc = _with("topology", "hgx-h100").with_overrides(
             {"events": [{"kind": ev["name"], "at_s": 1.0, **events[ev["target"]], **extra}]})
         sc.validate()
     for path, names in [("scheduler.policy", cat["policies"] + cat["topology_policies"]),
@@ -98,7 +98,7 @@ def test_every_name_in_presets_is_accepted_by_the_parser_and_near_misses_are_not
                 assert info.value.field == path, (path, bad)
     for name in [e["name"] for e in cat["event_kinds"]]:
         for bad in _near_misses(name):
-            sc = _with("topology", "hgx-h200").with_overrides(
+            sc = _with("topology", "hgx-h100").with_overrides(
                 {"events": [{"kind": bad, "at_s": 1.0, "src": "gpu0", "dst": "nvswitch0"}]})
             with pytest.raises(o1sim.ConfigError) as info:
                 sc.validate()
