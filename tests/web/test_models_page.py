@@ -85,8 +85,8 @@ def test_a_pasted_config_json_replaces_the_preset_with_python_numbers(page: Any,
     assert _slot(page).startswith("ConfigError: model.hf_config.num_attention_heads: is required"), _slot(page)
     assert "invalid" in (page.get_attribute("#hf-config", "class") or "")
     assert "stale" in (page.get_attribute("#results", "class") or "")
-    _paste(page, json.dumps({**config, "model_type": "deepseek_v3"}))
-    assert "model.hf_config.model_type: unknown model_type 'deepseek_v3'" in _slot(page), _slot(page)
+    _paste(page, json.dumps({**config, "model_type": "rwkv"}))
+    assert "model.hf_config.model_type: unknown model_type 'rwkv'" in _slot(page), _slot(page)
     _paste(page, '{"model_type": "llama",')
     assert _slot(page).startswith("ConfigError: model.hf_config: not valid JSON"), _slot(page)
     # Clearing the box goes back to the preset.
