@@ -59,8 +59,12 @@ run: build web
 serve: build web
 	$(VENV)/bin/o1sim web --port $(PORT)
 
+# The property tests draw from a fixed seed here, so that CI is reproducible; `make fuzz`
+# draws fresh seeds and many more cases (a failure there is saved under
+# crates/sim-core/proptest-regressions/, committed, and then replayed here).
+PROPTEST_SEED ?= 20261202
 test-rust: check-cargo
-	cargo test --workspace --exclude sim-py
+	PROPTEST_RNG_SEED=$(PROPTEST_SEED) cargo test --workspace --exclude sim-py
 
 # pytest exits 5 when it collected nothing: that must fail, not pass quietly. The page is
 # built first: the README test serves it (`make serve`), and must not skip in CI.
@@ -99,6 +103,7 @@ FUZZ_PY   ?= 100000
 FUZZ_WASM ?= 220000
 fuzz: build web
 	PROPTEST_CASES=$(FUZZ_RUST) cargo test --release -p sim-core --test fuzz
+	PROPTEST_CASES=$(FUZZ_RUST) cargo test --release -p sim-core --lib
 	O1SIM_FLAP_SCHEDULES=10000 cargo test --release -p sim-core --test link_flap -- --nocapture
 	O1SIM_FUZZ_CASES=$(FUZZ_PY) $(VPY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py
 	O1SIM_FUZZ_CASES=$(FUZZ_WASM) node --test tests/web/fuzz.test.mjs

@@ -199,6 +199,15 @@ impl BlockCache {
         self.head
     }
 
+    /// The queue's tail position (head plus the queue, holes included): a unit freed from
+    /// now on joins at or after it, so a held unit an answer names cannot be evicted
+    /// before the head passes it. It only grows until [`BlockCache::pack`], which moves
+    /// positions and so starts a new epoch.
+    #[inline]
+    pub fn tail(&self) -> u64 {
+        self.head + self.queue.len() as u64
+    }
+
     /// Tests only: count the queue's positions from `n` on.
     #[cfg(test)]
     pub(crate) fn skip_positions(&mut self, n: u64) {
@@ -490,6 +499,8 @@ impl BlockCache {
         }
         self.queue.retain(|&u| u != NIL);
         self.holes = 0;
+        // Positions move: a lookup's answer, bounded by positions, no longer holds.
+        self.epoch += 1;
         for run in self.slab.iter_mut() {
             for p in run.pieces.iter_mut() {
                 if p.refs > 0 || p.valid_hi(head) == p.lo {

@@ -122,9 +122,10 @@ pub struct Apc {
     /// drop their index there when it is done.
     homes: HashMap<u32, Vec<u32>, BuildHasherDefault<KeyHasher>>,
     /// The last lookup (request, replica, cache epoch, tokens, private), whose units are
-    /// in `hits`, and the earliest queue position of a free unit among them: a request
-    /// waiting at the head of a full pool asks again every step, and the answer cannot
-    /// change until something is cached or the queue's head passes that position.
+    /// in `hits`, and the queue position the answer holds until (its earliest free unit's;
+    /// the queue's tail then, if it names a held unit): a request waiting at the head of a
+    /// full pool asks again every step, and the answer cannot change until something is
+    /// cached, the queue is packed, or the head passes that position.
     memo: Option<(Asked, u64, Hit)>,
 }
 
@@ -402,7 +403,16 @@ impl Apc {
             }
         }
         hit.units = hits.len() as u32;
-        let until = segs.iter().map(|&g| c.free_in(g).1).min().unwrap_or(u64::MAX);
+        // The answer holds until the head passes a free unit it names, or the queue's
+        // present tail if it names a held one (freed later, that unit joins after it).
+        let until = segs
+            .iter()
+            .map(|&g| match c.free_in(g) {
+                (free, first) if free < g.2 => first.min(c.tail()),
+                (_, first) => first,
+            })
+            .min()
+            .unwrap_or(u64::MAX);
         self.memo = Some((asked, until, hit));
         hit
     }
