@@ -3,7 +3,7 @@
 //! attention, and the GPU record's links.
 use super::tests::{decode, prefill};
 use super::*;
-use crate::catalog::{resolve_gpu, resolve_model, LocalAttention, LocalKind, ModelFields, ModelInput};
+use crate::catalog::{resolve_gpu, resolve_model, LocalAttention, LocalKind, ModelFields, ModelInput, WeightFormat};
 
 fn model(name: &str) -> Model {
     resolve_model(&name.into()).unwrap()
@@ -387,4 +387,32 @@ fn mla_steps_anatomy_lists_its_projections_and_attention_parts() {
     // The timeline is the step's price (the dense part exact here, interpolated in a run).
     let priced = c.step_ns(&mixed) as f64 * 1e-6;
     assert!((a.step_ms / priced - 1.0).abs() < 2e-3, "{} vs {priced}", a.step_ms);
+}
+
+#[test]
+fn routed_experts_run_at_the_checkpoint_s_format() {
+    // DeepSeek-V3's FP8 checkpoint on an H200: the experts' grouped GEMMs run W8A8 at FP8
+    // (half the weight bytes of BF16 experts at a decode batch), with the per-group
+    // activation quantisation before each; the rest of the model stays at the spec's BF16.
+    let v3 = model("deepseek-v3");
+    let bf = Model { expert_format: Some(WeightFormat::Bf16), ..v3.clone() };
+    let b = decode(64, 2048);
+    let (fp8, bf16) = (vllm(&v3, "h200", 8), vllm(&bf, "h200", 8));
+    for op in ["gate_up", "down"] {
+        let (a, z) = (line(&fp8, &b, op), line(&bf16, &b, op));
+        assert!(a < 0.7 * z && a > 0.35 * z, "{op}: fp8 {a} vs bf16 {z}");
+    }
+    assert!(line(&fp8, &b, "moe_quant") > 0.0 && line(&bf16, &b, "moe_quant") == 0.0);
+    assert_eq!(line(&fp8, &b, "o"), line(&bf16, &b, "o"));
+    assert!(fp8.step_ns(&b) < bf16.step_ns(&b));
+    // Without FP8 tensor cores (A100), FP8 experts run weight-only: BF16 math, no
+    // activation quantisation, still fewer bytes than BF16 experts.
+    let (w8, w16) = (vllm(&v3, "a100-80g", 8), vllm(&bf, "a100-80g", 8));
+    assert_eq!(line(&w8, &b, "moe_quant"), 0.0);
+    assert!(line(&w8, &b, "gate_up") < 0.8 * line(&w16, &b, "gate_up"));
+    // gpt-oss's MXFP4 experts: weight-only 4-bit, faster to stream than BF16 at decode.
+    let oss = model("gpt-oss-120b");
+    let oss16 = Model { expert_format: Some(WeightFormat::Bf16), ..oss.clone() };
+    let (x4, x16) = (vllm(&oss, "h100", 1), vllm(&oss16, "h100", 1));
+    assert!(line(&x4, &b, "gate_up") < 0.6 * line(&x16, &b, "gate_up"));
 }

@@ -44,13 +44,14 @@ pub use anatomy::{Anatomy, KernelColumns};
 use super::PrefillItem;
 
 use crate::calib::{Source, ELEMENTWISE_OPS};
-use crate::catalog::{Mla, Model};
+use crate::catalog::{Gpu, Mla, Model, WeightFormat};
 use crate::memory::kv_heads_per_gpu;
 
 use super::layer_mix::{local_pair_share, LayerMix};
 
 use super::ops::{OpT, Rates, NVLINK_MIN_GBPS};
 use super::seed::{descriptor_cache, plan_fusion, remap_blocks, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
+use super::spec::Dtype;
 use super::{BatchShape, Engine, StepSpec};
 
 /// One line of a step's breakdown: an operator (summed over layers), its time and source.
@@ -194,6 +195,12 @@ struct Elem {
 #[derive(Debug, Clone)]
 pub struct StepModel {
     r: Rates,
+    /// The routed experts' GEMM rates when the checkpoint stores them in another format than
+    /// the spec's weights ([`Model::expert_format`], see [`expert_dtype`]); `None`: `r`.
+    experts_r: Option<Box<Rates>>,
+    /// The experts run W8A8 with block scales (an FP8 checkpoint on FP8 tensor cores): the
+    /// activations are quantised per 1 × 128 group before each of the two grouped GEMMs.
+    expert_quant: bool,
     /// The GPU's block-remap constants (descriptor cache entries, miss cycles, SM clock),
     /// resolved from its name once.
     remap_consts: (f64, f64, f64),
@@ -299,6 +306,26 @@ impl MlaDims {
     }
 }
 
+/// The precision the routed experts' GEMMs run at, from the checkpoint's expert format on
+/// `gpu` (`weights`: the spec's, used without a format):
+/// - FP8 (block-scaled E4M3, DeepSeek-V3 / Kimi-K2) runs W8A8 on FP8 tensor cores (DeepGEMM,
+///   vLLM's block-scaled CUTLASS/Triton MoE); without them (A100, L4 …) weight-only at the
+///   BF16 rate (vLLM's Marlin FP8 path), priced as `int8`: 1 byte per weight, BF16 math;
+/// - MXFP4 (gpt-oss) runs weight-only with BF16 math on GPUs before Blackwell (vLLM's
+///   Triton `matmul_ogs` / Marlin MXFP4 kernels), priced as `int4` (0.5 bytes per weight
+///   against MXFP4's 0.53: the E8M0 scales are left out). Blackwell's native FP4 tensor
+///   cores are not modelled: a B200 prices it the same way, an upper bound on its time;
+/// - BF16 at the BF16 rate.
+pub fn expert_dtype(format: Option<WeightFormat>, weights: Dtype, gpu: &Gpu) -> Dtype {
+    match format {
+        None => weights,
+        Some(WeightFormat::Bf16) => Dtype::Bf16,
+        Some(WeightFormat::Fp8) if gpu.fp8_tflops > 0.0 => Dtype::Fp8,
+        Some(WeightFormat::Fp8) => Dtype::Int8,
+        Some(WeightFormat::Mxfp4) => Dtype::Int4,
+    }
+}
+
 /// The token counts of the step-time grid: every M up to [`GRID_LINEAR_MAX`], then
 /// [`GRID_PER_DOUBLING`] points per doubling up to [`GRID_MAX_M`].
 ///
@@ -330,6 +357,9 @@ impl StepModel {
     /// topology); their kernel floors and launches stay.
     pub fn new(spec: &StepSpec, use_tables: bool, model: &Model, gpu: &crate::catalog::Gpu, tp: u32, pp: u32, external_comm: bool) -> StepModel {
         let mut r = Rates::new(gpu, spec, use_tables);
+        let experts_dtype = expert_dtype(model.expert_format, spec.dtype, gpu);
+        let experts_r = (model.experts > 1 && experts_dtype != spec.dtype)
+            .then(|| Box::new(Rates::new(gpu, &StepSpec { dtype: experts_dtype, ..spec.clone() }, use_tables)));
         let t = tp.max(1);
         // TP collectives run over NVLink while the TP group fits one NVLink domain.
         r.link_bw = gpu.link_gbps(t) * 1e9 / 2.0;
@@ -398,6 +428,8 @@ impl StepModel {
             graph_bound_given: spec.cuda_graph_max_tokens.is_some(),
             attn_floor: 0.0,
             r,
+            experts_r,
+            expert_quant: model.experts > 1 && experts_dtype == Dtype::Fp8 && model.expert_format == Some(WeightFormat::Fp8),
         };
         s.attn_floor = s.decode_op(0.0, 0.0).gpu_s;
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
@@ -519,6 +551,7 @@ impl StepModel {
     /// side by side (`k × n·active` at the tokens per expert: the same bytes and FLOPs, at
     /// the efficiency of a weight that large).
     fn mlp_gemm(&self, m: f64, (k, n): (u32, u32)) -> OpT {
+        let r = self.experts_r.as_deref().unwrap_or(&self.r);
         match self.moe {
             None => self.r.gemm(m, k, n),
             Some((experts, top_k, _)) => {
@@ -528,9 +561,9 @@ impl StepModel {
                 };
                 let active = slots.min(pairs).max(1.0);
                 if self.engine == Engine::Vllm {
-                    return self.r.gemm(pairs / active, k, (f64::from(n) * active) as u32);
+                    return r.gemm(pairs / active, k, (f64::from(n) * active) as u32);
                 }
-                let one = self.r.gemm(pairs / active, k, n);
+                let one = r.gemm(pairs / active, k, n);
                 OpT { gpu_s: active * one.gpu_s, cpu_s: one.cpu_s, src: one.src }
             }
         }
@@ -562,6 +595,15 @@ impl StepModel {
             let perm = OpT { gpu_s: 2.0 * r.floor + 4.0 * routed * h * 2.0 / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
             let mut ops = vec![g("moe_router", router), Named { name: "moe_permute".into(), t: perm, kernels: 2.0 }];
             let width = if self.ep.is_some() { self.expert_inter * routed / m.max(1e-9) } else { self.inter_shard * top_k };
+            if self.expert_quant {
+                // Block-scaled FP8 experts (DeepSeek-V3's checkpoint; DeepGEMM / vLLM's
+                // `per_token_group_quant_fp8`): the hidden states and the activated inner
+                // states quantised per 1 × 128 group — read 2 bytes, write 1 plus an FP32
+                // scale per 128 — before the two grouped GEMMs.
+                let values = m * h + m * width;
+                let t = OpT { gpu_s: 2.0 * r.floor + values * (3.0 + 4.0 / 128.0) / r.copy_bw, cpu_s: 2.0 * r.launch, src: Source::Model };
+                ops.push(Named { name: "moe_quant".into(), t, kernels: 2.0 });
+            }
             ops.extend(mlp(["gate_up", "", "down"], self.mlp_gemm(m, self.gate_up), self.mlp_gemm(m, self.down), width));
             if let Some((gu, dn, inter)) = mix.shared {
                 // The shared expert: a dense MLP every token also goes through.

@@ -171,6 +171,7 @@ impl StepModel {
             "tp_allreduce" | "tp_logits_gather" | "pp_transfer" | "topology_comm" => COLLECTIVE_CTAS,
             "sampler" => elems(f64::from(self.vocab_shard)),
             "moe_permute" => elems(top_k * self.hidden),
+            "moe_quant" => elems(self.hidden + top_k * self.expert_inter),
             other => {
                 // Elementwise ops, fused or not: the widest member sets the grid.
                 other
