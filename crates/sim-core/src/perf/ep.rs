@@ -49,7 +49,10 @@
 //! `a` are one micro-batch's compute and exchange per layer, plus one exposed exchange for
 //! filling the pipeline. At large batches `c ≈ C/2`, `a ≈ A/2`: the layer costs about
 //! `max(C, A)` instead of `C + A`. At tiny batches a half batch costs nearly what the whole
-//! does (weights are read either way) and the overlap loses.
+//! does (weights are read either way) and the overlap loses. Compute beside a
+//! high-throughput exchange runs on the SMs DeepEP's normal kernels leave
+//! ([`DEEPEP_NORMAL_SMS`]), so `c` is that much longer there; the overlap is otherwise taken
+//! as perfect, which makes TBO's decode gain an upper bound (docs/fidelity.md).
 
 use crate::rng::SimRng;
 use crate::topo::collective::Affine;
@@ -66,6 +69,25 @@ pub enum AllToAll {
     /// All-gather the tokens before the experts, reduce-scatter after (no DeepEP).
     Allgather,
 }
+
+impl AllToAll {
+    /// The implementation a step runs: `auto` is low-latency for decode-only steps,
+    /// high-throughput otherwise.
+    pub fn resolve(self, decode_only: bool) -> AllToAll {
+        match self {
+            AllToAll::Auto if decode_only => AllToAll::LowLatency,
+            AllToAll::Auto => AllToAll::HighThroughput,
+            m => m,
+        }
+    }
+}
+
+/// SMs DeepEP's normal (high-throughput) kernels hold while they run: `Buffer.num_sms`,
+/// default 20 (DeepEP's `deep_ep/buffer.py`; SGLang and Megatron keep the default). Under
+/// two-batch overlap the other micro-batch computes on the rest. Its low-latency kernels
+/// receive through a hook that holds no SM while waiting (DeepEP's README) and NCCL's
+/// all-gather is left at no SMs too: neither slows the overlapped compute here.
+pub const DEEPEP_NORMAL_SMS: f64 = 20.0;
 
 /// Seeded placements averaged for the popularity straggler (no balancer).
 const PLACEMENTS: u32 = 64;
@@ -244,12 +266,7 @@ pub fn exchange_s(
         return (0.0, 0.0);
     }
     let remote = (ep - 1.0) / ep;
-    let mode = match mode {
-        AllToAll::Auto if decode_only => AllToAll::LowLatency,
-        AllToAll::Auto => AllToAll::HighThroughput,
-        m => m,
-    };
-    match mode {
+    match mode.resolve(decode_only) {
         AllToAll::Allgather => {
             // every rank's tokens to every rank (BF16), and the outputs reduce-scattered back
             let bytes = tokens * hidden * COMBINE_BYTES_PER_VALUE * (ep - 1.0);
@@ -279,9 +296,11 @@ pub fn exchange_s(
 
 /// A step's time with two-batch overlap (see the module docs), s: `layers` layers of which
 /// `moe_layers` exchange, `c_half` the compute per layer of one micro-batch, `a_half` its
-/// exchange per MoE layer, `fixed` what runs once (prologue, epilogue, the CPU bound's excess).
-pub fn two_batch_overlap_s(layers: f64, moe_layers: f64, c_half: f64, a_half: f64) -> f64 {
-    (layers - moe_layers) * 2.0 * c_half + moe_layers * 2.0 * c_half.max(a_half) + c_half.min(a_half)
+/// exchange per MoE layer, `slowdown` (≥ 1) how much longer compute takes while an exchange
+/// runs beside it (the SMs the exchange's kernels hold: [`DEEPEP_NORMAL_SMS`]).
+pub fn two_batch_overlap_s(layers: f64, moe_layers: f64, c_half: f64, a_half: f64, slowdown: f64) -> f64 {
+    let c_beside = c_half * slowdown;
+    (layers - moe_layers) * 2.0 * c_half + moe_layers * 2.0 * c_beside.max(a_half) + c_half.min(a_half)
 }
 
 #[cfg(test)]
@@ -337,10 +356,16 @@ mod tests {
     fn two_batch_overlap_helps_large_batches_and_hurts_tiny_ones() {
         // large: a half costs half, exchange comparable to compute
         let (c, a) = (1.0e-3, 0.8e-3);
-        assert!(two_batch_overlap_s(61.0, 58.0, c / 2.0, a / 2.0) < 61.0 * c + 58.0 * a);
+        assert!(two_batch_overlap_s(61.0, 58.0, c / 2.0, a / 2.0, 1.0) < 61.0 * c + 58.0 * a);
         // tiny: a half costs as much as the whole (weights read either way), exchange small
         let (c, a) = (0.2e-3, 0.05e-3);
-        assert!(two_batch_overlap_s(61.0, 58.0, c * 0.98, a * 0.9) > 61.0 * c + 58.0 * a);
+        assert!(two_batch_overlap_s(61.0, 58.0, c * 0.98, a * 0.9, 1.0) > 61.0 * c + 58.0 * a);
+        // The SMs an exchange holds slow the compute beside it only where compute is the
+        // longer of the two.
+        let (c_half, a_half) = (1e-3, 0.5e-3);
+        let sms = 132.0 / (132.0 - DEEPEP_NORMAL_SMS);
+        assert!(two_batch_overlap_s(61.0, 58.0, c_half, a_half, sms) > two_batch_overlap_s(61.0, 58.0, c_half, a_half, 1.0));
+        assert_eq!(two_batch_overlap_s(61.0, 58.0, a_half, c_half, sms), two_batch_overlap_s(61.0, 58.0, a_half, c_half, 1.0));
     }
 
     #[test]

@@ -1381,7 +1381,11 @@ impl StepModel {
             Some(ep) if ep.two_batch_overlap && m >= 2.0 => {
                 let half = self.rank_compute_s(b, 2.0 * k) / self.layers;
                 let (dh, ch) = self.exchange(b, m / 2.0, costs);
-                (super::ep::two_batch_overlap_s(self.layers, moe_layers, half, dh + ch), compute)
+                let slowdown = match ep.all_to_all.resolve(b.prefill.is_empty()) {
+                    super::ep::AllToAll::HighThroughput => self.sms / (self.sms - super::ep::DEEPEP_NORMAL_SMS).max(1.0),
+                    _ => 1.0,
+                };
+                (super::ep::two_batch_overlap_s(self.layers, moe_layers, half, dh + ch, slowdown), compute)
             }
             _ => (compute + moe_layers * (d + c), compute),
         }
