@@ -288,7 +288,9 @@ async function fromHash(hash) {
 // ---------------------------------------------------------------------------------------
 // Errors next to the field they name: the longest `data-for` that is a prefix of the path.
 function clearErrors() {
-  $$(".field-error").forEach((el) => (el.textContent = ""));
+  // The route view's error belongs to its route query (the topology view sets and clears it),
+  // not to a run: a run starting after an edit must not wipe it.
+  $$(".field-error").filter((el) => el.dataset.role !== "route-error").forEach((el) => (el.textContent = ""));
   $$(".invalid").forEach((el) => el.classList.remove("invalid"));
 }
 
@@ -344,6 +346,9 @@ async function run() {
     running = false;
     return;
   }
+  // The run whose results are on screen once `runs` catches up with it (tests wait for that
+  // state: a run queued behind another must not be read from the one before).
+  document.body.dataset.started = String(seq);
   statusEl.textContent = "running…";
   const t0 = performance.now();
   try {

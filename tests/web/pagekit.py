@@ -13,7 +13,7 @@ OUT = Path(__file__).parent / "out"
 def wait_ready(pg: Any, runs_before: int = 0) -> None:
     """Wait for the page's first run (or for a run after `runs_before`)."""
     pg.wait_for_function(
-        "n => document.body.dataset.ready === '1' && Number(document.body.dataset.runs || 0) > n",
+        "n => document.body.dataset.ready === '1' && Number(document.body.dataset.runs || 0) > n && document.body.dataset.runs === document.body.dataset.started",
         arg=runs_before,
         timeout=30_000,
     )

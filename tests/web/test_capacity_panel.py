@@ -77,4 +77,4 @@ def test_a_bad_slo_shows_its_error_in_the_panel(page: Any, server: str) -> None:
     # The experiment itself still runs (its own worker).
     runs = int(page.evaluate("Number(document.body.dataset.runs || 0)"))
     page.click("#run")
-    page.wait_for_function("n => Number(document.body.dataset.runs || 0) > n", arg=runs, timeout=60_000)
+    page.wait_for_function("n => Number(document.body.dataset.runs || 0) > n && document.body.dataset.runs === document.body.dataset.started", arg=runs, timeout=60_000)

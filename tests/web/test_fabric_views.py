@@ -20,7 +20,7 @@ PREFILL = "[name='deployment.prefill_replicas']"
 def _summary_has(page: Any, before: int, policies: list[str]) -> None:
     """Wait for a run after `before` whose summary lists exactly `policies`."""
     page.wait_for_function(
-        """([n, want]) => Number(document.body.dataset.runs) > n
+        """([n, want]) => Number(document.body.dataset.runs) > n && document.body.dataset.runs === document.body.dataset.started
             && JSON.stringify([...document.querySelectorAll('#summary tbody tr')].map(t => t.dataset.policy).sort())
                === JSON.stringify(want)""",
         arg=[before, sorted(policies)],
@@ -97,7 +97,7 @@ def _on_fabric(page: Any, server: str, preset: str) -> None:
     before = runs(page)
     page.select_option("#topology-preset", preset)
     page.wait_for_function(
-        "([n, p]) => Number(document.body.dataset.runs) > n && document.querySelector('#topology svg g.link')"
+        "([n, p]) => Number(document.body.dataset.runs) > n && document.body.dataset.runs === document.body.dataset.started && document.querySelector('#topology svg g.link')"
         " && JSON.parse(document.querySelector('#scenario-json').textContent).topology === p",
         arg=[before, preset],
     )

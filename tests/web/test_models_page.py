@@ -30,7 +30,7 @@ def _small(page: Any, server: str, live: bool = True) -> None:
     for p in ("orca", "sarathi", "o1pro"):
         page.uncheck(f"#policies input[value={p}]")
     page.click("#run")
-    page.wait_for_function("n => Number(document.body.dataset.runs) > n && !document.querySelector('#summary tr[data-policy=orca]')", arg=before)
+    page.wait_for_function("n => Number(document.body.dataset.runs) > n && document.body.dataset.runs === document.body.dataset.started && !document.querySelector('#summary tr[data-policy=orca]')", arg=before)
 
 
 def _paste(page: Any, text: str) -> None:

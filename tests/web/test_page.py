@@ -84,7 +84,7 @@ def test_reloading_the_url_restores_the_experiment(page: Any, server: str, brows
     page.uncheck("#policies input[value=orca]")
     page.uncheck("#policies input[value=o1pro]")
     page.click("#run")
-    page.wait_for_function("n => Number(document.body.dataset.runs) > n && !document.querySelector('#summary tr[data-policy=orca]')", arg=before)
+    page.wait_for_function("n => Number(document.body.dataset.runs) > n && document.body.dataset.runs === document.body.dataset.started && !document.querySelector('#summary tr[data-policy=orca]')", arg=before)
     url = page.url
     assert "deployment.tp=2" in url and "model=llama-3-8b" in url
     rows = _rows(page)
@@ -156,7 +156,7 @@ def _topology_page(page: Any, server: str, preset: str = "hgx-h200") -> None:
         page.uncheck(f"#policies input[value={p}]")
     page.select_option("#topology-preset", preset)
     page.wait_for_function(
-        "([n, p]) => Number(document.body.dataset.runs) > n && !document.querySelector('#summary tr[data-policy=orca]')"
+        "([n, p]) => Number(document.body.dataset.runs) > n && document.body.dataset.runs === document.body.dataset.started && !document.querySelector('#summary tr[data-policy=orca]')"
         " && document.querySelector('#topology svg g.link') && JSON.parse(document.querySelector('#scenario-json').textContent).topology === p",
         arg=[before, preset],
     )

@@ -32,7 +32,7 @@ def test_link_colours_and_the_heatmap_have_a_legend(page: Any, server: str) -> N
     wait_ready(page)
     before = runs(page)
     page.select_option("#topology-preset", "hgx-h200")
-    page.wait_for_function("n => Number(document.body.dataset.runs) > n && document.querySelector('#topology svg g.link')",
+    page.wait_for_function("n => Number(document.body.dataset.runs) > n && document.body.dataset.runs === document.body.dataset.started && document.querySelector('#topology svg g.link')",
                            arg=before)
     legend = page.locator("#topology [data-role=link-legend]")
     assert legend.count() == 1
