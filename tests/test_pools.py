@@ -56,3 +56,23 @@ def test_expert_parallel_sizes_are_plan_choices() -> None:
     # a layout breaking the ep rule is refused as a choice, naming the field
     with pytest.raises(o1sim.ConfigError, match="deployment.ep"):
         o1sim.plan(base, {"deployment": [{"tp": 1, "dp": 2, "ep": 3}]}, {"ttft_p99_ms": 60_000}, seeds=1, workers=1)
+
+
+def test_plan_searches_prefill_decode_pool_ratios() -> None:
+    """Long prompts, short outputs: prefill is the bottleneck, so 2 prefill : 1 decode meets
+    a TTFT target that 1 : 2 on as many GPUs misses, and plan says so and why."""
+    base = {"seed": 1, "model": "llama-3-8b", "gpu": "h200", "topology": "hgx-h200",
+            "scheduler": {"policy": "disagg"},
+            "workload": {"num_requests": 120, "arrival": {"kind": "poisson", "rate": 30.0},
+                         "prompt": {"kind": "fixed", "value": 3000}, "output": {"kind": "fixed", "value": 100}}}
+
+    def pools(p: int, d: int) -> list[dict[str, object]]:
+        return [{"name": "prefill", "role": "prefill", "replicas": p, "tp": 1},
+                {"name": "decode", "role": "decode", "replicas": d, "tp": 1}]
+
+    plan = o1sim.plan(base, {"deployment.pools": [pools(1, 2), pools(2, 1)]}, {"ttft_p99_ms": 2000}, seeds=1, workers=1)
+    rows = plan.configs
+    assert list(rows["gpus"]) == [3.0, 3.0]
+    assert list(rows["feasible"]) == [False, True]
+    assert rows["tokens_per_s_per_gpu"].iloc[1] > rows["tokens_per_s_per_gpu"].iloc[0]
+    assert plan.why is not None and "'replicas': 2" in plan.why.split(" meets")[0]
