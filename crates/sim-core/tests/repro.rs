@@ -69,6 +69,10 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         ("scaling_absurd_step_cost.json", Err(("StallError", ""))),
         ("timeout_false_stall.json", Ok(0)),
         ("tiny_model.json", Err(("ConfigError", "workload.prompt"))),
+        // File paths: the core reads no files (the front ends do, tests/test_reliability.py).
+        ("trace_dev_zero_unbounded.json", Err(("ConfigError", "workload.trace.path"))),
+        ("untyped_valueerror_nul_in_hf_config_path.json", Err(("ConfigError", "model.hf_config"))),
+        ("untyped_valueerror_nul_in_profile_path.json", Err(("ConfigError", "cost_model.profile"))),
     ];
     let mut seen: Vec<String> = std::fs::read_dir(dir())
         .unwrap()
