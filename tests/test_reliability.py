@@ -36,12 +36,9 @@ def small(**over: Any) -> dict[str, Any]:
 #: errors) is about: each is committed to tests/repro, and so tested here, when it is fixed.
 #: `test_the_committed_reproducers_are_the_shared_ones` keeps this list honest.
 OPEN_ISSUE_28 = {
-    "dashboard_trace_path_reads_server_file.toml", "disagg_timeout_0.001_lost_261_requests.case.json",
-    "disagg_timeout_lost_request.json", "fault_double_finish_slice_dependent.json",
+    "dashboard_trace_path_reads_server_file.toml",
     "hbm_gib_1e6_sessions_abort_under_3GB.case.json", "num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json",
-    "stages_rate_1e6_abort_under_3GB.case.json", "timeout_false_stall.json", "trace_dev_zero_unbounded.json",
-    "untyped_valueerror_nul_in_hf_config_path.json", "untyped_valueerror_nul_in_profile_path.json",
-    "wasm_internalerror_hbm_gib_1e6_sessions.case.json",
+    "stages_rate_1e6_abort_under_3GB.case.json", "wasm_internalerror_hbm_gib_1e6_sessions.case.json",
 }
 
 
@@ -54,15 +51,20 @@ def _repro_files() -> list[Path]:
 
 
 def _limited(path: Path) -> o1sim.Scenario:
-    """The reproducer under ``limits.max_memory_gib = 1`` (what a test may allocate)."""
+    """The reproducer under ``limits.max_memory_gib = 1`` (what a test may allocate). A
+    fuzzer's ``.case.json`` holds the scenario as its payload, given as a table."""
+    if path.name.endswith(".case.json"):
+        case = json.loads(path.read_text())
+        assert case["mode"] == "dict", path.name
+        return o1sim.Scenario(case["payload"]).with_overrides({"limits.max_memory_gib": 1.0})
     sc = o1sim.Scenario.from_file(path)
     return sc.with_overrides({"limits.max_memory_gib": 1.0})
 
 
 @pytest.mark.parametrize("path", _repro_files(), ids=lambda p: p.name)
 def test_every_reproducer_gives_a_typed_error_or_a_correct_run(path: Path) -> None:
-    sc = _limited(path)
     try:
+        sc = _limited(path)  # reading it resolves its file paths: a typed error too
         if path.name.startswith("check_"):
             r = o1sim.check(sc, max_states=20_000, max_seconds=20)
             assert not r.violations, [v.message for v in r.violations]
@@ -161,15 +163,68 @@ def test_deep_files_non_utf8_and_endless_paths(tmp_path: Path) -> None:
     with pytest.raises(o1sim.ConfigError) as e:
         o1sim.simulate(bad)
     assert "not UTF-8" in str(e.value) and "line 3" in str(e.value)
-    if os.path.exists("/dev/zero"):
+    if os.path.exists("/dev/zero"):  # endless, and not a regular file: refused before a read
         endless = tmp_path / "zero.toml"
         endless.symlink_to("/dev/zero")
-        with pytest.raises(o1sim.ResourceError):
+        with pytest.raises(o1sim.ConfigError, match="not a regular file"):
             o1sim.simulate(endless)
-        with pytest.raises(o1sim.ResourceError):
+        with pytest.raises(o1sim.ConfigError, match="not a regular file") as e:
             o1sim.predict_step("llama-3-8b", "h200", batch=[{"new_tokens": 1, "context_tokens": 0}], profile=endless)
+        assert e.value.field == "profile"
     with pytest.raises(o1sim.ConfigError):
         o1sim.simulate(tmp_path)  # a folder
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_files_that_are_not_regular_are_refused_naming_the_field(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: opening it blocking would hang, reading it too
+    base = small()
+    cases = [
+        ({"workload": {"trace": {"path": str(fifo)}}}, "workload.trace.path"),
+        ({"cost_model": {"profile": str(fifo)}}, "cost_model.profile"),
+        ({"model": {"hf_config": str(fifo)}}, "model.hf_config"),
+    ]
+    if os.path.exists("/dev/zero"):
+        cases.append(({"workload": {"trace": {"path": "/dev/zero"}}}, "workload.trace.path"))
+    for over, field in cases:
+        with pytest.raises(o1sim.ConfigError, match="not a regular file") as e:
+            o1sim.simulate({**base, **over})
+        assert e.value.field == field, over
+    scenario_fifo = tmp_path / "fifo.toml"
+    os.mkfifo(scenario_fifo)
+    with pytest.raises(o1sim.ConfigError, match="not a regular file"):
+        o1sim.simulate(scenario_fifo)
+    with pytest.raises(o1sim.ConfigError) as e:
+        o1sim.workload.load_trace({"path": str(tmp_path)})
+    assert e.value.field == "trace.path" and "directory" in str(e.value)
+
+
+def test_a_trace_over_the_size_bound_is_a_resource_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "2023-11-16 18:17:03.98,480,10\n" * 20)
+    monkeypatch.setattr(o1sim.workload, "MAX_TRACE_BYTES", 200)
+    with pytest.raises(o1sim.ResourceError) as e:
+        o1sim.simulate(small(workload={"trace": {"path": str(trace)}}))
+    assert e.value.field == "workload.trace.path" and "longer than" in str(e.value)
+
+
+def test_a_nul_byte_in_a_file_path_is_a_config_error_naming_the_field() -> None:
+    cases = [
+        ({"model": {"hf_config": "a\0b"}}, "model.hf_config"),
+        ({"cost_model": {"profile": "a\0b"}}, "cost_model.profile"),
+        ({"workload": {"trace": {"path": "a\0b"}}}, "workload.trace.path"),
+    ]
+    for over, field in cases:
+        with pytest.raises(o1sim.ConfigError, match="NUL") as e:
+            o1sim.simulate({**small(), **over})
+        assert e.value.field == field, over
+    with pytest.raises(o1sim.ConfigError, match="NUL") as e:
+        o1sim.workload.from_trace("a\0b")
+    assert e.value.field == "trace.path"
+    with pytest.raises(o1sim.ConfigError, match="NUL") as e:
+        o1sim.predict_step("llama-3-8b", "h200", batch=[{"new_tokens": 1, "context_tokens": 0}], profile="a\0b")
+    assert e.value.field == "profile"
 
 
 def test_text_over_the_cap_is_a_resource_error() -> None:

@@ -70,7 +70,7 @@ def test_the_file_streams_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     whole = o1sim.simulate(_scenario(o1sim.workload.from_trace(path))).to_json()
     monkeypatch.setattr(wl, "CHUNK_BYTES", 7)
     reads: list[int] = []
-    real_open = open
+    real_open = wl.open_input
 
     class Counting:
         def __init__(self, f: Any) -> None:
@@ -81,13 +81,16 @@ def test_the_file_streams_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             data: bytes = self.f.read(n)
             return data
 
+        def fileno(self) -> int:
+            return int(self.f.fileno())
+
         def __enter__(self) -> Counting:
             return self
 
         def __exit__(self, *a: Any) -> None:
             self.f.close()
 
-    monkeypatch.setattr(wl, "open", lambda p, mode="r": Counting(real_open(p, mode)), raising=False)
+    monkeypatch.setattr(wl, "open_input", lambda p, field="": Counting(real_open(p, field)))
     assert o1sim.simulate(_scenario(o1sim.workload.from_trace(path))).to_json() == whole
     assert len(reads) > 100 and set(reads) == {7}
     # Once max_requests rows are read, the rest of the file is not.

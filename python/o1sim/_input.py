@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePath
-from typing import Any, Union
+from typing import IO, Any, Union
 
 from .errors import config_error, resource_error
 
@@ -25,25 +26,55 @@ else:  # pragma: no cover
 
 #: Largest file or text o1sim reads (bytes); the core refuses longer scenario text.
 MAX_INPUT_BYTES = 64 << 20
+#: Largest trace file o1sim reads (bytes): streamed in chunks, never held whole, but a
+#: longer one would describe more requests than any memory limit admits.
+MAX_TRACE_BYTES = 4 << 30
 #: Deepest nesting of tables and lists accepted (a scenario needs about 6; serde_json's own
 #: limit is 128).
 MAX_DEPTH = 64
 
 
-def read_text(path: Union[str, os.PathLike[str]], field: str = "") -> str:
-    """The UTF-8 text of ``path``, reading at most :data:`MAX_INPUT_BYTES` + 1 bytes: a longer
-    file (or an endless one such as ``/dev/zero``) is a ``ResourceError``, an unreadable or
-    non-UTF-8 one a ``ConfigError``, both naming ``field``."""
-    p = Path(path)
+def checked_path(path: Union[str, os.PathLike[str]], field: str = "") -> str:
+    """``path`` as a string; one holding a NUL byte (which no OS call takes: Python raises
+    ``ValueError``) is a ``ConfigError`` naming ``field``."""
+    p = os.fspath(path)
+    if "\0" in p:
+        raise config_error(field, f"{p!r} is not a file path: it holds a NUL byte")
+    return p
+
+
+def open_input(path: Union[str, os.PathLike[str]], field: str = "") -> IO[bytes]:
+    """``path`` opened for reading, as a regular file: a path holding a NUL byte, a missing
+    file, a directory, or anything that is not a regular file (a device such as
+    ``/dev/zero``, a FIFO, a socket: endless, or blocking until a writer comes) is a
+    ``ConfigError`` naming ``field``. Opened non-blocking, so a FIFO cannot hang the open."""
+    p = checked_path(path, field)
     try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_INPUT_BYTES + 1)
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
-        raise config_error(field, f"no such file: {p}") from None
+        raise config_error(field, f"cannot read {p}: no such file") from None
     except IsADirectoryError:
         raise config_error(field, f"{p} is a directory, not a file") from None
     except OSError as e:
         raise config_error(field, f"cannot read {p}: {e.strerror or e}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
+        raise config_error(field, f"{p} is {what}, not a file o1sim can read")
+    return os.fdopen(fd, "rb")
+
+
+def read_text(path: Union[str, os.PathLike[str]], field: str = "") -> str:
+    """The UTF-8 text of the regular file ``path`` (:func:`open_input`), reading at most
+    :data:`MAX_INPUT_BYTES` + 1 bytes: a longer file is a ``ResourceError``, an unreadable,
+    non-regular or non-UTF-8 one a ``ConfigError``, both naming ``field``."""
+    p = Path(path)
+    with open_input(p, field) as f:
+        try:
+            data = f.read(MAX_INPUT_BYTES + 1)
+        except OSError as e:
+            raise config_error(field, f"cannot read {p}: {e.strerror or e}") from None
     if len(data) > MAX_INPUT_BYTES:
         raise resource_error(field, f"{p} is longer than the {MAX_INPUT_BYTES >> 20} MiB o1sim reads")
     try:

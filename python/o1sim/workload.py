@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from . import _core
-from .errors import ConfigError, config_error
+from ._input import MAX_TRACE_BYTES, checked_path, open_input
+from .errors import ConfigError, config_error, resource_error
 
 __all__ = ["CHUNK_BYTES", "TRACE_FORMATS", "from_trace", "load_trace", "trace_info"]
 
@@ -55,14 +56,8 @@ def load_trace(trace: Mapping[str, Any], *, base: Optional[Path] = None, prefix:
     spec["path"] = str(path)
     try:
         loader = _core.TraceLoader(json.dumps(spec, allow_nan=False))
-        try:
-            f = open(path, "rb")
-        except OSError as e:
-            raise config_error("trace.path", f"cannot read {path}: {e.strerror or e}") from None
-        with f:
-            while chunk := f.read(CHUNK_BYTES):
-                if not loader.feed(chunk):
-                    break
+        with open_input(path, "trace.path") as f:
+            _feed(loader, f, path, f"{field}.path")
         return loader.finish()
     except ConfigError as e:
         if not prefix:
@@ -70,6 +65,24 @@ def load_trace(trace: Mapping[str, Any], *, base: Optional[Path] = None, prefix:
         raise _under(e, prefix) from None
     except (TypeError, ValueError) as e:
         raise config_error(field, f"cannot be passed to the core: {e}") from None
+
+
+def _feed(loader: _core.TraceLoader, f: Any, path: Path, field: str) -> None:
+    """Feed the file ``f`` to ``loader`` in chunks, at most :data:`MAX_TRACE_BYTES` (a
+    ``ResourceError`` naming ``field`` past it, checked on the size first)."""
+    limit = f"the {MAX_TRACE_BYTES >> 30} GiB of trace o1sim reads"
+    if os.fstat(f.fileno()).st_size > MAX_TRACE_BYTES:
+        raise resource_error(field, f"{path} is longer than {limit}")
+    read = 0
+    try:
+        while chunk := f.read(CHUNK_BYTES):
+            read += len(chunk)
+            if read > MAX_TRACE_BYTES:  # it grew while being read
+                raise resource_error(field, f"{path} is longer than {limit}")
+            if not loader.feed(chunk):
+                break
+    except OSError as e:
+        raise config_error("trace.path", f"cannot read {path}: {e.strerror or e}") from None
 
 
 def trace_info(text: Union[str, bytes], format: str = "auto", **options: Any) -> dict[str, Any]:
@@ -118,7 +131,7 @@ def from_trace(
         "columns": dict(columns) if columns is not None else None,
         "time_unit": time_unit,
     }
-    section: dict[str, Any] = {"path": str(Path(path).resolve()), "format": format}
+    section: dict[str, Any] = {"path": str(Path(checked_path(path, "trace.path")).resolve()), "format": format}
     section.update({k: v for k, v in options.items() if v is not None})
     loaded = load_trace(section)
     section["format"] = loaded.format

@@ -18,6 +18,11 @@ fn limited(name: &str) -> (String, Format) {
     let text = std::fs::read_to_string(dir().join(name)).unwrap();
     if name.ends_with(".json") {
         let mut v: Value = serde_json::from_str(&text).unwrap();
+        if name.ends_with(".case.json") {
+            // A fuzzer's case: the scenario is its payload, given as a table (mode "dict").
+            assert_eq!(v["mode"], "dict", "{name}");
+            v = v["payload"].take();
+        }
         v["limits"] = serde_json::json!({"max_memory_gib": 1.0});
         (v.to_string(), Format::Json)
     } else {
@@ -47,7 +52,12 @@ fn kind_and_field(e: &SimError) -> (&'static str, &str) {
 #[test]
 fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
     let expect: &[(&str, Expected)] = &[
+        // Client timeouts under disaggregation: every request times out, none is lost (a
+        // request timed out in a busy replica's async-scheduling inbox came back to life).
+        ("disagg_timeout_0.001_lost_261_requests.case.json", Ok(0)),
+        ("disagg_timeout_lost_request.json", Ok(0)),
         ("far_future_event.json", Ok(20)),
+        ("fault_double_finish_slice_dependent.json", Ok(8)),
         ("hbm_gib_1e12.json", Err(("ResourceError", "gpu.hbm_gib"))),
         ("link_flap_double_finish.json", Ok(40)),
         ("num_gpu_blocks_1e9.json", Err(("ResourceError", "scheduler.num_gpu_blocks"))),
@@ -57,7 +67,12 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         // Autoscaled, its first step ends beyond the 10^9 s horizon: the controller used to
         // tick every interval_s towards it (2·10^8 decisions, over a minute) first.
         ("scaling_absurd_step_cost.json", Err(("StallError", ""))),
+        ("timeout_false_stall.json", Ok(0)),
         ("tiny_model.json", Err(("ConfigError", "workload.prompt"))),
+        // File paths: the core reads no files (the front ends do, tests/test_reliability.py).
+        ("trace_dev_zero_unbounded.json", Err(("ConfigError", "workload.trace.path"))),
+        ("untyped_valueerror_nul_in_hf_config_path.json", Err(("ConfigError", "model.hf_config"))),
+        ("untyped_valueerror_nul_in_profile_path.json", Err(("ConfigError", "cost_model.profile"))),
     ];
     let mut seen: Vec<String> = std::fs::read_dir(dir())
         .unwrap()
@@ -72,6 +87,23 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
             (Ok(a), Ok(b)) => assert_eq!(a, b, "{name}"),
             (Err(e), Err(w)) => assert_eq!(kind_and_field(e), *w, "{name}: {e}"),
             _ => panic!("{name}: got {:?}, want {want:?}", got.as_ref().map_err(|e| e.to_string())),
+        }
+    }
+}
+
+/// The timeout reproducers run step-wise, in slices of any size, end with every request
+/// done once and give the bytes of one run to the end.
+#[test]
+fn the_timeout_reproducers_conserve_requests_in_every_slice() {
+    for name in ["timeout_false_stall.json", "fault_double_finish_slice_dependent.json", "disagg_timeout_lost_request.json"] {
+        let (text, format) = limited(name);
+        let whole = simulate(&text, format, SimOptions::default()).unwrap().to_json();
+        for slice in [1, 5, 64] {
+            let mut sim = sim_core::Simulation::from_text(&text, format, SimOptions::default()).unwrap();
+            while !sim.run_events(slice).unwrap_or_else(|e| panic!("{name}, slices of {slice}: {e}")) {}
+            let e = sim.engine();
+            assert_eq!((e.unfinished(), e.done_requests), (0, e.reqs.len() as u64), "{name}, slices of {slice}");
+            assert_eq!(sim.finish().unwrap().to_json(), whole, "{name}, slices of {slice}");
         }
     }
 }

@@ -15,8 +15,8 @@
 //!
 //! **Timeouts** (`workload.timeout_s`). A request not finished `timeout_s` after its
 //! arrival is aborted at that exact instant, as a client that gives up: taken out of
-//! whichever queue holds it (the router's, a replica's waiting queue or running batch, a
-//! step in flight, a KV transfer), its KV freed — its full blocks stay cached, as vLLM's
+//! whichever queue holds it (the router's, a replica's async-scheduling inbox, waiting
+//! queue or running batch, a step in flight, a KV transfer), its KV freed — its full blocks stay cached, as vLLM's
 //! abort frees through the same path as a finish — and rejected with reason `timeout`. A
 //! step in flight still takes its time (the GPU work was launched); the aborted request
 //! just gets nothing from it. A request finishing at its deadline counts as finished (step
@@ -105,7 +105,10 @@ impl Engine {
             }
             r.status = Status::Rejected;
             r.reason = Reason::SessionAborted;
-            r.arrival_ns = at;
+            // Never sent: its client's clock (the engine's less the front end's ingest)
+            // reads the moment the parent ended, the end too.
+            let ingest = self.client.get(c as usize).map_or(0, |cl| u64::from(cl.ingest_ns));
+            r.arrival_ns = at.saturating_add(ingest);
             r.finish_ns = at;
             self.done_requests += 1;
             stack.extend_from_slice(s.children_of(c));
@@ -166,7 +169,11 @@ impl Engine {
                 replica.steady.left = 0;
                 let st = &mut replica.sched;
                 let r = &mut self.reqs[id as usize];
-                if r.status == Status::Waiting {
+                if let Some(at) = replica.inbox.iter().position(|e| e.0 == id) {
+                    // Routed while the replica was busy under async scheduling: not yet in
+                    // its waiting queue (it would be enqueued, alive again, when released).
+                    replica.inbox.remove(at);
+                } else if r.status == Status::Waiting {
                     st.waiting.remove(id);
                 } else {
                     if let Some(at) = st.running.iter().position(|&x| x == id) {
