@@ -201,11 +201,14 @@ fn kv_values_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
 /// experts over the `tp · pp` GPUs of a DP rank (replicated across the ranks); the routed
 /// experts ([`Model::expert_params`], at [`Model::expert_format`]'s bytes where the model
 /// sets one, else the precision's) over the `ep · pp` GPUs of the replica with their
-/// `(experts + redundant_experts) / experts` slots when `ep > 1`, else over `tp · pp` like
-/// the rest. Without EP and without an expert format: `params · bytes / (tp · pp)`.
+/// `(experts + redundant_experts) / experts` slots when `ep > 1`, else over the `dp · tp · pp`
+/// GPUs of the replica (vLLM without `--enable-expert-parallel`: the expert layers form one
+/// TP group of `dp × tp` GPUs; `dp = 1` is plain TP). Without EP, DP or an expert format:
+/// `params · bytes / (tp · pp)`.
 pub fn weight_bytes_per_gpu(model: &Model, par: &Parallel, precision: Precision) -> f64 {
     let (tp, pp) = (f64::from(par.tp), f64::from(par.pp));
-    if par.ep <= 1 && model.expert_format.is_none() {
+    let flat_dp = if model.experts > 1 { f64::from(par.dp.max(1)) } else { 1.0 };
+    if par.ep <= 1 && model.expert_format.is_none() && flat_dp == 1.0 {
         return model.params() * precision.weight_bytes / (tp * pp);
     }
     let experts = model.expert_params();
@@ -215,7 +218,7 @@ pub fn weight_bytes_per_gpu(model: &Model, par: &Parallel, precision: Precision)
         let slots = f64::from(model.experts) + f64::from(par.redundant_experts);
         experts * expert_bytes * slots / f64::from(model.experts) / (f64::from(par.ep) * pp)
     } else {
-        experts * expert_bytes / (tp * pp)
+        experts * expert_bytes / (flat_dp * tp * pp)
     };
     rest + routed
 }
@@ -566,18 +569,23 @@ mod tests {
                 assert_eq!(format!("{a:?}"), format!("{b:?}"), "{name}");
             }
         }
-        // DP alone replicates the weights and multiplies the cache by dp.
-        let (m, g) = (model("mixtral-8x7b"), gpu("h200"));
-        let one = plan_memory(&m, &g, 2, 1, 0.9, 4096).unwrap();
-        let four = plan_memory_par(&m, &g, &par(2, 4, 1, 0), 0.9, 4096, Precision::default()).unwrap();
+        // DP alone on a dense model replicates the weights and multiplies the cache by dp.
+        let (d, g) = (model("llama-3-70b"), gpu("h200"));
+        let one = plan_memory(&d, &g, 2, 1, 0.9, 4096).unwrap();
+        let four = plan_memory_par(&d, &g, &par(2, 4, 1, 0), 0.9, 4096, Precision::default()).unwrap();
         assert_eq!((four.weights_gib, four.kv_gib, four.kv_bytes_per_token), (one.weights_gib, one.kv_gib, one.kv_bytes_per_token));
         assert_eq!(four.kv_capacity_tokens, 4 * one.kv_capacity_tokens);
-        // EP over 8 GPUs of the 8 experts: each GPU one expert instead of a quarter of each
-        // of the 8 — the same bytes for this even split.
+        // On a MoE model DP without EP shards the experts over all dp × tp GPUs (vLLM's expert
+        // TP group); EP over the same 8 GPUs puts one whole expert on each instead of an
+        // eighth of each of the 8 — the same bytes for this even split.
+        let m = model("mixtral-8x7b");
+        let one = plan_memory(&m, &g, 2, 1, 0.9, 4096).unwrap();
+        let flat = plan_memory_par(&m, &g, &par(2, 4, 1, 0), 0.9, 4096, Precision::default()).unwrap();
         let ep = plan_memory_par(&m, &g, &par(2, 4, 8, 0), 0.9, 4096, Precision::default()).unwrap();
         let experts = m.expert_params() * 2.0;
         let expect = (m.params() * 2.0 - experts) / 2.0 + experts / 8.0;
         assert!((ep.weights_gib * GIB - expect).abs() < 1.0);
+        assert!((flat.weights_gib * GIB - expect).abs() < 1.0);
         assert!(ep.weights_gib < one.weights_gib);
     }
 

@@ -141,3 +141,28 @@ fn deepseek_v3_runs_wide_ep_across_nodes_and_tp8_in_one() {
     let a = anatomy(&v, &decode_step(16, 16));
     assert!(a["kernels"]["name"].as_array().unwrap().iter().any(|x| x == "moe_dispatch"));
 }
+
+/// DP without EP on a MoE model (vLLM without `--enable-expert-parallel`): the experts are
+/// TP-sharded over all dp × tp GPUs — a quarter of each expert on each of 4 GPUs, not a whole
+/// copy per rank — and every MoE layer gathers the ranks' tokens and reduce-scatters them
+/// back, which the anatomy lists; a dense model's DP ranks exchange nothing.
+#[test]
+fn dp_without_ep_shards_the_experts_over_the_whole_group() {
+    let flat = scenario(MOE, "h200", 1, 4, 1, json!({}));
+    let ep = scenario(MOE, "h200", 1, 4, 4, json!({}));
+    let a = anatomy(&flat, &decode_step(4, 32));
+    let names = a["kernels"]["name"].as_array().unwrap();
+    assert!(names.iter().any(|x| x == "moe_dispatch") && names.iter().any(|x| x == "moe_combine"));
+    let weights = |v: &Value| {
+        let r = simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        r.deployment["memory"]["weights_gib"].as_f64().unwrap_or_else(|| panic!("{}", r.deployment))
+    };
+    let one = scenario(MOE, "h200", 1, 1, 1, json!({}));
+    let (w_flat, w_ep, w_one) = (weights(&flat), weights(&ep), weights(&one));
+    assert!(w_flat < 0.5 * w_one && (w_flat - w_ep).abs() < 0.01 * w_ep, "{w_flat} {w_ep} {w_one}");
+    let dense = json!({"seed": 3, "model": "llama-3-8b", "gpu": "h200", "deployment": {"tp": 1, "dp": 4},
+                       "workload": {"num_requests": 10, "arrival": {"kind": "poisson", "rate": 20.0},
+                                    "prompt": {"kind": "fixed", "value": 100}, "output": {"kind": "fixed", "value": 10}}});
+    let d = anatomy(&dense, &decode_step(4, 32));
+    assert!(!d["kernels"]["name"].as_array().unwrap().iter().any(|x| x == "moe_dispatch"));
+}

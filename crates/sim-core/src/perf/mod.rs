@@ -134,23 +134,29 @@ impl StepCostModel {
         let Inner::Step(s) = &mut self.inner else {
             return Err(SimError::config(field, "needs a layer-level cost model (roofline or calibrated), not the linear one"));
         };
-        let ep = (spec.ep > 1).then(|| step::EpModel {
-            ep: f64::from(spec.ep),
+        // Without EP a MoE model's experts are TP-sharded over the whole dp × tp group
+        // (vLLM's default for DP with MoE), gathered and reduce-scattered around the experts.
+        let flat = spec.ep <= 1 && model.experts > 1;
+        let group = if flat { spec.dp.saturating_mul(spec.tp.max(1)) } else { spec.ep };
+        let ep = (spec.ep > 1 || flat).then(|| step::EpModel {
+            ep: f64::from(group),
             tp: f64::from(spec.tp.max(1)),
-            local_slots: f64::from(model.experts + spec.redundant_experts) / f64::from(spec.ep),
-            balance: ep::ExpertBalance::new(model.experts, spec.ep, spec.redundant_experts, spec.expert_load_cv),
-            all_to_all: spec.all_to_all,
+            local_slots: if flat { f64::from(model.experts) } else { f64::from(model.experts + spec.redundant_experts) / f64::from(spec.ep) },
+            balance: ep::ExpertBalance::new(model.experts, if flat { 1 } else { spec.ep }, spec.redundant_experts, spec.expert_load_cv),
+            all_to_all: if flat { ep::AllToAll::Allgather } else { spec.all_to_all },
             two_batch_overlap: spec.two_batch_overlap,
             costs: {
                 use crate::topo::collective::{default_a2a, A2aMode};
                 ep::A2aCosts {
-                    high_throughput: default_a2a(gpu, spec.ep, A2aMode::HighThroughput),
-                    low_latency: default_a2a(gpu, spec.ep, A2aMode::LowLatency),
-                    allgather: default_a2a(gpu, spec.ep, A2aMode::Allgather),
+                    high_throughput: default_a2a(gpu, group, A2aMode::HighThroughput),
+                    low_latency: default_a2a(gpu, group, A2aMode::LowLatency),
+                    allgather: default_a2a(gpu, group, A2aMode::Allgather),
                 }
             },
+            flat,
         });
-        s.set_parallel(model.intermediate, spec.dp, ep);
+        let expert_width = if flat { model.intermediate / group.max(1) } else { model.intermediate };
+        s.set_parallel(expert_width, spec.dp, ep);
         Ok(self)
     }
 

@@ -95,6 +95,10 @@ pub struct EpModel {
     pub two_batch_overlap: bool,
     /// The group's exchange costs without a topology (a topology passes its own).
     pub costs: super::ep::A2aCosts,
+    /// No expert parallelism but `dp > 1` (vLLM without `--enable-expert-parallel`): the
+    /// experts are TP-sharded over all `dp × tp` GPUs, every GPU runs its slice of every
+    /// expert for the whole group's tokens, gathered before and reduce-scattered after.
+    pub flat: bool,
 }
 
 /// How a step is launched.
@@ -535,11 +539,13 @@ impl StepModel {
 
     /// (Token, expert) pairs the busiest GPU's experts process when each rank carries `m`
     /// tokens: the group's mean, `m · top_k / tp`, times the straggler factor at the group's
-    /// `m · dp · top_k` pairs.
+    /// `m · dp · top_k` pairs; with TP-flattened experts all of the group's pairs (each GPU
+    /// holds a slice of every expert).
     #[inline]
     fn routed_rows(&self, m: f64) -> f64 {
         let top_k = self.moe.map_or(1.0, |x| x.1);
         match &self.ep {
+            Some(ep) if ep.flat => m * self.dp * top_k,
             Some(ep) => ep.balance.gamma(m * self.dp * top_k) * m * top_k / ep.tp,
             None => m * top_k,
         }
