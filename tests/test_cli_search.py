@@ -92,3 +92,38 @@ def test_help_does_not_load_numpy_or_rich() -> None:
             "print(sorted(m for m in ('numpy', 'pandas', 'rich', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("args", [
+    ["sweep", *SMALL, "--grid", "workload.arrival.rate=4", "--csv", "{missing}/s.csv"],
+    ["sweep", *SMALL, "--grid", "workload.arrival.rate=4", "--json", "{folder}"],
+    ["capacity", *SMALL, "--slo", "ttft_p99_ms=2000", "--json", "{missing}/c.json"],
+    ["plan", *SMALL, "--choice", "deployment.tp=1", "--slo", "ttft_p99_ms=2000", "--csv", "{missing}/p.csv"],
+])
+def test_an_unwritable_output_is_one_red_line_before_any_run(runner: CliRunner, tmp_path: Path, args: list[str]) -> None:
+    args = [a.format(missing=tmp_path / "nope", folder=tmp_path) for a in args]
+    res = runner.invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert "OutputError:" in res.stderr and "Traceback" not in res.output
+    assert "rows" not in res.stdout, "refused before running"
+
+
+def test_json_to_stdout_is_json_and_the_tables_go_to_stderr(runner: CliRunner) -> None:
+    res = runner.invoke(main, ["sweep", *SMALL, "--grid", "workload.arrival.rate=4,8", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    assert len(json.loads(res.stdout)["rows"]) == 2
+    res = runner.invoke(main, ["capacity", *SMALL, "--slo", "ttft_p99_ms=2000", "--seeds", "1", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["status"] in ("found", "at_least", "none", "lower_bound", "bracketed") or "rate" in json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("args, option", [
+    (["capacity", *SMALL, "--slo", "ttft_p99_ms=nan"], "--slo"),
+    (["plan", *SMALL, "--choice", "deployment.tp=1", "--slo", "ttft_p99_ms=2000", "--price", "h100=inf"], "--price"),
+    (["web", "--port", "99999"], "--port"),
+    (["dashboard", "--port", "-1"], "--port"),
+])
+def test_non_finite_numbers_and_bad_ports_are_usage_errors(runner: CliRunner, args: list[str], option: str) -> None:
+    res = runner.invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert option in res.output and "Traceback" not in res.output

@@ -698,7 +698,7 @@ def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Opt
 
 
 @main.command()
-@click.option("--port", type=int, default=8501, show_default=True, help="Port to serve the dashboard on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Port to serve the dashboard on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (127.0.0.1: this machine only).")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
 def dashboard(port: int, host: str, no_browser: bool) -> None:
@@ -763,7 +763,7 @@ def report(scenario: Optional[str], output: str, policies: list[str], trace: Opt
 
 
 @main.command(name="web")
-@click.option("--port", default=8000, show_default=True, help="Port to listen on (0 picks a free one).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on (0 picks a free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), help="Folder to serve (default: web/ of the source tree).")
 def web_cmd(port: int, host: str, directory: Optional[str]) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 import click
 
 from ._cli_args import _load, _parse_value, _progress_bar, scenario_arg, seed_opt, set_opt
-from ._cli_io import _err, _fail, _out, _write
+from ._cli_io import OutputError, _check_out, _fail, _tables, _write
 from .errors import SimError
 
 if TYPE_CHECKING:
@@ -39,8 +39,11 @@ def _handle(f: F) -> F:
 
         try:
             return f(*args, **kwargs)
-        except (SimError, BackendError, ImportError) as e:
+        except (SimError, BackendError, ImportError, OutputError) as e:
             _fail(e)
+            sys.exit(2)
+        except OSError as e:
+            _fail(e, "OSError")
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
@@ -84,7 +87,10 @@ def _bounds(items: Sequence[str], option: str = "--slo") -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"expected METRIC=VALUE, got {item!r}", param_hint=option)
-        out[key.strip()] = _parse_value(value.strip())
+        v = _parse_value(value.strip())
+        if isinstance(v, float) and not math.isfinite(v):
+            raise click.BadParameter(f"{key.strip()}: expected a finite number, got {value.strip()!r}", param_hint=option)
+        out[key.strip()] = v
     return out
 
 
@@ -123,10 +129,17 @@ def _frame_table(title: str, df: pd.DataFrame, columns: Sequence[str], style: Op
     return table
 
 
+def _check_outputs(csv_out: Optional[str], json_out: Optional[str]) -> None:
+    """Refuse unwritable outputs (and both on stdout) before any run."""
+    if csv_out == "-" and json_out == "-":
+        raise click.BadParameter("only one of --json and --csv can go to stdout ('-')", param_hint="--csv")
+    _check_out(csv_out, "--csv")
+    _check_out(json_out, "--json")
+
+
 def _outputs(df: pd.DataFrame, csv_out: Optional[str], json_out: Optional[str], extra: Optional[dict[str, Any]] = None) -> None:
     if csv_out:
-        df.to_csv(csv_out, index=False)
-        _err().print(f"wrote {csv_out}", style="dim", markup=False, highlight=False, soft_wrap=True)
+        _write(csv_out, df.to_csv(index=False))
     if json_out:
         rows = json.loads(df.to_json(orient="records"))
         _write(json_out, json.dumps({**(extra or {}), "rows": rows}, indent=1))
@@ -170,6 +183,7 @@ def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str,
 
     if not grid and not zipped:
         raise click.BadParameter("give at least one axis", param_hint="--grid")
+    _check_outputs(csv_out, json_out)
     base = _load(scenario, seed, sets)
     with _progress_bar() as bar:
         task = bar.add_task("sweeping", total=None, detail="")
@@ -183,14 +197,17 @@ def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str,
         df = aggregate(df)
     params = list(df.attrs.get("o1sim_params", []))
     wanted = [c for c in split_values(columns) if c]
-    unknown = [c for c in wanted if c not in df.columns]
+    # (every run failed: no metric columns exist, the error column says why)
+    ok = "error" not in df.columns or bool(df["error"].isna().any())
+    unknown = [c for c in wanted if c not in df.columns] if ok else []
+    wanted = [c for c in wanted if c in df.columns]
     if unknown:
         raise click.BadParameter(f"no such column(s): {', '.join(unknown)}", param_hint="--columns")
     shown = params + (["n_seeds"] if agg else ["seed"])
     shown += [x for c in wanted for x in ([c, c + "_ci95"] if agg else [c])]
     if not agg and df["error"].notna().any():
         shown.append("error")
-    _out().print(_frame_table(f"o1sim sweep · {base.source} · {len(df):,} rows", df, shown))
+    _tables(csv_out if csv_out == "-" else json_out).print(_frame_table(f"o1sim sweep · {base.source} · {len(df):,} rows", df, shown))
     _outputs(df, csv_out, json_out)
 
 
@@ -214,6 +231,8 @@ def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float
     """The highest arrival rate (req/s) at which SCENARIO meets the SLO on every seed."""
     from .planning import capacity
 
+    _check_outputs(csv_out, json_out)
+    slo_map = _bounds(slo)
     base = _load(scenario, seed, sets)
     with _progress_bar() as bar:
         task = bar.add_task("searching", total=None, detail="")
@@ -223,10 +242,10 @@ def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float
             rounds[0] += 1
             bar.update(task, detail=f"round {rounds[0]}: {line}")
 
-        c = capacity(base, _bounds(slo), seeds=_seeds(seeds, 3), tolerance=tolerance, start_rate=start_rate,
+        c = capacity(base, slo_map, seeds=_seeds(seeds, 3), tolerance=tolerance, start_rate=start_rate,
                      min_rate=min_rate, max_rate=max_rate, backend=backend, workers=workers, address=address,
                      progress=on_round)
-    out = _out()
+    out = _tables(csv_out if csv_out == "-" else json_out)
     rates = c.rates
     out.print(_frame_table(f"o1sim capacity · {base.source} · {len(c.points):,} runs ({len(c.seeds)} seeds per rate)",
                            rates, list(rates.columns), style=lambda r: "green" if r["meets"] else ""))
@@ -268,6 +287,8 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise click.BadParameter(f"{k}: expected a number of dollars per GPU-hour, got {v!r}", param_hint="--price")
         price_map[k] = float(v)
+    _check_outputs(csv_out, json_out)
+    slo_map = _bounds(slo)
     base = _load(scenario, seed, sets)
     with _progress_bar() as bar:
         task = bar.add_task("planning", total=None, detail="")
@@ -275,7 +296,7 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
         def tick(done: int, total: int) -> None:
             bar.update(task, total=total, completed=done, detail=f"{done:,}/{total:,} runs")
 
-        p = plan(base, _axes(choices, "--choice"), _bounds(slo), load=load, prices=price_map, latency=latency,
+        p = plan(base, _axes(choices, "--choice"), slo_map, load=load, prices=price_map, latency=latency,
                  seeds=_seeds(seeds, 3), backend=backend, workers=workers, address=address, progress=tick)
     df = p.configs if show_all else p.feasible
     cols = p.params + ["gpus", "usd_per_hour", "usd_per_million_tokens", latency, "goodput_rps", "pareto"]
@@ -287,7 +308,7 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
     def style(row: Any) -> str:
         return "bold green" if key is not None and tuple(json.dumps(row[k], default=str) for k in p.params) == key else ""
 
-    out = _out()
+    out = _tables(csv_out if csv_out == "-" else json_out)
     n_ok = int(p.configs["feasible"].sum())
     out.print(_frame_table(f"o1sim plan · {base.source} · {n_ok} of {len(p.configs)} configurations meet the SLO",
                            df, cols, style=style))
