@@ -466,6 +466,8 @@ pub struct Slo {
 
 /// Parse a scenario from JSON text. Errors name the field path.
 pub fn parse_json(text: &str) -> Result<Scenario> {
+    // A UTF-8 byte-order mark (what some Windows editors write first) is not content.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| SimError::config("", format!("invalid JSON: {e}")))?;
     from_value(value)
@@ -473,6 +475,7 @@ pub fn parse_json(text: &str) -> Result<Scenario> {
 
 /// Parse a scenario from TOML text. Errors name the field path.
 pub fn parse_toml(text: &str) -> Result<Scenario> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: toml::Value = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     from_value(toml_to_json("", value)?)
 }
@@ -818,6 +821,14 @@ mod tests {
     fn err(text: &str) -> SimError {
         let s = parse_json(text).and_then(|s| s.validate_local().map(|_| s));
         s.expect_err("should fail")
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_content() {
+        let toml = "\u{feff}model = \"llama-3-8b\"\ngpu = \"h200\"\n";
+        assert_eq!(parse_toml(toml).unwrap(), parse_toml(&toml[3..]).unwrap());
+        let json = format!("\u{feff}{MIN}");
+        assert_eq!(parse_json(&json).unwrap(), parse_json(MIN).unwrap());
     }
 
     #[test]

@@ -143,6 +143,8 @@ fn absurd_costs_and_rates_stop_with_an_error_not_an_overflow() {
     let e = sim_core::simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_err();
     assert_eq!(e.kind_name(), "StallError", "{e}");
     assert!(e.to_string().contains("10^9 s"), "{e}");
+    // the message says when the run stood and when its next event would have come
+    assert!(e.to_string().contains("the next event is at 2.000e9 s") && e.to_string().contains("unfinished at 1.000e9 s"), "{e}");
     let slow = json!({"model": "llama-3-8b", "gpu": "h200", "workload": {"num_requests": 3,
         "arrival": {"kind": "poisson", "rate": 1e-300}, "prompt": {"kind": "fixed", "value": 8},
         "output": {"kind": "fixed", "value": 2}}});

@@ -60,12 +60,14 @@ impl Engine {
         };
         let t = t_scale.map_or(t, |x| t.min(x));
         if t > MAX_TIME_NS {
+            // A time at the clock's ceiling is a cost that saturated, not a moment to print.
+            let when = if t >= u64::MAX / 2 { "beyond any time the clock holds".to_string() } else { format!("at {:.3e} s", t as f64 / 1e9) };
             return Err(SimError::Stalled {
                 message: format!(
-                    "simulated time passed 10^9 s ({:.3e} s) with {} request(s) unfinished: a rate, latency \
-                     or cost in the scenario is outside any realistic range",
-                    t as f64 / 1e9,
-                    self.unfinished()
+                    "simulated time would pass 10^9 s (the next event is {when}) with {} request(s) unfinished at \
+                     {:.3e} s: a rate, latency or cost in the scenario is outside any realistic range",
+                    self.unfinished(),
+                    now as f64 / 1e9
                 ),
             });
         }
