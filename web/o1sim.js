@@ -182,12 +182,25 @@ function formatCode(format) {
 }
 
 // JSON text of a value, with what JavaScript cannot write (nesting too deep for the stack,
-// cycles, BigInt, undefined) as a ConfigError naming `field`.
+// cycles, BigInt, undefined) as a ConfigError naming `field`. NaN and ±Infinity, which
+// JSON.stringify would silently write as null, are a ConfigError naming their path (Python
+// refuses them too).
 function jsonText(value, field = "") {
+  const paths = new WeakMap();
+  const replacer = function (key, v) {
+    const base = paths.get(this);
+    const path = base === undefined ? field : Array.isArray(this) ? `${base}[${key}]` : base ? `${base}.${key}` : key;
+    if (typeof v === "number" && !Number.isFinite(v)) {
+      throw new ConfigError(`${path || "value"}: must be a finite number (got ${v})`, path);
+    }
+    if (v !== null && typeof v === "object") paths.set(v, path);
+    return v;
+  };
   let text;
   try {
-    text = JSON.stringify(value);
+    text = JSON.stringify(value, replacer);
   } catch (err) {
+    if (err instanceof SimError) throw err;
     const why = err instanceof RangeError ? "nested too deeply (or too large) to write as JSON" : `cannot be written as JSON: ${err.message}`;
     throw new ConfigError(field ? `${field}: ${why}` : why, field);
   }

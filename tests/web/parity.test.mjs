@@ -127,6 +127,9 @@ test("errors carry the Python class name and the field path", () => {
     [{ ...base, deployment: { ...base.deployment, tp: 3 } }, "ConfigError", "deployment.tp"],
     [{ ...base, scheduler: { ...base.scheduler, block_size: 0 } }, "ConfigError", "scheduler.block_size"],
     [{ ...base, gpu: "h2000" }, "ConfigError", "gpu"],
+    // JSON.stringify would write these as null: the page must refuse what Python refuses
+    [{ ...base, workload: { ...base.workload, arrival: { ...base.workload.arrival, rate: NaN } } }, "ConfigError", "workload.arrival.rate"],
+    [{ ...base, deployment: { ...base.deployment, placement: [[0, Infinity]] } }, "ConfigError", "deployment.placement[0][1]"],
     [{ ...base, model: "llama-3.1-405b", deployment: { ...base.deployment, tp: 1 } }, "InfeasibleError", null],
   ];
   for (const [scenario, name, field] of cases) {
