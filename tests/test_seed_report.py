@@ -46,3 +46,23 @@ def test_the_report_runs_in_a_minute_and_gives_every_claim_a_verdict(runner: Any
         if not any(t in title for t in TIMED):
             assert committed[title] == v, title
     assert (DOCS / "seed-claims.html").is_file()
+
+
+def test_a_missing_output_folder_is_refused_before_any_claim_runs(runner: Any, tmp_path: Path) -> None:
+    res = runner.invoke(main, ["seed-report", "-o", str(tmp_path / "nope" / "claims.md")])
+    assert res.exit_code == 2 and "OutputError" in res.output and "does not exist" in res.output
+    assert not (tmp_path / "nope").exists()
+
+
+def test_node_failing_is_told_apart_from_node_missing(monkeypatch: Any, tmp_path: Path) -> None:
+    from o1sim.seed_report import serving
+
+    monkeypatch.setattr(serving.shutil, "which", lambda _: None)
+    assert serving._node_timings() == (None, "Node is not installed here")
+    fake = tmp_path / "node"
+    fake.write_text("#!/bin/sh\necho 'SyntaxError: boom' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(serving.shutil, "which", lambda _: str(fake))
+    monkeypatch.setattr(serving, "_web_dir", lambda: tmp_path)
+    timings, why = serving._node_timings()
+    assert timings is None and why.startswith("Node failed running the WASM module: SyntaxError: boom"), why

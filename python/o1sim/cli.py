@@ -821,6 +821,9 @@ def seed_report_cmd(output: str, html_out: Optional[str]) -> None:
 
     from . import seed_report
 
+    # the folders must exist: a mistyped path is an error, not a new folder
+    _check_out(output, "--output")
+    _check_out(html_out or str(Path(output).with_suffix(".html")), "--html")
     out = _out()
 
     def on_claim(c: seed_report.Claim) -> None:

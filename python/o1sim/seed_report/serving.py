@@ -53,11 +53,14 @@ def _web_dir() -> Optional[Path]:
     return d if (d / "o1sim.js").is_file() and (d / "pkg" / "o1sim.wasm").is_file() else None
 
 
-def _node_timings() -> Optional[dict[str, float]]:
-    """Cold start, warm 10k iterations and the re-run after a topology edit under Node."""
+def _node_timings() -> tuple[Optional[dict[str, float]], str]:
+    """Cold start, warm 10k iterations and the re-run after a topology edit under Node; or
+    None and why not (Node missing, the module not built, or Node's own failure)."""
     node, web = shutil.which("node"), _web_dir()
-    if node is None or web is None:
-        return None
+    if node is None:
+        return None, "Node is not installed here"
+    if web is None:
+        return None, "the WASM module is not built (make web)"
     try:
         out = subprocess.run(
             [node, "--input-type=module", "-e", NODE_SCRIPT, "-", (web / "o1sim.js").as_uri(),
@@ -65,9 +68,14 @@ def _node_timings() -> Optional[dict[str, float]]:
             capture_output=True, text=True, timeout=60, check=True,
         )
         result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-        return result
-    except (subprocess.SubprocessError, ValueError, IndexError, OSError):
-        return None
+        return result, ""
+    except subprocess.CalledProcessError as e:
+        last = (e.stderr or "").strip().splitlines()[-1:] or [f"exit status {e.returncode}"]
+        return None, f"Node failed running the WASM module: {last[0][:200]}"
+    except subprocess.TimeoutExpired:
+        return None, "Node did not finish within 60 s"
+    except (ValueError, IndexError, OSError) as e:
+        return None, f"Node's output could not be read ({type(e).__name__})"
 
 
 def _native_timings() -> dict[str, float]:
@@ -102,7 +110,7 @@ def _timings() -> tuple[dict[str, float], Optional[dict[str, float]]]:
     """Native and WASM timings, measured once per report."""
     if not _TIMINGS:
         _TIMINGS["native"] = _native_timings()
-        _TIMINGS["node"] = _node_timings()
+        _TIMINGS["node"], _TIMINGS["node_why"] = _node_timings()
     return _TIMINGS["native"], _TIMINGS["node"]
 
 
@@ -138,7 +146,7 @@ def _speed_claim(title: str, quote: str) -> tuple[Claim, dict[str, float], Optio
     c.table = _speed_table(nat, node)
     if node is None:
         c.verdict = NOT_REPRODUCIBLE
-        c.why = "The WASM module or Node is not available here; the native numbers are in the table."
+        c.why = f"No WASM timings: {_TIMINGS.get('node_why') or 'not measured'}; the native numbers are in the table."
     return c, nat, node
 
 
