@@ -234,6 +234,23 @@ def test_an_uploaded_trace_goes_through_the_core_reader() -> None:
     assert o1sim.workload.trace_info(text) == {"format": "csv", "requests": 2, "span_s": 0.5}
 
 
+def test_a_scenario_naming_a_server_file_is_refused_showing_none_of_it() -> None:
+    """Issue 28's reproducer as the text an upload fills in: the refusal names
+    workload.trace.path under the trace input, and no line of /etc/passwd is on the page."""
+    repro = Path(__file__).resolve().parent / "repro" / "dashboard_trace_path_reads_server_file.toml"
+    at = _app()
+    at.text_area(key="scenario_text").input(repro.read_text()).run()
+    _no_exception(at)
+    errors = [e.value for e in at.sidebar.error] + [e.value for e in at.error]
+    assert any("workload.trace.path" in e and "names a file" in e for e in errors), errors
+    try:
+        secret = [ln for ln in Path("/etc/passwd").read_text().splitlines() if ln.strip()]
+    except OSError:
+        secret = []
+    shown = "\n".join(str(getattr(el, "value", "")) for el in [*at.sidebar.error, *at.error, *at.markdown, *at.caption])
+    assert not any(ln in shown for ln in secret) and "root:x" not in shown
+
+
 def test_busy_frame_integrates_the_busy_time() -> None:
     r = o1sim.simulate(o1sim.Scenario.default())
     frame = charts.busy_frame(r)

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 
 from . import _core
+from ._files import refuse_files
 from ._input import check_depth, loads, read_text, too_deep
 from ._input import join_path as _join
 from ._input import jsonable as _jsonable
+from ._memory import refresh_memory_ceiling
 from .errors import config_error
 from .exports import prometheus_text, write_chrome_trace
 from .topology import resolve_topology
@@ -144,22 +146,40 @@ class Scenario:
     into a dict-backed scenario.
     """
 
-    def __init__(self, data: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(self, data: Optional[Mapping[str, Any]] = None, *, allow_files: bool = True) -> None:
+        """``data``: the scenario as a dict. ``allow_files=False`` for a dict that came over
+        the wire: then a field naming a file (``workload.trace.path``, ``cost_model.profile``,
+        ``model.hf_config``, a topology file) is a ``ConfigError`` naming it, and nothing is
+        read; otherwise such paths are relative to the working directory."""
         self._data: Optional[dict[str, Any]] = _copy(dict(data)) if data is not None else {}
         self._text: Optional[str] = None
         self._format = "json"
+        self._base: Optional[Path] = None
+        self._files = allow_files
+        self._refused = False  # a text-backed untrusted scenario checked once (its text never changes)
         self.source = "<dict>"
         """Where the scenario came from (a path, ``<default>``, ``<dict>`` or ``<text>``)."""
 
     @classmethod
-    def from_text(cls, text: str, format: str = "toml", *, source: str = "<text>") -> Scenario:
-        """A scenario from TOML or JSON text (``format`` is ``"toml"`` or ``"json"``)."""
+    def from_text(
+        cls, text: str, format: str = "toml", *, source: str = "<text>",
+        base_dir: Union[None, str, os.PathLike[str]] = None, allow_files: bool = False,
+    ) -> Scenario:
+        """A scenario from TOML or JSON text (``format`` is ``"toml"`` or ``"json"``).
+
+        Text is what comes over the wire (an upload, a text box): by default it may use only
+        what it holds, and a field naming a file (``workload.trace.path``,
+        ``cost_model.profile``, ``model.hf_config``, a topology file) is a ``ConfigError``
+        naming it, without reading anything. ``base_dir``: the folder such paths are
+        relative to (they are then read, as for :meth:`from_file`); ``allow_files=True``:
+        read them relative to the working directory."""
         if format not in ("toml", "json"):
             raise config_error("format", f"must be 'json' or 'toml' (got {format!r})")
-        sc = cls()
+        sc = cls(allow_files=allow_files or base_dir is not None)
         sc._data = None
         sc._text = text
         sc._format = format
+        sc._base = Path(base_dir) if base_dir is not None else None
         sc.source = source
         return sc
 
@@ -170,7 +190,7 @@ class Scenario:
         suffix = p.suffix.lower()
         if suffix not in (".toml", ".json"):
             raise config_error("", f"{p}: unknown scenario file type '{suffix}' (expected .toml or .json)")
-        sc = cls.from_text(read_text(p), suffix[1:], source=str(p))
+        sc = cls.from_text(read_text(p), suffix[1:], source=str(p), base_dir=p.parent)
         # A `topology` or `cost_model.profile` file path is read here, relative to the
         # scenario file (the core reads no files); the scenario then travels as a dict.
         data = sc.to_dict()
@@ -200,18 +220,33 @@ class Scenario:
         data = self.to_dict()
         for path, value in overrides.items():
             _set_dotted(data, path, value)
-        sc = Scenario(data)
+        sc = Scenario(data, allow_files=self._files)
+        sc._base = self._base
         sc.source = self.source
         return sc
 
+    def inlined(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` (this scenario's dict, or one made from it) with its file paths read
+        and inlined, relative to this scenario's folder (a file's; else the working
+        directory); or, for a scenario that came over the wire, a ``ConfigError`` naming
+        the first field that names a file."""
+        if not self._files:
+            refuse_files(data)
+        else:
+            _resolve_files(data, self._base or Path.cwd())
+        return data
+
     def payload(self) -> tuple[str, str]:
-        """``(text, format)`` exactly as handed to the core."""
+        """``(text, format)`` exactly as handed to the core (which is told, too, what this
+        process may allocate: the default memory limit follows it)."""
+        refresh_memory_ceiling()
         if self._text is not None:
+            if not self._files and not self._refused:
+                refuse_files(self.to_dict())
+                self._refused = True
             return self._text, self._format
         assert self._data is not None
-        data = dict(self._data)
-        _resolve_files(data, Path.cwd())
-        return _encode(data), "json"
+        return _encode(self.inlined(dict(self._data))), "json"
 
     def validate(self) -> dict[str, Any]:
         """Validate with the core. Returns ``{"scenario": …, "deployment": …}``: the scenario
@@ -226,9 +261,7 @@ class Scenario:
         (an inline ``trace.text`` travels with the scenario)."""
         if self._text is not None and "trace" not in self._text:
             return None
-        data = self.to_dict()
-        _resolve_files(data, Path.cwd())
-        return trace_for(data)
+        return trace_for(self.inlined(self.to_dict()))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Scenario) and self.to_dict() == other.to_dict()

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Optional, Union
 
 from . import _core
+from ._memory import refresh_memory_ceiling
 
 __all__ = ["BackendError", "Outcome", "run_local", "run_ray", "default_workers"]
 
@@ -49,6 +50,7 @@ def default_workers() -> int:
 def run_one(payload: str) -> Outcome:
     """Run one scenario (JSON text) to its summary; a core error comes back as data."""
     try:
+        refresh_memory_ceiling()  # a worker process: its own limits
         return ("ok", _core.run_summary_json(payload, "json"))
     except _core.SimError as e:
         return ("error", type(e).__name__, str(e), getattr(e, "field", "") or "")

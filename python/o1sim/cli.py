@@ -782,21 +782,9 @@ def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
     mimetypes.add_type("application/wasm", ".wasm")
     mimetypes.add_type("text/javascript", ".js")
 
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                          ".wasm": "application/wasm", ".js": "text/javascript"}
+    from ._web import page_handler
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def end_headers(self) -> None:
-            self.send_header("Cache-Control", "no-cache")
-            super().end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
-            pass
-
-    server = http.server.ThreadingHTTPServer((host, port), Handler)
+    server = http.server.ThreadingHTTPServer((host, port), page_handler(root))
     shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
     _out().print(f"o1sim page: http://{shown}:{server.server_address[1]}/  (serving {root}; Ctrl-C to stop)", markup=False, highlight=False, soft_wrap=True)
     sys.stdout.flush()

@@ -20,11 +20,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
-from .api import ScenarioLike, _as_scenario, _encode, _resolve_files, _set_dotted
+from .api import ScenarioLike, _as_scenario, _encode, _set_dotted
 from .backends import BackendError, Outcome, default_workers, run_local, run_ray
 from .errors import ConfigError, config_error
 
@@ -167,9 +166,7 @@ def seed_list(seeds: Seeds, base_seed: int) -> list[int]:
 def base_dict(base: ScenarioLike) -> dict[str, Any]:
     """The scenario as a JSON-ready dict with file paths inlined."""
     sc = _as_scenario(base)
-    data = sc.to_dict()
-    _resolve_files(data, Path.cwd())
-    return data
+    return sc.inlined(sc.to_dict())
 
 
 def payload(base: dict[str, Any], params: Mapping[str, Any], seed: int) -> str:

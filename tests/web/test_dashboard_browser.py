@@ -93,6 +93,24 @@ def test_upload_then_policy_runs_the_file(app: Any, tmp_path: Path) -> None:
     assert re.match(r"Ran: llama-3-8b on 3 × a100-80g \(3 × TP 1\) · policy orca · from mine\.toml", ran(app)), ran(app)
 
 
+def test_an_upload_naming_a_server_file_shows_a_refusal_and_none_of_the_file(app: Any) -> None:
+    """Issue 28: an uploaded scenario with workload.trace.path = "/etc/passwd" is refused by
+    name, and no line of the server's /etc/passwd reaches the page."""
+    repro = Path(__file__).resolve().parents[1] / "repro" / "dashboard_trace_path_reads_server_file.toml"
+    app.locator(".st-key-source label", has_text="Upload a file").click()
+    settle(app)
+    app.locator(".st-key-upload input[type=file]").set_input_files(str(repro))
+    settle(app)
+    errors = app.locator("[data-testid=stAlertContentError]").all_text_contents()
+    assert any("workload.trace.path" in e and "names a file" in e for e in errors), errors
+    page = app.locator("body").inner_text()
+    try:
+        secret = [ln for ln in Path("/etc/passwd").read_text().splitlines() if ln.strip()]
+    except OSError:
+        secret = []
+    assert not any(ln in page for ln in secret) and "root:x" not in page
+
+
 def test_text_edit_then_policy_runs_the_text(app: Any) -> None:
     app.get_by_text("Edit the scenario text").click()
     box = app.locator(".st-key-scenario_text textarea")

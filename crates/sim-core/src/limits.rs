@@ -17,6 +17,8 @@
 //! Text inputs are capped at [`MAX_INPUT_BYTES`] before parsing (parsing takes about 13 B
 //! per JSON byte and 36 B per TOML byte at peak).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check, Result, SimError};
@@ -78,10 +80,39 @@ impl Limits {
         Ok(())
     }
 
-    /// The memory limit in bytes on this target.
+    /// The memory limit in bytes on this target: at most [`WASM_MAX_MEMORY_GIB`] in WASM,
+    /// and, when the scenario leaves `max_memory_gib` at its default, at most what the
+    /// front end said the process may use ([`set_memory_ceiling`]).
     pub fn memory_bytes(&self) -> u64 {
         let gib = if cfg!(target_arch = "wasm32") { self.max_memory_gib.min(WASM_MAX_MEMORY_GIB) } else { self.max_memory_gib };
-        (gib * GIB) as u64
+        let bytes = (gib * GIB) as u64;
+        match memory_ceiling() {
+            Some(c) if self.max_memory_gib == DEFAULT_MAX_MEMORY_GIB => bytes.min(c),
+            _ => bytes,
+        }
+    }
+
+    /// Whether [`Limits::memory_bytes`] is the process's ceiling rather than `max_memory_gib`.
+    pub fn capped_by_process(&self) -> bool {
+        memory_ceiling().is_some_and(|c| self.max_memory_gib == DEFAULT_MAX_MEMORY_GIB && c < (self.max_memory_gib * GIB) as u64)
+    }
+}
+
+/// What this process may still allocate, bytes (0: not known), set by a front end from the
+/// operating system (the address-space limit less what is mapped, a cgroup's `memory.max`
+/// less its use, the memory available): the default memory limit is at most this.
+static CEILING: AtomicU64 = AtomicU64::new(0);
+
+/// Set the process's memory ceiling ([`Limits::memory_bytes`]); 0 clears it.
+pub fn set_memory_ceiling(bytes: u64) {
+    CEILING.store(bytes, Ordering::Relaxed);
+}
+
+/// The process's memory ceiling, if a front end set one.
+pub fn memory_ceiling() -> Option<u64> {
+    match CEILING.load(Ordering::Relaxed) {
+        0 => None,
+        c => Some(c),
     }
 }
 

@@ -392,6 +392,13 @@ impl LoadedTrace {
 }
 
 /// Names of the bug classes `scheduler.inject_bug` accepts (model checking).
+/// What this process may still allocate, bytes (0 clears it): the default
+/// `limits.max_memory_gib` is at most this (the Python layer reads it from the OS).
+#[pyfunction]
+fn set_memory_ceiling(bytes: u64) {
+    core::limits::set_memory_ceiling(bytes);
+}
+
 #[pyfunction]
 fn bug_names() -> Vec<&'static str> {
     core::config::BUGS.to_vec()
@@ -552,6 +559,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LoadedTrace>()?;
     m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
     m.add_function(wrap_pyfunction!(bug_names, m)?)?;
+    m.add_function(wrap_pyfunction!(set_memory_ceiling, m)?)?;
     m.add_function(wrap_pyfunction!(status_names, m)?)?;
     m.add_function(wrap_pyfunction!(reason_names, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;

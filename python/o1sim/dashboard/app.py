@@ -27,6 +27,7 @@ import streamlit as st
 
 import o1sim
 from o1sim import registry
+from o1sim._files import refuse_files
 from o1sim.dashboard import charts
 from o1sim.dashboard.capacity_tab import capacity_tab
 from o1sim.dashboard.check_tab import check_tab
@@ -72,8 +73,11 @@ def trace_info_cached(text: str, fmt: str) -> dict[str, Any]:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def topology_cached(entry_json: str) -> dict[str, Any]:
-    """The expanded topology (nodes and links) of a scenario's ``topology`` entry."""
-    return o1sim.topology.expand(json.loads(entry_json))
+    """The expanded topology (nodes and links) of a scenario's ``topology`` entry (a file
+    path is refused, unread: the scenario came over the wire)."""
+    entry = json.loads(entry_json)
+    refuse_files({"topology": entry})
+    return o1sim.topology.expand(entry)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -365,7 +369,8 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
         _show_error(error[0], slots, error[1])
         return None, label, compare, slots
     try:
-        scenario = o1sim.Scenario(data).with_overrides(overrides)
+        # An upload or the text box: it may use only what comes with it (no server files).
+        scenario = o1sim.Scenario(data, allow_files=False).with_overrides(overrides)
         scenario.source = label
         validate_cached(*scenario.payload())
     except o1sim.SimError as e:
@@ -482,7 +487,7 @@ def sweep_tab(scenario: o1sim.Scenario, names: list[str]) -> None:
         total = len(factors) * len(names)
         for i, (f, policy) in enumerate((f, p) for f in factors for p in names):
             bar.progress(i / total, text=f"{policy} at {rate * f:,.2f} req/s ({i + 1}/{total})")
-            sc = o1sim.Scenario(_at_load(scenario.to_dict(), f)).with_overrides({"scheduler.policy": policy})
+            sc = o1sim.Scenario(_at_load(scenario.to_dict(), f), allow_files=False).with_overrides({"scheduler.policy": policy})
             try:
                 rows.append(charts.sweep_row(policy, rate * f, run_cached(*sc.payload()).summary))
             except o1sim.SimError as e:

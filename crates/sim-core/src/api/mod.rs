@@ -190,12 +190,12 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let workload = match source {
         Source::Given(w) => {
-            resources::enforce(&resources::run_parts(&scenario, blocks, None), &scenario.limits)?;
+            resources::check_run(&scenario, blocks, None)?;
             check_workload(&w)?;
             w
         }
         Source::Spec(trace) => {
-            resources::enforce(&resources::run_parts(&scenario, blocks, trace.as_deref()), &scenario.limits)?;
+            resources::check_run(&scenario, blocks, trace.as_deref())?;
             // A random arrival process may produce far more than its estimate: at most what
             // the memory limit holds.
             let cap = scenario.limits.memory_bytes() / crate::limits::BYTES_PER_REQUEST;

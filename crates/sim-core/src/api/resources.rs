@@ -37,15 +37,47 @@ pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
     Err(SimError::resource(
         &top.field,
         format!(
-            "needs about {} ({}), more than limits.max_memory_gib = {} GiB{}",
+            "needs about {} ({}), more than {}{}",
             bytes_text(total),
             detail.join(", "),
-            limit as f64 / GIB,
+            if limits.capped_by_process() {
+                format!("the {} this process may still use (its memory limit; limits.max_memory_gib sets another)", bytes_text(limit))
+            } else {
+                format!("limits.max_memory_gib = {} GiB", limit as f64 / GIB)
+            },
             if cfg!(target_arch = "wasm32") && limits.max_memory_gib > WASM_MAX_MEMORY_GIB {
                 format!(" (at most {WASM_MAX_MEMORY_GIB} GiB in WASM)")
             } else {
                 String::new()
             }
+        ),
+    ))
+}
+
+/// The memory check of a run of `scenario` with `blocks` KV blocks per replica: its
+/// estimate within `limits.max_memory_gib` ([`enforce`]), and each replica's KV free list
+/// within what one allocation may hold on this target ([`pool_fits`]).
+pub fn check_run(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) -> Result<()> {
+    let parts = run_parts(scenario, blocks, trace);
+    pool_fits(blocks, &parts[0].field, isize::MAX as u64)?;
+    enforce(&parts, &scenario.limits)
+}
+
+/// A replica's KV free list (one allocation, [`BYTES_PER_BLOCK`] a block) over `max_bytes`
+/// (`isize::MAX`: 2 GiB in WASM, where a larger one is a "capacity overflow" panic) is a
+/// `ResourceError` naming `field`.
+pub fn pool_fits(blocks: u32, field: &str, max_bytes: u64) -> Result<()> {
+    let bytes = u64::from(blocks) * BYTES_PER_BLOCK;
+    if bytes <= max_bytes {
+        return Ok(());
+    }
+    Err(SimError::resource(
+        field,
+        format!(
+            "{blocks} KV blocks in one replica need a {} block list, more than one allocation may hold here ({}); \
+             lower scheduler.num_gpu_blocks or gpu.hbm_gib",
+            bytes_text(bytes),
+            bytes_text(max_bytes)
         ),
     ))
 }
@@ -122,6 +154,17 @@ pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_over_one_allocation_names_its_field() {
+        // WASM's isize::MAX: 460,791,544 blocks (gpu.hbm_gib = 1e6) fit, 10^9 do not.
+        let wasm = i32::MAX as u64;
+        assert!(pool_fits(460_791_544, "gpu.hbm_gib", wasm).is_ok());
+        let e = pool_fits(1_000_000_000, "scheduler.num_gpu_blocks", wasm).unwrap_err();
+        assert_eq!((e.kind_name(), e.path()), ("ResourceError", Some("scheduler.num_gpu_blocks")));
+        assert!(e.to_string().contains("3.7 GiB") && e.to_string().contains("2.0 GiB"), "{e}");
+        assert!(pool_fits(u32::MAX, "scheduler.num_gpu_blocks", isize::MAX as u64).is_ok() || cfg!(target_pointer_width = "32"));
+    }
 
     #[test]
     fn an_estimate_over_the_limit_names_the_largest_part() {

@@ -185,9 +185,11 @@ impl BlockCache {
     /// Wake up with `free` (the pool's free stack, drained) as the free queue, its top
     /// (allocated next) at the head. Nothing is cached yet.
     pub fn activate(&mut self, free: &mut Vec<u32>) {
-        self.queue = free.iter().rev().copied().collect();
-        self.num_free = free.len() as u32;
-        free.clear();
+        // In place: the stack's allocation becomes the queue's (a copy would hold both, 8 B
+        // a unit instead of the 4 the memory estimate counts; the stack kept its capacity).
+        free.reverse();
+        self.queue = VecDeque::from(std::mem::take(free));
+        self.num_free = self.queue.len() as u32;
         self.active = true;
         self.epoch += 1;
     }

@@ -95,6 +95,12 @@ fn unit_ns(u: &str) -> f64 {
     UNIT_NS.iter().find(|(n, _)| *n == u).map_or(1e6, |(_, v)| *v)
 }
 
+/// Whether a header cell looks like a column name (at most 40 letters, digits, `_`, `-`,
+/// `.`, spaces or brackets): only those are repeated in an error message.
+fn names_a_column(h: &str) -> bool {
+    h.len() <= 40 && h.chars().all(|c| c.is_ascii_alphanumeric() || " _-.()[]".contains(c))
+}
+
 impl Plan {
     /// The columns of `fmt` (for `csv`/`jsonl`, from `columns`, `time_unit` and, when the
     /// arrival column is not mapped, the header: `arrival_ms`, `arrival_s`, …).
@@ -203,7 +209,9 @@ impl Plan {
             let required = self.required().iter().any(|r| *r as usize == f) || columns_mapped(f);
             if required && !present(f) {
                 let need: Vec<&str> = self.required().iter().filter_map(|r| self.col[*r as usize].as_deref()).collect();
-                let mut shown: Vec<&str> = header.iter().map(String::as_str).take(12).collect();
+                // Only cells that look like column names are shown: a file that is no trace
+                // (a server's /etc/passwd) must not have its first line echoed.
+                let mut shown: Vec<&str> = header.iter().map(|h| if names_a_column(h) { h.as_str() } else { "?" }).take(12).collect();
                 if header.len() > 12 {
                     shown.push("…");
                 }

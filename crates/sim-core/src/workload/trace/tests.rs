@@ -175,6 +175,16 @@ fn line_numbers_count_crlf_and_blank_lines() {
 }
 
 #[test]
+fn a_file_that_is_no_trace_is_not_echoed() {
+    // A server's /etc/passwd named as a csv trace: the error names what is missing, and
+    // no cell of it that is not a column name.
+    let passwd = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n";
+    let e = err(&spec("csv"), passwd);
+    assert!(e.contains("line 1: missing column") && e.contains("found: ?"), "{e}");
+    assert!(!e.contains("root") && !e.contains("/bin"), "{e}");
+}
+
+#[test]
 fn bad_traces_name_the_line_and_the_field() {
     let cases: &[(&str, &str, &str)] = &[
         ("azur", AZURE, "trace.format: unknown trace format 'azur'; did you mean azure"),
