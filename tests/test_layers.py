@@ -8,7 +8,8 @@ a circle. ``o1sim._core`` (the extension, ``_core.pyi``) is a module like the ot
 The layers, lowest first; a module may import its own layer or a lower one:
 
 0. the core and what every layer needs: ``_core``, ``errors``, ``registry``
-1. reading input and writing output without the API: ``_input``, ``workload``,
+1. reading input and writing output without the API: ``_input``, ``_files`` (what a scenario
+   from the wire may not read), ``_memory`` (the memory the process may use), ``_web``, ``workload``,
    ``topology``, ``backends``, and ``exports`` (a leaf: it reads a result through a protocol,
    so ``Result.to_prometheus()`` calls down into it rather than exports calling up into
    ``api`` to re-run a simulation, which ``Result.step_records`` now owns)
@@ -34,7 +35,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "o1sim"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("o1sim._core", "o1sim.errors", "o1sim.registry"),
-    ("o1sim._input", "o1sim.workload", "o1sim.topology", "o1sim.backends", "o1sim.exports"),
+    ("o1sim._input", "o1sim._files", "o1sim._memory", "o1sim._web", "o1sim.workload", "o1sim.topology", "o1sim.backends", "o1sim.exports"),
     ("o1sim.api",),
     ("o1sim.sweeps", "o1sim.planning", "o1sim.calibrate", "o1sim.report", "o1sim.chart_style",
      "o1sim.dashboard", "o1sim.dashboard.charts", "o1sim.dashboard.scenarios"),

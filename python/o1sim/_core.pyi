@@ -41,6 +41,7 @@ __all__ = [
     "plan_eval_json",
     "default_prices_json",
     "step_anatomy_json",
+    "set_memory_ceiling",
 ]
 
 class SimError(Exception):

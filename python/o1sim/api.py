@@ -202,8 +202,9 @@ class Scenario:
 
     @classmethod
     def default(cls) -> Scenario:
-        """The scenario embedded in the core (what the CLI runs with no file)."""
-        return cls.from_text(_core.default_scenario_toml(), "toml", source="<default>")
+        """The scenario embedded in the core (what the CLI runs with no file). It is this
+        package's own text, not an upload: local paths set on it (``--trace``) are read."""
+        return cls.from_text(_core.default_scenario_toml(), "toml", source="<default>", allow_files=True)
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as a dict (a copy)."""

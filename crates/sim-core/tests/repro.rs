@@ -61,12 +61,16 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         ("hbm_gib_1e12.json", Err(("ResourceError", "gpu.hbm_gib"))),
         ("link_flap_double_finish.json", Ok(40)),
         ("num_gpu_blocks_1e9.json", Err(("ResourceError", "scheduler.num_gpu_blocks"))),
+        // Under a 3 GB address-space cap these aborted: the estimate (3.7 / 3.6 GiB) passed
+        // the 4 GiB default; the limit now follows the process (Python), 1 GiB here.
+        ("num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json", Err(("ResourceError", "scheduler.num_gpu_blocks"))),
         ("num_requests_5e7.json", Err(("ResourceError", "workload.num_requests"))),
         ("orca_double_admit.json", Err(("ConfigError", "scheduler.inject_bug"))),
         ("replicas_65536.json", Err(("ResourceError", "deployment.replicas"))),
         // Autoscaled, its first step ends beyond the 10^9 s horizon: the controller used to
         // tick every interval_s towards it (2·10^8 decisions, over a minute) first.
         ("scaling_absurd_step_cost.json", Err(("StallError", ""))),
+        ("stages_rate_1e6_abort_under_3GB.case.json", Err(("ResourceError", "workload"))),
         ("timeout_false_stall.json", Ok(0)),
         ("tiny_model.json", Err(("ConfigError", "workload.prompt"))),
         // File paths: the core reads no files (the front ends do, tests/test_reliability.py).
