@@ -137,6 +137,11 @@ def _check_outputs(csv_out: Optional[str], json_out: Optional[str]) -> None:
     _check_out(json_out, "--json")
 
 
+def _tables_for(csv_out: Optional[str], json_out: Optional[str]) -> Any:
+    """Where the tables go: stderr when the CSV or the JSON goes to stdout."""
+    return _tables(csv_out if csv_out == "-" else json_out)
+
+
 def _outputs(df: pd.DataFrame, csv_out: Optional[str], json_out: Optional[str], extra: Optional[dict[str, Any]] = None) -> None:
     if csv_out:
         _write(csv_out, df.to_csv(index=False))
@@ -207,7 +212,7 @@ def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str,
     shown += [x for c in wanted for x in ([c, c + "_ci95"] if agg else [c])]
     if not agg and df["error"].notna().any():
         shown.append("error")
-    _tables(csv_out if csv_out == "-" else json_out).print(_frame_table(f"o1sim sweep · {base.source} · {len(df):,} rows", df, shown))
+    _tables_for(csv_out, json_out).print(_frame_table(f"o1sim sweep · {base.source} · {len(df):,} rows", df, shown))
     _outputs(df, csv_out, json_out)
 
 
@@ -245,7 +250,7 @@ def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float
         c = capacity(base, slo_map, seeds=_seeds(seeds, 3), tolerance=tolerance, start_rate=start_rate,
                      min_rate=min_rate, max_rate=max_rate, backend=backend, workers=workers, address=address,
                      progress=on_round)
-    out = _tables(csv_out if csv_out == "-" else json_out)
+    out = _tables_for(csv_out, json_out)
     rates = c.rates
     out.print(_frame_table(f"o1sim capacity · {base.source} · {len(c.points):,} runs ({len(c.seeds)} seeds per rate)",
                            rates, list(rates.columns), style=lambda r: "green" if r["meets"] else ""))
@@ -308,7 +313,7 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
     def style(row: Any) -> str:
         return "bold green" if key is not None and tuple(json.dumps(row[k], default=str) for k in p.params) == key else ""
 
-    out = _tables(csv_out if csv_out == "-" else json_out)
+    out = _tables_for(csv_out, json_out)
     n_ok = int(p.configs["feasible"].sum())
     out.print(_frame_table(f"o1sim plan · {base.source} · {n_ok} of {len(p.configs)} configurations meet the SLO",
                            df, cols, style=style))
