@@ -19,6 +19,10 @@ use crate::workload::{RequestSpec, Workload};
 impl Engine {
     /// Build an engine from a validated scenario, its pools (each with its cost model, KV
     /// pool size and replicas, in replica order) and requests.
+    ///
+    /// Long because of the `Engine` literal (one field a line, over half the body); the
+    /// work before it is already in `requests`, `arrivals`, `Apc::new` and `Sessions::new`,
+    /// and splitting the literal would only spread one struct's defaults over two places.
     pub fn new(scenario: &Scenario, pools: Vec<EnginePool>, max_model_len: u32, workload: Workload, options: SimOptions) -> Engine {
         let Workload { requests: specs, segments } = workload;
         let (base, mode) = Params::for_policy(&scenario.scheduler);

@@ -359,6 +359,10 @@ fn empty_cells<T>(n: usize) -> Vec<OnceLock<T>> {
 impl StepModel {
     /// `external_comm`: leave the TP AllReduce and PP transfer times to the caller (a
     /// topology); their kernel floors and launches stay.
+    ///
+    /// Long because of the `StepModel` literal (one field a line, two thirds of the body):
+    /// each field is a shape derived once from the model, GPU and TP degree, and keeping
+    /// them in one literal keeps every shape's derivation beside its name.
     pub fn new(spec: &StepSpec, use_tables: bool, model: &Model, gpu: &crate::catalog::Gpu, tp: u32, pp: u32, external_comm: bool) -> StepModel {
         let mut r = Rates::new(gpu, spec, use_tables);
         let experts_dtype = expert_dtype(model.expert_format, spec.dtype, gpu);
@@ -625,6 +629,11 @@ impl StepModel {
     /// and the prologue (embedding, first norm) and stage transfers. Ops only some layers
     /// run (the MoE or the dense MLP of an interleaved model, q/k norms) count at their
     /// share of the layers.
+    ///
+    /// Long because it lists one layer's ops in kernel order (attention projections, norm,
+    /// MLP, collectives); that order is what the fusion policy merges over, so the list reads
+    /// top to bottom as the layer runs. The MLA projections and the MLP are already their
+    /// own functions (`mla_projection`, `mlp_part`).
     fn dense(&self, m: f64) -> (Vec<Named>, Vec<Named>, Vec<Named>, f64) {
         if self.engine == Engine::Vllm {
             return self.dense_vllm(m);
