@@ -315,6 +315,23 @@ def test_report_is_one_self_contained_html(runner: Any, tmp_path: Path) -> None:
         assert _text(s, "ttft_ms.p99") in page
 
 
+def test_report_comes_from_the_packaged_template_with_autoescape() -> None:
+    """The page is the package's Jinja2 template (a file under o1sim/, so the wheel ships it),
+    rendered with autoescape: markup in a name or an error message is text, not tags."""
+    from importlib.resources import files
+
+    from o1sim.report import TEMPLATE, _environment, build_report, render_html
+
+    assert (files("o1sim") / "templates" / TEMPLATE).is_file()
+    assert _environment().autoescape is True
+    scenario = o1sim.Scenario.default().with_overrides({"workload.num_requests": 20})
+    results, _ = build_report(scenario, ["vllm"])
+    page = render_html(scenario, results, {"sarathi": o1sim.InfeasibleError("<b>too & big</b>")}, title="<i>x</i>")
+    assert "<title>&lt;i&gt;x&lt;/i&gt;</title>" in page and "<i>x</i>" not in page
+    assert '<p class="error">sarathi: InfeasibleError: &lt;b&gt;too &amp; big&lt;/b&gt;</p>' in page
+    assert page.startswith("<!DOCTYPE html>") and page.endswith("</body></html>\n")
+
+
 def test_report_bad_scenario_is_a_red_line(runner: Any, tmp_path: Path) -> None:
     res = runner.invoke(main, ["report", "--set", "scheduler.block_size=24", "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 2

@@ -168,7 +168,8 @@ def test_no_front_end_keeps_a_list_of_its_own() -> None:
     dashboard, the report or the page is a second registry: it fails here."""
     cat = o1sim.presets()
     names = cat["policies"]
-    files = [ROOT / "python/o1sim/cli.py", ROOT / "python/o1sim/report.py", *ROOT.glob("python/o1sim/dashboard/*.py"),
+    files = [ROOT / "python/o1sim/cli.py", ROOT / "python/o1sim/report.py", *ROOT.glob("python/o1sim/templates/*"),
+             *ROOT.glob("python/o1sim/dashboard/*.py"),
              *ROOT.glob("web/*.js"), ROOT / "web/index.html"]
     full_list = re.compile(r"[\[(]\s*" + r"\s*,\s*".join(f"[\"']{n}[\"']" for n in names))
     joined = re.compile("[\"']" + ",".join(names) + "[\"']")

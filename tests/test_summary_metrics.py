@@ -25,6 +25,7 @@ NEW = "output_tokens_per_s_per_gpu"
 #: Within one row of an HTML table.
 ROW = r"(?:(?!</tr>).)*?"
 FRONT_ENDS = [ROOT / "python/o1sim/cli.py", ROOT / "python/o1sim/report.py", ROOT / "python/o1sim/exports.py",
+              *ROOT.glob("python/o1sim/templates/*"),
               *ROOT.glob("python/o1sim/dashboard/*.py"), *ROOT.glob("web/*.js"), ROOT / "web/index.html"]
 
 

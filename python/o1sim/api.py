@@ -24,7 +24,7 @@ from ._input import join_path as _join
 from ._input import jsonable as _jsonable
 from ._memory import refresh_memory_ceiling
 from .errors import config_error
-from .exports import prometheus_text, write_chrome_trace
+from .exports import prometheus_text, vllm_bench, write_chrome_trace
 from .topology import resolve_topology
 from .workload import trace_for
 
@@ -494,6 +494,18 @@ class Result:
         TTFT, inter-token and E2E latency; token, request and preemption counters; mean
         running/waiting/KV gauges per replica). See :func:`o1sim.exports.prometheus_text`."""
         return prometheus_text(self, model_name=model_name)
+
+    def to_vllm_bench(self, path: Union[str, os.PathLike[str], None] = None, **kwargs: Any) -> dict[str, Any]:
+        """The run as the JSON object ``vllm bench serve --save-result`` writes (its field
+        names and units: ``mean_ttft_ms``, ``p99_itl_ms``, ``request_throughput``, per-request
+        ``ttfts`` in seconds, …), written to ``path`` when given. Rejected requests are its
+        failed ones. Needs the steps (for the ITLs): a result run without
+        ``record_steps=True`` is re-run with it. Keyword arguments: see
+        :func:`o1sim.exports.vllm_bench`."""
+        data = vllm_bench(self, **kwargs)
+        if path is not None:
+            Path(path).write_text(json.dumps(data, allow_nan=False), encoding="utf-8")
+        return data
 
     def __repr__(self) -> str:
         s = self.summary

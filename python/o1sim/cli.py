@@ -108,16 +108,21 @@ def main() -> None:
 @main.command()
 @scenario_arg
 @click.option("--json", "json_out", metavar="OUT", help="Write the full result (core JSON) to OUT ('-': stdout).")
+@click.option("--format", "json_format", type=click.Choice(["core", "vllm-bench"]), default="core", show_default=True,
+              help="The shape of --json: o1sim's own result, or the JSON `vllm bench serve --save-result` writes "
+                   "(its field names and units; rejected requests are its failed ones).")
 @click.option("--csv", "csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV ('-': stdout).")
 @trace_opts
 @seed_opt
 @set_opt
 @_handle_errors
-def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str], trace: Optional[str],
-        trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+def run(scenario: Optional[str], json_out: Optional[str], json_format: str, csv_out: Optional[str],
+        trace: Optional[str], trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run one simulation and print its summary."""
     if json_out == "-" and csv_out == "-":
         raise click.BadParameter("only one of --json and --csv can go to stdout ('-')", param_hint="--csv")
+    if json_format != "core" and not json_out:
+        raise click.BadParameter(f"{json_format} is the shape of the --json file: give --json OUT", param_hint="--format")
     _check_out(json_out, "--json")
     _check_out(csv_out, "--csv")
     from .api import simulate
@@ -131,11 +136,17 @@ def run(scenario: Optional[str], json_out: Optional[str], csv_out: Optional[str]
             bar.update(task, total=max(p.total_requests, 1), completed=p.finished_requests,
                        detail=f"{p.finished_requests:,}/{p.total_requests:,} req · t={p.now_ms / 1000:,.1f}s")
 
-        result = simulate(sc, progress=on_progress)
+        # vllm-bench's ITLs come from the steps: record them now rather than run again.
+        result = simulate(sc, progress=on_progress, record_steps=json_format == "vllm-bench")
     wall_s = time.perf_counter() - started
     _print_summary(result, sc, wall_s, _tables(json_out if json_out == "-" else csv_out))
     if json_out:
-        _write(json_out, result.to_json())
+        if json_format == "vllm-bench":
+            from .exports import vllm_bench_json
+
+            _write(json_out, vllm_bench_json(result))
+        else:
+            _write(json_out, result.to_json())
     if csv_out:
         _write(csv_out, result.requests.to_csv(index=False))
 

@@ -1,6 +1,7 @@
-"""Observability exports of a :class:`~o1sim.Result`: a Chrome/Perfetto trace and Prometheus text.
+"""Exports of a :class:`~o1sim.Result`: a Chrome/Perfetto trace, Prometheus text and the
+JSON of ``vllm bench serve --save-result``.
 
-Both need to know when each request emitted each token, which the per-request table does
+All three need to know when each request emitted each token, which the per-request table does
 not hold; the scheduler steps do (:attr:`o1sim.Result.step_records`, which re-runs a result
 recorded without ``record_steps=True``).
 
@@ -39,8 +40,13 @@ __all__ = [
     "chrome_trace",
     "prometheus_text",
     "token_timeline",
+    "vllm_bench",
+    "vllm_bench_json",
     "write_chrome_trace",
     "E2E_BUCKETS_S",
+    "VLLM_BENCH_DETAILED",
+    "VLLM_BENCH_METRICS",
+    "VLLM_BENCH_PERCENTILES",
     "ITL_BUCKETS_S",
     "TTFT_BUCKETS_S",
 ]
@@ -523,3 +529,269 @@ def prometheus_text(result: RunTables, *, model_name: Optional[str] = None,
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Families())
     return generate_latest(registry).decode("utf-8")
+
+
+# --------------------------------------------------------------------------- vllm bench serve
+
+#: The latency metrics ``vllm bench serve`` can report statistics of (``--percentile-metrics``),
+#: all four by default here (vLLM's own default leaves ``e2el`` out).
+VLLM_BENCH_METRICS: tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
+#: ``--metric-percentiles``' default: the 99th.
+VLLM_BENCH_PERCENTILES: tuple[float, ...] = (99.0,)
+#: The per-request lists ``vllm bench serve`` keeps only with ``--save-detailed``.
+VLLM_BENCH_DETAILED: tuple[str, ...] = (
+    "input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors",
+)
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 0.0
+
+
+def _stats(values: Sequence[float], percentiles: Sequence[float]) -> tuple[float, float, float, list[tuple[float, float]]]:
+    """Mean, median, population std and percentiles (linear interpolation) in ms of values
+    in seconds; an empty list reads as ``[0]``, as ``vllm bench serve`` has it."""
+    import numpy as np
+
+    arr = np.asarray(values if len(values) else [0.0], dtype=float)
+    pct = [(float(p), float(np.percentile(arr, p)) * 1e3) for p in percentiles]
+    return float(arr.mean()) * 1e3, float(np.median(arr)) * 1e3, float(arr.std()) * 1e3, pct
+
+
+def _percentile_word(p: float) -> str:
+    return str(int(p)) if int(p) == p else str(p)
+
+
+def _arrival_settings(result: RunTables) -> tuple[Union[float, str], Union[float, str]]:
+    """``request_rate`` and ``burstiness`` as ``vllm bench serve`` records them, read from the
+    scenario's generated arrivals: the rate of a single-rate process (``"inf"`` otherwise, as
+    for a trace replay), and the gamma shape (1 / cv²; 1 for Poisson, ``"inf"`` for constant
+    gaps)."""
+    to_dict = getattr(result.scenario, "to_dict", None)
+    try:
+        data = to_dict() if callable(to_dict) else {}
+    except Exception:  # a scenario that cannot be read back: the run's numbers stand alone
+        data = {}
+    workload = data.get("workload") if isinstance(data, Mapping) else None
+    arrival = workload.get("arrival") if isinstance(workload, Mapping) and "trace" not in workload else None
+    if not isinstance(arrival, Mapping):
+        return "inf", 1.0
+    rate = arrival.get("rate")
+    request_rate: Union[float, str] = float(rate) if isinstance(rate, (int, float)) and rate > 0 else "inf"
+    kind = arrival.get("kind")
+    cv = arrival.get("cv")
+    burstiness: Union[float, str] = 1.0
+    if kind == "gamma" and isinstance(cv, (int, float)) and cv > 0:
+        burstiness = 1.0 / (float(cv) * float(cv))
+    elif kind == "constant":
+        burstiness = "inf"
+    return request_rate, burstiness
+
+
+def _client_tokens(engine_ms: Sequence[float], first_ms: float, last_ms: float) -> list[float]:
+    """A request's token times as its client saw them (ms): the engine's, shifted so the
+    first and the last land where the result's latency view puts them (the shift moves
+    linearly between the two), so the gaps add up to the latency after the first token."""
+    n = len(engine_ms)
+    if n == 0:
+        return []
+    if n == 1:
+        return [first_ms]
+    off0, off1 = first_ms - engine_ms[0], last_ms - engine_ms[-1]
+    return [t + off0 + (off1 - off0) * i / (n - 1) for i, t in enumerate(engine_ms)]
+
+
+def _peaks(starts: Sequence[float], lats: Sequence[float], tokens: Sequence[Sequence[float]]) -> tuple[float, int]:
+    """``max_output_tokens_per_s`` (the most tokens in one whole second since the first
+    successful request's start) and ``max_concurrent_requests`` (the most successful requests
+    in flight at once, over half-open ``[start, end)`` intervals)."""
+    if not starts:
+        return 0.0, 0
+    t0 = min(starts)
+    span = int(math.ceil(max(s + lat for s, lat in zip(starts, lats)) - t0)) + 1
+    buckets = [0] * span
+    for toks in tokens:
+        for t in toks:
+            b = int(t - t0)
+            if 0 <= b < span:
+                buckets[b] += 1
+    events = sorted([(s, 1) for s in starts] + [(s + lat, -1) for s, lat in zip(starts, lats)])
+    live = peak = 0
+    for _, delta in events:
+        live += delta
+        peak = max(peak, live)
+    return float(max(buckets)), peak
+
+
+def vllm_bench(
+    result: RunTables,
+    *,
+    percentiles: Sequence[float] = VLLM_BENCH_PERCENTILES,
+    metrics: Sequence[str] = VLLM_BENCH_METRICS,
+    goodput: Optional[Mapping[str, float]] = None,
+    detailed: bool = True,
+    label: Optional[str] = None,
+    backend: str = "o1sim",
+    date: Optional[str] = None,
+    steps: Optional[Sequence[Mapping[str, Any]]] = None,
+) -> dict[str, Any]:
+    """The run as the JSON object ``vllm bench serve --save-result`` writes: its field names,
+    its units (aggregate latencies in ms; per-request ``ttfts``, ``itls``, ``latencies`` and
+    ``start_times`` in seconds; throughputs per second of ``duration``), so one script reads
+    a real benchmark and a simulated one alike.
+
+    Each request of the run is one of the benchmark's prompts (``num_prompts``), in request
+    order. A finished request is a successful one; a rejected one (queue full, timeout,
+    prompt too long, …) is a failed one, as a failed HTTP request is to vLLM: not in
+    ``completed`` but in ``failed``, left out of every statistic, with ``0`` output tokens,
+    a zero TTFT and latency, no ITLs, and its reason in ``errors`` (``"rejected: timeout"``;
+    ``""`` for a success). Latencies follow the result's latency view (the client's, from
+    sending, unless ``frontend.report`` says ``engine``), as do the ``ttft_ms``/``e2e_ms``
+    of the summary; ``duration`` is the summary's ``duration_s``. ITLs are the gaps between
+    a request's tokens, from the scheduler steps (:func:`token_timeline`; a result recorded
+    without steps is re-run once), shifted to the latency view. TPOT is per request,
+    (latency − TTFT) / (output tokens − 1), over requests with more than one output token.
+    Statistics are vLLM's: mean, median, population std and the ``percentiles`` (linearly
+    interpolated) of each of ``metrics`` (``mean_ttft_ms``, ``p99_itl_ms``, …).
+
+    ``goodput``: SLOs in ms (``{"ttft": 200, "tpot": 50, "e2el": 5000}``, any of them), as
+    ``--goodput`` gives them; ``request_goodput`` is the rate of successful requests within
+    all of them (``None`` without). ``detailed=False`` leaves out the per-request lists that
+    vLLM keeps only with ``--save-detailed`` (:data:`VLLM_BENCH_DETAILED`). A simulated run
+    has no text: ``generated_texts`` are empty strings; no client-side queue:
+    ``queue_times`` are zeros. ``backend``, ``label`` and ``date`` (``YYYYmmdd-HHMMSS``,
+    default now) fill the run's header; ``model_id`` and ``tokenizer_id`` are the model's
+    name.
+    """
+    import datetime as _dt
+
+    unknown = sorted(set(metrics) - set(VLLM_BENCH_METRICS))
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}: choose from {list(VLLM_BENCH_METRICS)}")
+    slo = dict(goodput or {})
+    bad_slo = sorted(set(slo) - {"ttft", "tpot", "e2el"})
+    if bad_slo:
+        raise ValueError(f"unknown goodput metric(s) {bad_slo}: choose from ['ttft', 'tpot', 'e2el']")
+
+    req = result.requests.sort_values("request_id", kind="stable")
+    steps = result.step_records if steps is None else steps
+    tl = token_timeline(steps, _prompts(result))
+    engine_view = result.summary.get("latency_view") == "engine"
+    arrival_col = "engine_arrival_ms" if engine_view else "arrival_ms"
+
+    input_lens: list[int] = []
+    output_lens: list[int] = []
+    ttfts: list[float] = []
+    itls: list[list[float]] = []
+    latencies: list[float] = []
+    start_times: list[float] = []
+    errors: list[str] = []
+    ok_starts: list[float] = []
+    ok_lats: list[float] = []
+    ok_tokens: list[list[float]] = []
+    ok_ttfts: list[float] = []
+    ok_e2els: list[float] = []
+    tpots: list[float] = []
+    all_tpots: list[float] = []
+    flat_itls: list[float] = []
+    for row in req.itertuples(index=False):
+        rid = int(row.request_id)
+        start = float(getattr(row, arrival_col)) / 1e3
+        input_lens.append(int(row.prompt_tokens))
+        start_times.append(start)
+        if str(row.status) != "finished":
+            output_lens.append(0)
+            ttfts.append(0.0)
+            itls.append([])
+            latencies.append(0.0)
+            errors.append(f"{row.status}: {row.reason}" if str(row.reason) else str(row.status))
+            continue
+        n_out = int(row.output_tokens)
+        ttft = _finite(float(row.ttft_ms)) / 1e3
+        lat = _finite(float(row.e2e_ms)) / 1e3
+        toks_ms = _client_tokens(tl.token_ms.get(rid, []), (start + ttft) * 1e3, (start + lat) * 1e3)
+        gaps = [(b - a) / 1e3 for a, b in zip(toks_ms, toks_ms[1:])]
+        output_lens.append(n_out)
+        ttfts.append(ttft)
+        itls.append(gaps)
+        latencies.append(lat)
+        errors.append("")
+        tpot = (lat - ttft) / (n_out - 1) if n_out > 1 else 0.0
+        if n_out > 1:
+            tpots.append(tpot)
+        all_tpots.append(tpot)
+        flat_itls.extend(gaps)
+        ok_ttfts.append(ttft)
+        ok_e2els.append(lat)
+        ok_starts.append(start)
+        ok_lats.append(lat)
+        ok_tokens.append([t / 1e3 for t in toks_ms])
+
+    completed = len(ok_ttfts)
+    failed = len(input_lens) - completed
+    dur = float(result.summary.get("duration_s") or 0.0)
+    per_s = (lambda x: x / dur) if dur > 0 else (lambda x: 0.0)
+    total_in = sum(n for n, e in zip(input_lens, errors) if not e)
+    total_out = sum(output_lens)
+    good: Optional[float] = None
+    if slo:
+        per_metric = {"ttft": ok_ttfts, "tpot": all_tpots, "e2el": ok_e2els}
+        met = sum(all(per_metric[k][i] <= v / 1e3 for k, v in slo.items()) for i in range(completed))
+        good = per_s(float(met))
+    peak_tokens, peak_live = _peaks(ok_starts, ok_lats, ok_tokens)
+    request_rate, burstiness = _arrival_settings(result)
+    model = str(result.deployment.get("model", {}).get("name", "model"))
+
+    out: dict[str, Any] = {
+        "date": date or _dt.datetime.now().strftime("%Y%m%d-%H%M%S"),
+        "endpoint_type": backend,
+        "backend": backend,
+        "label": label,
+        "model_id": model,
+        "tokenizer_id": model,
+        "num_prompts": len(input_lens),
+        "request_rate": request_rate,
+        "burstiness": burstiness,
+        "max_concurrency": None,
+        "duration": dur,
+        "completed": completed,
+        "failed": failed,
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": per_s(float(completed)),
+        "request_goodput": good,
+        "output_throughput": per_s(float(total_out)),
+        "total_token_throughput": per_s(float(total_in + total_out)),
+        "input_lens": input_lens,
+        "output_lens": output_lens,
+        "ttfts": ttfts,
+        "itls": itls,
+        "latencies": latencies,
+        "start_times": start_times,
+        "queue_times": [0.0] * len(input_lens),
+        "generated_texts": [""] * len(input_lens),
+        "errors": errors,
+        "max_output_tokens_per_s": peak_tokens,
+        "max_concurrent_requests": peak_live,
+        "rtfx": 0.0,
+    }
+    values = {"ttft": ok_ttfts, "tpot": tpots, "itl": flat_itls, "e2el": ok_e2els}
+    for name in VLLM_BENCH_METRICS:
+        if name not in metrics:
+            continue
+        mean, median, std, pct = _stats(values[name], percentiles)
+        out[f"mean_{name}_ms"] = mean
+        out[f"median_{name}_ms"] = median
+        out[f"std_{name}_ms"] = std
+        for p, v in pct:
+            out[f"p{_percentile_word(p)}_{name}_ms"] = v
+    if not detailed:
+        for key in VLLM_BENCH_DETAILED:
+            del out[key]
+    return out
+
+
+def vllm_bench_json(result: RunTables, **kwargs: Any) -> str:
+    """:func:`vllm_bench` as JSON text (strict: no NaN or infinity; an infinite rate or
+    burstiness is the string ``"inf"``, as ``vllm bench serve`` writes an infinite rate)."""
+    return json.dumps(vllm_bench(result, **kwargs), allow_nan=False)
