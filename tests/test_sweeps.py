@@ -293,3 +293,25 @@ def test_default_prices_name_presets_with_a_source() -> None:
         assert info["usd_per_hour"] > 0 and "20" in info["source"], name
     json.dumps(prices)
     assert isinstance(pd.DataFrame(prices), pd.DataFrame)
+
+
+def test_plan_picks_only_configurations_that_sustain_the_load() -> None:
+    # The README's plan: at 20 req/s, H200 TP 4 × 2 keeps its TTFT P99 under 2 s but serves
+    # only ~37% of the requests within the scenario's per-request SLO (TTFT ≤ 2 s, TPOT ≤
+    # 50 ms): it does not sustain the load and is not picked, though it is the cheapest.
+    p = o1sim.plan(o1sim.Scenario.default(), {"gpu": ["h200"], "deployment.tp": [4, 8], "deployment.replicas": [2]},
+                   {"ttft_p99_ms": 2000}, load=20, seeds=1, workers=1)
+    assert p.load == 20
+    tp4, tp8 = p.configs.iloc[0], p.configs.iloc[1]
+    assert not tp4["sustains"] and not tp4["feasible"] and tp4["slo_attainment"] < 0.98
+    assert tp4["why"].startswith("does not sustain the load:") and "(want ≥ 98%)" in tp4["why"]
+    assert tp8["sustains"] and tp8["feasible"] and tp8["slo_attainment"] >= 0.98
+    assert p.cheapest is not None and p.cheapest["deployment.tp"] == 8
+    assert {"throughput_rps", "goodput_rps"} <= set(p.configs.columns)
+
+
+def test_plan_without_a_scenario_slo_counts_requests_by_the_plans_bounds() -> None:
+    # PLAN_BASE has no [slo]: the plan's TTFT/TPOT bounds become the per-request thresholds.
+    p = o1sim.plan(PLAN_BASE, {"deployment.replicas": [1]}, PLAN_SLO, load=12.0, seeds=1, workers=1)
+    assert p.configs["slo_attainment"].notna().all()
+    assert o1sim.planning.SUSTAIN_TOLERANCE == 0.02

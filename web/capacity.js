@@ -144,10 +144,10 @@ export class CapacityPanel {
     const n = p.configs.filter((c) => c.feasible).length;
     const best = p.cheapest === null ? null : p.configs[p.cheapest];
     out.append(best === null
-      ? el("p", { className: "answer", textContent: `No configuration meets the SLO at this load (0 of ${p.configs.length}).` })
+      ? el("p", { className: "answer", textContent: `No configuration meets the SLO and sustains this load (0 of ${p.configs.length}).` })
       : el("p", { className: "answer" }, el("strong", { textContent: `$${fmt(best.usd_per_hour)}/hour` }),
-        ` — cheapest: ${keys.map((k) => `${k} ${best.params[k]}`).join(" · ")}; $${fmt(best.usd_per_million_tokens, 3)} per million tokens; ${n} of ${p.configs.length} configurations meet the SLO`));
-    const cols = [...keys, "GPUs", "$/hour", "$/M tokens", p.latency, "feasible", "Pareto"];
+        ` — cheapest: ${keys.map((k) => `${k} ${best.params[k]}`).join(" · ")}; $${fmt(best.usd_per_million_tokens, 3)} per million tokens; ${n} of ${p.configs.length} configurations meet the SLO and sustain the load`));
+    const cols = [...keys, "GPUs", "$/hour", "$/M tokens", p.latency, "req/s", "goodput req/s", "sustains", "feasible", "Pareto"];
     const table = el("table", {}, el("thead", {}, el("tr", {}, ...cols.map((h) => el("th", { textContent: h })))));
     const body = el("tbody");
     const order = p.configs.map((c, i) => i).sort((a, b) => (p.configs[b].feasible - p.configs[a].feasible) || (p.configs[a].usd_per_hour - p.configs[b].usd_per_hour));
@@ -156,7 +156,9 @@ export class CapacityPanel {
       const tr = el("tr", { className: i === p.cheapest ? "cheapest" : c.feasible ? "meets" : "", title: c.why || "" },
         ...keys.map((k) => el("td", { textContent: String(c.params[k]) })), el("td", { textContent: fmt(c.gpus, 1) }),
         el("td", { textContent: fmt(c.usd_per_hour) }), el("td", { textContent: fmt(c.usd_per_million_tokens, 3) }),
-        el("td", { textContent: fmt(c[p.latency], 0) }), el("td", { textContent: c.feasible ? "yes" : "no" }),
+        el("td", { textContent: fmt(c[p.latency], 0) }), el("td", { textContent: fmt(c.throughput_rps, 2) }),
+        el("td", { textContent: fmt(c.goodput_rps, 2) }), el("td", { textContent: c.sustains ? "yes" : "no" }),
+        el("td", { textContent: c.feasible ? "yes" : "no" }),
         el("td", { textContent: c.pareto ? "●" : "" }));
       body.append(tr);
     }

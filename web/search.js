@@ -35,20 +35,33 @@ export function seedList(scenario, seeds = 3) {
   return Array.from({ length: seeds }, (_, k) => base + k);
 }
 
+/** A planned configuration must serve at least 1 − this share of the offered requests within
+ *  the per-request SLO on every seed (Python's `o1sim.planning.SUSTAIN_TOLERANCE`). */
+export const SUSTAIN_TOLERANCE = 0.02;
+
 /** The scenario ready for the SLO: when `goodput` is bounded and the scenario has no `slo`
- *  table, the SLO's latency bounds become the per-request thresholds (as in Python). */
-function prepare(o1sim, scenario, slo) {
+ *  table, the SLO's latency bounds become the per-request thresholds (as in Python); with
+ *  `fill` (the plan, which counts the requests served) whenever the SLO bounds a latency. */
+function prepare(o1sim, scenario, slo, fill = false) {
   const spec = o1sim.sloSpec(slo);
   const sc = clone(scenario);
+  const t = Object.fromEntries(Object.entries(spec.per_request).filter(([, v]) => v !== null && v !== undefined));
   if (spec.needs_per_request && !sc.slo) {
-    const t = Object.fromEntries(Object.entries(spec.per_request).filter(([, v]) => v !== null && v !== undefined));
     if (!Object.keys(t).length) {
       throw configError("slo.goodput", "counts requests meeting per-request thresholds: bound a TTFT, TPOT or E2E "
         + "latency in the SLO, or give the scenario a [slo] table");
     }
     sc.slo = t;
+  } else if (fill && !sc.slo && Object.keys(t).length) {
+    sc.slo = t;
   }
   return sc;
+}
+
+/** The share of the offered requests a run served: within the per-request SLO, or finished. */
+function served(metrics) {
+  if (typeof metrics.slo_attainment === "number") return metrics.slo_attainment;
+  return metrics.num_requests ? metrics.finished / metrics.num_requests : null;
 }
 
 /** One run judged: `{meets, misses, metrics}`; a run the core refuses counts as a miss. */
@@ -121,11 +134,11 @@ function mean(values) {
 /**
  * Every configuration of `choices` at `load` req/s judged against `slo` and priced (see
  * Python's `o1sim.plan`). `progress({done, total})` after each run. Returns `{configs:
- * [{params, gpus, feasible, why, usd_per_hour, usd_per_million_tokens, latency, …,
- * pareto}], cheapest (index or null), latency}`.
+ * [{params, gpus, feasible, sustains, why, usd_per_hour, usd_per_million_tokens, latency, …,
+ * pareto}], cheapest (index or null), latency}`. Feasible: meets the SLO and sustains the load.
  */
 export function plan(o1sim, scenario, choices, slo, { load, prices = {}, latency = "e2e_p99_ms", seeds = 1, progress } = {}) {
-  const sc = prepare(o1sim, scenario, slo);
+  const sc = prepare(o1sim, scenario, slo, true);
   if (load !== undefined && load !== null) {
     if (!(typeof load === "number" && load > 0 && Number.isFinite(load))) throw configError("load", `must be a positive rate in req/s (got ${load})`);
     setPath(sc, RATE_KEY, load);
@@ -153,13 +166,21 @@ export function plan(o1sim, scenario, choices, slo, { load, prices = {}, latency
       if (v.misses.length) why.push(`seed ${seed}: ${v.misses.map((m) => `${m.metric} ${m.value === null ? "n/a" : Number(m.value).toPrecision(4)} (want ${m.bound === "at_most" ? "≤" : "≥"} ${m.limit})`).join("; ")}`);
       runs.push(v.metrics);
     }
+    const shares = runs.map(served).filter((x) => typeof x === "number");
+    const sustains = runs.length > 0 && shares.every((x) => x >= 1 - SUSTAIN_TOLERANCE);
+    if (runs.length > 0 && !sustains) {
+      const lo = Math.min(...shares), hi = Math.max(...shares);
+      const pc = (x) => `${(100 * x).toFixed(1)}%`;
+      const span = pc(lo) === pc(hi) ? pc(lo) : `${pc(lo)}–${pc(hi)}`;
+      why.unshift(`does not sustain the load: ${span} of the requests served within the per-request SLO (want ≥ ${Math.round(100 * (1 - SUSTAIN_TOLERANCE))}%)`);
+    }
     const m = (k) => mean(runs.map((r) => r[k]));
     const gpuHours = m("gpu_hours");
     const duration = m("duration_s");
     if (gpuHours !== null && duration) gpus = (gpuHours * 3600) / duration;
-    inputs.push({ gpu: gpuName(base.gpu), gpus, meets: meets && runs.length > 0, latency_ms: m(latency),
+    inputs.push({ gpu: gpuName(base.gpu), gpus, meets: meets && sustains, latency_ms: m(latency),
                   tokens_per_s: m("total_tokens_per_s"), output_tokens_per_s: m("output_tokens_per_s") });
-    configs.push({ params, gpus, why: why.join("; ") || null, [latency]: m(latency), throughput_rps: m("throughput_rps"),
+    configs.push({ params, gpus, sustains, why: why.join("; ") || null, [latency]: m(latency), throughput_rps: m("throughput_rps"),
                    goodput_rps: m("goodput_rps"), slo_attainment: m("slo_attainment"), total_tokens_per_s: m("total_tokens_per_s") });
   }
   const priced = o1sim.planEval({ configs: inputs, prices });

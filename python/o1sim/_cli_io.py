@@ -132,3 +132,63 @@ def _write(path: str, text: str) -> None:
 def _tables(json_out: Optional[str]) -> Console:
     """Where the tables go: stdout, or stderr when the JSON goes to stdout."""
     return _err() if json_out == "-" else _out()
+
+
+# --------------------------------------------------------------------------- fitted tables
+
+#: Spare characters a folding column (a reason, an error) needs to be worth showing.
+FOLD_MIN = 24
+
+
+def table_width(widths: list[int]) -> int:
+    """The printed width of a ``box.SIMPLE_HEAVY`` table (``pad_edge=False``) whose columns
+    are ``widths`` wide: a space at each edge, three between two columns."""
+    return sum(widths) + 3 * len(widths) - 1 if widths else 0
+
+
+def fitted_table(
+    title: str,
+    columns: list[tuple[str, str, str]],
+    rows: list[tuple[list[str], Optional[str]]],
+    width: int,
+    priority: list[str],
+    *,
+    wide: bool = False,
+    fold: Optional[str] = None,
+) -> tuple[Any, list[str]]:
+    """A table that fits ``width`` characters: the columns of ``priority`` (most important
+    first) are taken while they fit at their natural width, then the ``fold`` column (long
+    text, folded) when ``FOLD_MIN`` characters are left; shown in the order of ``columns``
+    (``(key, header, justify)``). ``rows`` are (cells in the order of ``columns``, style).
+    ``wide``: every column. Returns the table and the keys left out."""
+    from rich import box
+    from rich.table import Table
+
+    keys = [k for k, _, _ in columns]
+    natural = {k: max([len(h), *(len(cells[i]) for cells, _ in rows)]) for i, (k, h, _) in enumerate(columns)}
+    if wide:
+        chosen = set(keys)
+    else:
+        chosen = set()
+        for k in [*priority, *(k for k in keys if k not in priority and k != fold)]:
+            if k in natural and k != fold and table_width([natural[c] for c in chosen | {k}]) <= width:
+                chosen.add(k)
+        if fold in natural:
+            spare = width - table_width([natural[c] for c in chosen]) - 3
+            if spare >= min(FOLD_MIN, natural[fold]):
+                chosen.add(fold)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
+    shown = [i for i, k in enumerate(keys) if k in chosen]
+    for i in shown:
+        k, header, justify = columns[i]
+        table.add_column(header, justify=justify, overflow="fold", no_wrap=k not in (fold, priority[0]))  # type: ignore[arg-type]
+    for cells, style in rows:
+        table.add_row(*(cells[i] for i in shown), style=style)
+    return table, [k for k in keys if k not in chosen]
+
+
+def left_out_line(left_out: list[str], files: str = "--csv/--json") -> Optional[str]:
+    """The line under a fitted table naming the columns it left out (None: none)."""
+    if not left_out:
+        return None
+    return f"not shown (terminal too narrow): {', '.join(left_out)} — --wide shows every column, {files} write them"

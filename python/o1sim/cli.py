@@ -664,14 +664,15 @@ def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, 
               help="One profile for all runs, or one per deployment (model and TP) in the cross-validation.")
 @click.option("--holdout", type=click.Choice(["workload", "model", "run", "none"]), default="workload", show_default=True,
               help="Cross-validation: hold out each workload (the same benchmark on every deployment), model or run in turn.")
+@click.option("--wide", is_flag=True, help="Show every column, however wide (default: the columns that fit the terminal).")
 @_handle_errors
-def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Optional[str], per: str, holdout: str) -> None:
+def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Optional[str], per: str, holdout: str,
+              wide: bool) -> None:
     """Fit the GPU's kernel speed and the serving front end to measured runs (inference-perf
     result directories, vLLM benchmark_serving JSON) and write a profile scenarios name in
     cost_model.profile. Prints each run's error at defaults, fitted, and held out."""
-    from rich.table import Table
-
     from . import calibrate as cal
+    from ._cli_io import fitted_table, table_width
 
     measured = cal.read_runs(runs, gpu=gpu, server=cal.parse_server(server))
     if not measured:
@@ -679,20 +680,30 @@ def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Opt
     with _progress_bar() as bar:
         task = bar.add_task("calibrate", total=None, detail="")
         ev = cal.calibrate(measured, gpu, per=per, holdout_by=holdout, progress=lambda msg: bar.update(task, description=msg.strip()[:60]))
-    table = Table(title=f"{len(measured)} run(s) on {gpu}: error of mean TTFT / E2E / ITL", title_justify="left")
-    table.add_column("run", style="bold", overflow="fold")
-    for col in ("TTFT ms", "defaults", "fitted", "held out"):
-        table.add_column(col, justify="right", no_wrap=True)
-
     def cell(errs: Optional[Mapping[str, float]]) -> str:
         return DASH if errs is None else " / ".join(f"{errs[k]:+.1%}" for k in ("ttft", "e2e", "itl"))
 
+    rows: list[tuple[list[str], Optional[str]]] = []
     for r in measured:
         if r.saturated:
-            table.add_row(r.name, "saturated", DASH, DASH, DASH)
+            rows.append(([r.name, "saturated", DASH, DASH, DASH], None))
             continue
-        table.add_row(r.name, f"{r.ttft_ms:,.1f}", cell(ev.defaults.get(r.name)), cell(ev.in_sample.get(r.name)), cell(ev.held_out.get(r.name)))
-    _out().print(table)
+        rows.append(([r.name, f"{r.ttft_ms:,.1f}", cell(ev.defaults.get(r.name)), cell(ev.in_sample.get(r.name)),
+                      cell(ev.held_out.get(r.name))], None))
+    columns = [("run", "run", "left"), ("TTFT ms", "TTFT ms", "right"), ("defaults", "defaults", "right"),
+               ("fitted", "fitted", "right"), ("held out", "held out", "right")]
+    console = _out()
+    table, left_out = fitted_table(f"{len(measured)} run(s) on {gpu}: error of mean TTFT / E2E / ITL", columns, rows,
+                                   console.width, ["run", "held out", "fitted", "defaults", "TTFT ms"], wide=wide)
+    if wide:
+        natural = [max([len(h), *(len(c[i]) for c, _ in rows)]) for i, (_, h, _) in enumerate(columns)]
+        console.width = max(console.width, table_width(natural))
+        console.print(table)
+    else:
+        console.print(table)
+    if left_out:
+        console.print(f"not shown (terminal too narrow): {', '.join(left_out)} — --wide shows every column",
+                      style="dim", markup=False, highlight=False)
     for which, label in (("defaults", "defaults"), ("in_sample", "fitted (in sample)"), ("held_out", f"held out by {holdout}")):
         m = [ev.mape(which, k) for k in ("ttft", "e2e", "itl")]
         _out().print(f"MAPE {label:24} TTFT {m[0]:6.1%}  E2E {m[1]:6.1%}  ITL {m[2]:6.1%}", markup=False, highlight=False)

@@ -2,8 +2,9 @@
 
 Axis and bound options take ``KEY=V1,V2,…`` with TOML values (``--grid
 scheduler.policy=vllm,sarathi --grid workload.arrival.rate=8,12,16``); commas inside
-brackets or quotes do not split. Tables print to the terminal; ``--csv`` and ``--json``
-write every row. Errors print one red line and exit with status 2.
+brackets or quotes do not split. Tables print to the terminal, fitted to its width (the
+columns that fit, the most important first, and a line naming the others; ``--wide``: all);
+``--csv`` and ``--json`` write every row. Errors print one red line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -117,16 +118,46 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _frame_table(title: str, df: pd.DataFrame, columns: Sequence[str], style: Optional[Callable[[Any], str]] = None) -> Any:
-    from rich import box
-    from rich.table import Table
+#: Short headings of the tables' columns (the CSV and JSON keep the full names).
+HEADINGS = {
+    "usd_per_hour": "$/hour", "usd_per_million_tokens": "$/Mtok", "usd_per_million_output_tokens": "$/Mtok out",
+    "tokens_per_s_per_gpu": "tok/s/GPU", "throughput_rps": "req/s", "goodput_rps": "good req/s",
+    "slo_attainment": "in SLO", "total_tokens_per_s": "tok/s", "n_seeds": "seeds",
+}
 
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False)
-    for c in columns:
-        table.add_column(c, justify="left" if df[c].dtype == object else "right", overflow="fold")
-    for _, row in df.iterrows():
-        table.add_row(*(_cell(row[c]) for c in columns), style=style(row) if style else None)
-    return table
+
+def _heading(column: str) -> str:
+    """A column's heading: a dotted field by its last part (``deployment.tp`` → ``tp``), a
+    metric by its short name, ``_ci95`` as ``±``."""
+    if column.endswith("_ci95"):
+        return "±" + _heading(column[: -len("_ci95")])
+    return HEADINGS.get(column, column.rsplit(".", 1)[-1])
+
+
+def _frame_table(out: Any, title: str, df: pd.DataFrame, columns: Sequence[str], priority: Sequence[str], wide: bool,
+                 style: Optional[Callable[[Any], str]] = None, fold: Optional[str] = None) -> list[str]:
+    """Print ``columns`` of ``df`` as a table fitted to the terminal (``wide``: all of them),
+    the most important (``priority``, then the rest in order) first, and a line naming the
+    columns left out."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    from ._cli_io import fitted_table, left_out_line, table_width
+
+    numeric = {c: is_numeric_dtype(df[c]) and not is_bool_dtype(df[c]) for c in columns}
+    cols = [(c, _heading(c), "right" if numeric[c] and c != fold else "left") for c in columns]
+    rows = [([_cell(row[c]) for c in columns], style(row) if style else None) for _, row in df.iterrows()]
+    table, left_out = fitted_table(title, cols, rows, out.width, list(priority), wide=wide, fold=fold)
+    if wide:
+        natural = [max([len(h), *(len(r[i]) for r, _ in rows)]) for i, (_, h, _) in enumerate(cols)]
+        width, out.width = out.width, max(out.width, table_width(natural))
+        out.print(table)
+        out.width = width
+    else:
+        out.print(table)
+    line = left_out_line(left_out)
+    if line:
+        out.print(line, style="dim", markup=False, highlight=False)
+    return left_out
 
 
 def _check_outputs(csv_out: Optional[str], json_out: Optional[str]) -> None:
@@ -157,6 +188,7 @@ backend_opts = [
     click.option("--workers", type=click.IntRange(min=1), default=None, help="Threads for --backend local (default: every CPU)."),
     click.option("--csv", "csv_out", metavar="OUT", help="Write every row as CSV."),
     click.option("--json", "json_out", metavar="OUT", help="Write every row (and the answer) as JSON."),
+    click.option("--wide", is_flag=True, help="Show every column, however wide (default: the columns that fit the terminal)."),
 ]
 
 
@@ -182,7 +214,7 @@ def _with(opts: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
 @_handle
 def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str, ...], seeds: Optional[str], agg: bool,
               columns: str, backend: str, address: Optional[str], workers: Optional[int], csv_out: Optional[str],
-              json_out: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+              json_out: Optional[str], wide: bool, seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run SCENARIO over a grid of field values and seeds; one row per point and seed."""
     from .sweeps import aggregate, sweep
 
@@ -212,7 +244,10 @@ def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str,
     shown += [x for c in wanted for x in ([c, c + "_ci95"] if agg else [c])]
     if not agg and df["error"].notna().any():
         shown.append("error")
-    _tables_for(csv_out, json_out).print(_frame_table(f"o1sim sweep · {base.source} · {len(df):,} rows", df, shown))
+    # The point's values first, then the metrics as asked, their intervals, the seed last.
+    priority = params + wanted + (["n_seeds"] if agg else []) + [c + "_ci95" for c in wanted if agg] + ["seed"]
+    _frame_table(_tables_for(csv_out, json_out), f"o1sim sweep · {base.source} · {len(df):,} rows", df, shown,
+                 priority, wide, fold="error")
     _outputs(df, csv_out, json_out)
 
 
@@ -231,8 +266,8 @@ def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str,
 @_handle
 def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float, seeds: str, start_rate: Optional[float],
                  min_rate: Optional[float], max_rate: Optional[float], backend: str, address: Optional[str],
-                 workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], seed: Optional[int],
-                 sets: tuple[str, ...]) -> None:
+                 workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], wide: bool,
+                 seed: Optional[int], sets: tuple[str, ...]) -> None:
     """The highest arrival rate (req/s) at which SCENARIO meets the SLO on every seed."""
     from .planning import capacity
 
@@ -252,8 +287,8 @@ def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float
                      progress=on_round)
     out = _tables_for(csv_out, json_out)
     rates = c.rates
-    out.print(_frame_table(f"o1sim capacity · {base.source} · {len(c.points):,} runs ({len(c.seeds)} seeds per rate)",
-                           rates, list(rates.columns), style=lambda r: "green" if r["meets"] else ""))
+    _frame_table(out, f"o1sim capacity · {base.source} · {len(c.points):,} runs ({len(c.seeds)} seeds per rate)",
+                 rates, list(rates.columns), list(rates.columns), wide, style=lambda r: "green" if r["meets"] else "")
     if c.rate is None:
         out.print(f"capacity: none — {c.message}", style="bold yellow", markup=False, highlight=False)
     elif c.status == "found":
@@ -281,7 +316,7 @@ def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float
 @_handle
 def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, ...], load: Optional[float],
              prices: tuple[str, ...], latency: str, seeds: str, show_all: bool, backend: str, address: Optional[str],
-             workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], seed: Optional[int],
+             workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], wide: bool, seed: Optional[int],
              sets: tuple[str, ...]) -> None:
     """Every configuration of the choices at a load: feasible ones with their cost, the
     cheapest, and the Pareto front of cost against tail latency."""
@@ -304,9 +339,13 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
         p = plan(base, _axes(choices, "--choice"), slo_map, load=load, prices=price_map, latency=latency,
                  seeds=_seeds(seeds, 3), backend=backend, workers=workers, address=address, progress=tick)
     df = p.configs if show_all else p.feasible
-    cols = p.params + ["gpus", "usd_per_hour", "usd_per_million_tokens", latency, "goodput_rps", "pareto"]
+    cols = p.params + ["gpus", "usd_per_hour", "usd_per_million_tokens", latency, "throughput_rps", "goodput_rps",
+                       "slo_attainment", "pareto"]
+    priority = p.params + ["usd_per_hour", latency, "throughput_rps", "goodput_rps", "usd_per_million_tokens",
+                           "gpus", "slo_attainment", "pareto"]
     if show_all:
-        cols = p.params + ["feasible"] + cols[len(p.params):] + ["why"]
+        cols = p.params + ["feasible", "sustains"] + cols[len(p.params):] + ["why"]
+        priority = p.params + ["feasible", "sustains"] + priority[len(p.params):]
     cheapest = p.cheapest
     key = None if cheapest is None else tuple(json.dumps(cheapest[k], default=str) for k in p.params)
 
@@ -315,10 +354,15 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
 
     out = _tables_for(csv_out, json_out)
     n_ok = int(p.configs["feasible"].sum())
-    out.print(_frame_table(f"o1sim plan · {base.source} · {n_ok} of {len(p.configs)} configurations meet the SLO",
-                           df, cols, style=style))
+    offered = "the load" if p.load is None else f"{p.load:.4g} req/s"
+    left_out = _frame_table(out, f"o1sim plan · {base.source} · {n_ok} of {len(p.configs)} configurations meet the "
+                                 f"SLO and sustain {offered}", df, cols, priority, wide, style=style, fold="why")
+    if "why" in left_out:  # the reasons, one configuration a line, wrapped to the terminal
+        for _, row in df[df["why"].notna()].iterrows():
+            name = " ".join(f"{_heading(k)}={_cell(row[k])}" for k in p.params)
+            out.print(f"{name}: {row['why']}", markup=False, highlight=False)
     if cheapest is None:
-        out.print("cheapest: none — no configuration meets the SLO at this load (see --all for why)",
+        out.print("cheapest: none — no configuration meets the SLO and sustains the load (see --all for why)",
                   style="bold yellow", markup=False, highlight=False)
     else:
         what = ", ".join(f"{k}={_cell(cheapest[k])}" for k in p.params)

@@ -32,6 +32,10 @@ RATE_KEY = "workload.arrival.rate"
 #: Seeds per rate or configuration unless told otherwise: a rate counts as sustainable only
 #: when all three runs meet the SLO.
 DEFAULT_SEEDS = 3
+#: A planned configuration must serve the load it is offered: at least ``1 - SUSTAIN_TOLERANCE``
+#: (98%) of the offered requests finished within the per-request SLO (goodput counted over
+#: requests, so the drain at the end of a finite run does not count against it), on every seed.
+SUSTAIN_TOLERANCE = 0.02
 
 ProgressFn = Callable[[str], None]
 
@@ -43,9 +47,11 @@ def default_prices() -> dict[str, dict[str, Any]]:
     return prices
 
 
-def _slo_spec(slo: Mapping[str, Any], data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _slo_spec(slo: Mapping[str, Any], data: dict[str, Any], fill: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parse the SLO with the core; put per-request thresholds into a scenario that has none
-    when ``goodput`` needs them. Returns (the SLO as JSON-ready dict, the parsed spec)."""
+    when ``goodput`` needs them (or, with ``fill``, whenever the SLO bounds a TTFT, TPOT or
+    E2E latency: a plan counts the requests served). Returns (the SLO as JSON-ready dict,
+    the parsed spec)."""
     if not isinstance(slo, Mapping):
         raise config_error("slo", f"must be a table of metric bounds (got {type(slo).__name__})")
     slo_dict = dict(slo)
@@ -56,6 +62,10 @@ def _slo_spec(slo: Mapping[str, Any], data: dict[str, Any]) -> tuple[dict[str, A
             raise config_error("slo.goodput", "counts requests meeting per-request thresholds: bound a TTFT, TPOT or "
                                               "E2E latency in the SLO, or give the scenario a [slo] table")
         data["slo"] = thresholds
+    elif fill and not data.get("slo"):
+        thresholds = {k: v for k, v in spec["per_request"].items() if v is not None}
+        if thresholds:
+            data["slo"] = thresholds
     return slo_dict, spec
 
 
@@ -193,16 +203,22 @@ def capacity(
 class Plan:
     """The answer of :func:`plan`."""
 
-    def __init__(self, configs: pd.DataFrame, cheapest: Optional[int], params: list[str], latency: str) -> None:
+    def __init__(self, configs: pd.DataFrame, cheapest: Optional[int], params: list[str], latency: str,
+                 load: Optional[float] = None) -> None:
         self.configs = configs
-        """Every configuration: its choices, ``gpus``, ``feasible``, ``why`` (the missed
-        objectives or the error when not), ``usd_per_hour``, ``usd_per_million_tokens``
+        """Every configuration: its choices, ``gpus``, ``feasible`` (meets the SLO and
+        sustains the load), ``sustains`` (at least 98% of the offered requests served within
+        the per-request SLO on every seed, :data:`SUSTAIN_TOLERANCE`), ``why`` (the missed
+        objectives, the load not sustained or the error when not), ``usd_per_hour``, ``usd_per_million_tokens``
         (prompt + output), ``usd_per_million_output_tokens``, the latency, throughput and
         goodput (means over seeds) and ``pareto``."""
         self.params = params
         self.latency = latency
         """The latency column the Pareto front trades against cost."""
         self._cheapest = cheapest
+        self.load = load
+        """The offered rate, req/s (``load``, or the scenario's ``workload.arrival.rate``;
+        None when the workload has no such rate, e.g. a trace)."""
 
     @property
     def feasible(self) -> pd.DataFrame:
@@ -303,7 +319,11 @@ def plan(
     ``usd_per_hour`` = GPUs × the GPU's price per GPU-hour (``prices`` over
     :func:`default_prices`; a GPU without a default needs one; a deployment of pools is
     priced pool by pool, each on its own GPU), the cost per million tokens at the throughput
-    reached and the tokens/s per GPU. Any dotted field is a choice: ``deployment.dp``,
+    reached and the tokens/s per GPU. A configuration is feasible when it meets the SLO on
+    every seed and sustains the load: at least 98% of the offered requests finish within the
+    per-request SLO (the scenario's ``[slo]``, else the SLO's own latency bounds; see
+    :data:`SUSTAIN_TOLERANCE`); ``.configs`` shows each one's ``throughput_rps``,
+    ``goodput_rps`` and ``sustains``. Any dotted field is a choice: ``deployment.dp``,
     ``deployment.ep`` (expert-parallel layouts), or whole ``deployment.pools`` lists
     (prefill:decode ratios, GPU mixes). Returns a :class:`Plan` with ``.configs`` (all),
     ``.feasible``, ``.cheapest``, ``.why`` (why the cheapest wins) and ``.pareto``
@@ -311,7 +331,7 @@ def plan(
     divide the heads) are infeasible with the reason; a bad choice value raises.
     """
     data = base_dict(base)
-    slo_dict, _ = _slo_spec(slo, data)
+    slo_dict, _ = _slo_spec(slo, data, fill=True)
     try:
         _core.slo_spec_json(json.dumps({latency: {"max": 1.0}}))
     except ConfigError as e:
@@ -333,7 +353,7 @@ def plan(
         resolved = json.loads(payload(data, p.params, seeds_[0]))
         fleet = _fleet(resolved)
         gpus = sum(part["gpus"] for part in fleet)
-        meets, why, per_seed = True, [], []
+        meets, why, per_seed, served = True, [], [], []
         for j in range(len(seeds_)):
             metrics, error, summary = outcome_metrics(outcomes[k * len(seeds_) + j])
             if error is not None:
@@ -345,6 +365,15 @@ def plan(
             if misses:
                 why.append(f"seed {seeds_[j]}: {_miss_text(misses)}")
             per_seed.append(metrics)
+            share = _served(metrics)
+            if share is not None:
+                served.append(share)
+        sustains = bool(per_seed) and all(x >= 1.0 - SUSTAIN_TOLERANCE for x in served)
+        if per_seed and not sustains:
+            lo, hi = min(served), max(served)
+            span = f"{lo:.1%}" if round(lo, 3) == round(hi, 3) else f"{lo:.1%}–{hi:.1%}"
+            why.insert(0, f"does not sustain the load: {span} of the requests served within the per-request SLO "
+                          f"(want ≥ {1.0 - SUSTAIN_TOLERANCE:.0%})")
         mean = _means(per_seed, [latency, "total_tokens_per_s", "output_tokens_per_s", "throughput_rps",
                                  "goodput_rps", "slo_attainment", "gpu_hours", "duration_s"])
         gpu_hours, duration_s = mean.get("gpu_hours"), mean.get("duration_s")
@@ -352,10 +381,11 @@ def plan(
             gpus = gpu_hours * 3600.0 / duration_s  # autoscaled: GPUs held on average
             fleet = [{"gpu": fleet[0]["gpu"], "gpus": gpus}]
         configs_in.append({"gpu": fleet[0]["gpu"], "gpus": gpus, "fleet": fleet if len(fleet) > 1 else [],
-                           "meets": meets and bool(per_seed),
+                           "meets": meets and sustains,
                            "latency_ms": mean.get(latency), "tokens_per_s": mean.get("total_tokens_per_s"),
                            "output_tokens_per_s": mean.get("output_tokens_per_s")})
-        rows.append({**p.params, "gpus": gpus, "why": "; ".join(why) or None, latency: mean.get(latency),
+        rows.append({**p.params, "gpus": gpus, "sustains": sustains, "why": "; ".join(why) or None,
+                     latency: mean.get(latency),
                      "throughput_rps": mean.get("throughput_rps"), "goodput_rps": mean.get("goodput_rps"),
                      "slo_attainment": mean.get("slo_attainment"),
                      "total_tokens_per_s": mean.get("total_tokens_per_s")})
@@ -365,11 +395,23 @@ def plan(
 
     for row, cost in zip(rows, priced["rows"]):
         row.update(cost)
-    order = params + ["gpus", "feasible", "usd_per_hour", "usd_per_million_tokens", "usd_per_million_output_tokens",
+    order = params + ["gpus", "feasible", "sustains", "usd_per_hour", "usd_per_million_tokens", "usd_per_million_output_tokens",
                       "tokens_per_s_per_gpu", latency, "throughput_rps", "goodput_rps", "slo_attainment", "total_tokens_per_s", "pareto", "why"]
     df = pd.DataFrame(rows, columns=order)
     df.attrs["o1sim_params"] = params
-    return Plan(df, priced["cheapest"], params, latency)
+    arrival = (data.get("workload") or {}).get("arrival") if isinstance(data.get("workload"), Mapping) else None
+    rate = arrival.get("rate") if isinstance(arrival, Mapping) else None
+    return Plan(df, priced["cheapest"], params, latency, float(rate) if isinstance(rate, (int, float)) else None)
+
+
+def _served(metrics: Mapping[str, Any]) -> Optional[float]:
+    """The share of the offered requests a run served: finished within the per-request SLO
+    (``slo_attainment``), or finished at all when there are no per-request thresholds."""
+    att = metrics.get("slo_attainment")
+    if att is not None:
+        return float(att)
+    n, done = metrics.get("num_requests"), metrics.get("finished")
+    return float(done) / float(n) if n and done is not None else None
 
 
 def _means(per_seed: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Optional[float]]:

@@ -55,3 +55,14 @@ test("bad input names the field", () => {
   err(() => expand({ gpu: [] }), "choices.gpu");
   err(() => plan(o1sim, LINEAR, { gpu: ["h100"] }, { ttft_p99_ms: 200 }, { load: -1 }), "load");
 });
+
+test("the page's plan, as Python's, picks only configurations that sustain the load", () => {
+  // The README's plan at 20 req/s: H200 TP 4 × 2 keeps its TTFT P99 under 2 s, but serves
+  // too few requests within the scenario's per-request SLO (tests/test_sweeps.py).
+  const base = o1sim.validate(o1sim.defaultScenario(), { format: "toml" }).scenario;
+  const p = plan(o1sim, base, { "deployment.tp": [4, 8], "deployment.replicas": [2] }, { ttft_p99_ms: 2000 }, { load: 20 });
+  assert.deepEqual(p.configs.map((c) => c.sustains), [false, true]);
+  assert.deepEqual(p.configs.map((c) => c.feasible), [false, true]);
+  assert.match(p.configs[0].why, /^does not sustain the load: [\d.]+% of the requests served within the per-request SLO \(want ≥ 98%\)/);
+  assert.deepEqual(p.configs[p.cheapest].params, { "deployment.tp": 8, "deployment.replicas": 2 });
+});

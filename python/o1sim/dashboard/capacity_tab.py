@@ -195,7 +195,8 @@ def plan_section(scenario: o1sim.Scenario, rate: Optional[float]) -> None:
         st.metric("Cheapest ($/hour)", f"{best['usd_per_hour']:,.2f}", help=what)
         st.caption(f"Cheapest: {what} — ${best['usd_per_million_tokens']:,.3f} per million tokens")
         st.altair_chart(pareto_chart(p.configs, p.latency, p.params), width="stretch")
-    st.caption(f"{int(p.configs['feasible'].sum())} of {len(p.configs)} configurations meet the SLO.")
+    st.caption(f"{int(p.configs['feasible'].sum())} of {len(p.configs)} configurations meet the SLO and sustain the "
+               "load (98% of the requests served within the per-request SLO).")
     st.dataframe(p.configs, width="stretch", hide_index=True)
 
 
