@@ -96,17 +96,21 @@ bench: build web $(PW_STAMP)
 
 # The long fuzz run (`make test` runs the same suites CI-sized): proptest over the parser and
 # simulate, 10,000 random link-event schedules, Hypothesis over the Python API and the Node
-# fuzz of o1sim.js. The defaults give over a million cases through Python and WASM; the
-# counts, typed errors and peak memory are summarised by tools/fuzz_report.py.
-FUZZ_RUST ?= 20000
-FUZZ_PY   ?= 100000
-FUZZ_WASM ?= 220000
+# fuzz of o1sim.js, and the conservation property over the three front ends (Python, the CLI,
+# WASM under one Node process; tests/test_conservation_fronts.py, which `make test` runs
+# CI-sized as part of test-py). The defaults give over a million cases through Python and
+# WASM; the counts, typed errors and peak memory are summarised by tools/fuzz_report.py.
+FUZZ_RUST   ?= 20000
+FUZZ_PY     ?= 100000
+FUZZ_WASM   ?= 220000
+FUZZ_FRONTS ?= 5000
 fuzz: build web
 	PROPTEST_CASES=$(FUZZ_RUST) cargo test --release -p sim-core --test fuzz
 	PROPTEST_CASES=$(FUZZ_RUST) cargo test --release -p sim-core --lib
 	O1SIM_FLAP_SCHEDULES=10000 cargo test --release -p sim-core --test link_flap -- --nocapture
 	O1SIM_FUZZ_CASES=$(FUZZ_PY) $(VPY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py
 	O1SIM_FUZZ_CASES=$(FUZZ_WASM) node --test tests/web/fuzz.test.mjs
+	O1SIM_FUZZ_CASES=$(FUZZ_FRONTS) $(VPY) -m pytest -q -p no:cacheprovider tests/test_conservation_fronts.py
 	$(VPY) tools/fuzz_report.py
 
 # Regenerate tests/golden/*.json from the Rust runner; review the diff before committing.
