@@ -521,3 +521,130 @@ def test_a_trace_workload_sweeps_its_rate_scale() -> None:
     assert not sweep["failed"], sweep["failed"]
     rates = sorted({r["rate"] for r in sweep["rows"]})
     assert rates == pytest.approx([41 / 20 * f for f in (0.25, 0.875, 1.5)], rel=1e-6)
+
+
+SMALL = "small · 8B on 1 H100, tight KV"
+
+
+def _ran(at: AppTest) -> str:
+    return next(c.value for c in at.caption if c.value.startswith("Ran: "))
+
+
+def test_the_url_holds_the_experiment_and_a_new_session_restores_it() -> None:
+    """Issue 28: the experiment lives in the URL's query parameters (only what differs from
+    the preset), and a session opened on that URL (a reload, a shared link) runs it again."""
+    at = _app()
+    assert dict(at.query_params) == {}
+    at.selectbox(key="preset").set_value(SMALL).run()
+    at.selectbox(key="policy").set_value("sarathi").run()
+    at.number_input(key="rate").set_value(12.0).run()
+    at.number_input(key="replicas").set_value(2).run()
+    at.multiselect(key="compare").set_value(["vllm", "sarathi"]).run()
+    _no_exception(at)
+    q = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert q == {"preset": "small", "policy": "sarathi", "rate": "12", "replicas": "2", "compare": "vllm,sarathi"}
+    assert any("URL holds the experiment" in c.value for c in at.sidebar.caption)
+
+    again = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    again.query_params.update(q)
+    again.run()
+    _no_exception(again)
+    assert again.selectbox(key="preset").value == SMALL
+    assert again.selectbox(key="policy").value == "sarathi"
+    assert again.number_input(key="rate").value == 12.0 and again.number_input(key="replicas").value == 2
+    assert again.multiselect(key="compare").value == ["vllm", "sarathi"]
+    assert _ran(again) == _ran(at) and _metrics(again) == _metrics(at)
+    expected = o1sim.simulate(preset_scenario(SMALL).with_overrides(
+        {"scheduler.policy": "sarathi", "workload.arrival.rate": 12.0, "deployment.replicas": 2})).summary
+    assert _metrics(again)["TTFT p99 (ms)"] == _text(expected, "ttft_ms.p99")
+
+
+def test_the_url_holds_the_topology_edits_and_the_edited_text() -> None:
+    at = _app()
+    at.selectbox(key="topology").set_value("hgx-h200").run()
+    at.number_input(key="n_events").set_value(1).run()
+    at.number_input(key="ev0_at").set_value(30.0)
+    at.number_input(key="ev0_pct").set_value(25.0).run()
+    _no_exception(at)
+    q = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert q == {"topology": "hgx-h200", "n_events": "1", "ev0_at": "30", "ev0_pct": "25"}
+    again = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    again.query_params.update(q)
+    again.run()
+    _no_exception(again)
+    assert again.selectbox(key="topology").value == "hgx-h200" and again.number_input(key="ev0_pct").value == 25.0
+    assert _metrics(again) == _metrics(at)
+
+    # An edited text goes in too (compressed), and the widgets apply on top of it.
+    text = preset_scenario(SMALL).payload()[0].replace("num_requests = 120", "num_requests = 60")
+    at.text_area(key="scenario_text").input(text).run()
+    at.selectbox(key="policy").set_value("orca").run()
+    q = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert set(q) == {"text", "policy"} and q["policy"] == "orca"
+    again = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    again.query_params.update(q)
+    again.run()
+    _no_exception(again)
+    assert again.text_area(key="scenario_text").value == text
+    assert again.number_input(key="num_requests").value == 60 and again.selectbox(key="policy").value == "orca"
+    assert _metrics(again) == _metrics(at)
+
+
+class _Upload:
+    """What ``st.file_uploader`` returns for a file (AppTest cannot upload one)."""
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self._data = text.encode()
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def test_capacity_and_plan_scale_an_uploaded_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: on an uploaded trace, capacity and plan vary the trace's rate_scale (the core's
+    trace reader divides every arrival time by it); the captions name the file and the scale."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    rows = "".join(f"{i * 0.25:.2f},{600 + 7 * (i % 13)},{40 + i % 50}\n" for i in range(200))
+    trace = f"arrival_s,prompt_tokens,output_tokens\n{rows}"
+    real = DeltaGenerator.file_uploader
+
+    def fake(self: Any, label: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("key") == "trace":
+            real(self, label, *args, **kwargs)
+            return _Upload("mine.csv", trace)
+        return real(self, label, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "file_uploader", fake)
+    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    at.run()
+    at.selectbox(key="preset").set_value(SMALL).run()
+    _no_exception(at)
+    assert any("everything but the uploaded trace" in c.value for c in at.sidebar.caption)
+    assert any(c.value.startswith("mine.csv: csv · 200 requests") for c in at.sidebar.caption)
+    at.button(key="cap_run").click().run()
+    _no_exception(at)
+    scenario = preset_scenario(SMALL).with_overrides({"workload": trace_workload(trace)})
+    expected = o1sim.capacity(scenario, {"ttft_p99_ms": 2000.0, "tpot_p99_ms": 50.0}, seeds=3)
+    assert expected.rate is not None and expected.rate_scale is not None
+    assert expected.rate_scale == pytest.approx(expected.rate / (200 / 49.75))
+    assert _metrics(at)["Capacity (req/s)"] == f"{expected.rate:,.2f}"
+    captions = [c.value for c in at.caption]
+    assert any("the uploaded trace mine.csv" in c and f"rate_scale {expected.rate_scale:.4g}" in c
+               for c in captions), captions
+
+    at.number_input(key="plan_load").set_value(8.0)
+    at.multiselect(key="plan_gpus").set_value(["h100"])
+    at.multiselect(key="plan_tp").set_value([1, 2])
+    at.multiselect(key="plan_replicas").set_value([1, 2]).run()
+    at.button(key="plan_run").click().run()
+    _no_exception(at)
+    plan = o1sim.plan(scenario, {"gpu": ["h100"], "deployment.tp": [1, 2], "deployment.replicas": [1, 2],
+                                 "scheduler.policy": ["vllm"]}, {"ttft_p99_ms": 2000.0, "tpot_p99_ms": 50.0},
+                      load=8.0, seeds=1)
+    assert plan.rate_scale == pytest.approx(8.0 / (200 / 49.75))
+    captions = [c.value for c in at.caption]
+    assert any("Planned on the uploaded trace mine.csv" in c and f"rate_scale {plan.rate_scale:.4g}" in c
+               for c in captions), captions
+    assert f"{int(plan.configs['feasible'].sum())} of 4 configurations meet the SLO." in captions

@@ -29,6 +29,9 @@ __all__ = ["Capacity", "Plan", "capacity", "plan", "default_prices"]
 
 #: The field the capacity search varies.
 RATE_KEY = "workload.arrival.rate"
+#: What it varies instead on a replayed trace (``workload.trace``): the trace's arrival rate
+#: scaled by the core's trace reader (every arrival time divided by it).
+SCALE_KEY = "workload.trace.rate_scale"
 #: Seeds per rate or configuration unless told otherwise: a rate counts as sustainable only
 #: when all three runs meet the SLO.
 DEFAULT_SEEDS = 3
@@ -69,6 +72,49 @@ def _slo_spec(slo: Mapping[str, Any], data: dict[str, Any], fill: bool = False) 
     return slo_dict, spec
 
 
+class _Load:
+    """How a scenario's offered load is set: its generated arrival rate, or the
+    ``rate_scale`` of its trace (the trace's own rate, requests over the span of their
+    arrivals, times the scale is the offered rate)."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        wl = data.get("workload")
+        wl = wl if isinstance(wl, Mapping) else {}
+        arrival, trace = wl.get("arrival"), wl.get("trace")
+        self.scale: Optional[float] = None
+        """The trace's ``rate_scale`` as given (None: a generated workload)."""
+        self.rate: Optional[float] = None
+        """The offered rate as given, req/s (None: not known)."""
+        if isinstance(arrival, Mapping) and isinstance(arrival.get("rate"), (int, float)):
+            self.rate = float(arrival["rate"])
+        elif isinstance(trace, Mapping) and isinstance(trace.get("text"), str):
+            from .workload import trace_info
+
+            options = {k: v for k, v in trace.items() if k not in ("text", "path", "format")}
+            info = trace_info(trace["text"], str(trace.get("format") or "auto"), **options)
+            if info["span_s"] and info["requests"] > 1:
+                self.scale = float(trace.get("rate_scale") or 1.0)
+                self.rate = info["requests"] / float(info["span_s"])
+
+    def require(self, what: str) -> float:
+        if self.rate is None:
+            raise config_error(RATE_KEY, f"{what} varies the arrival rate: the scenario needs a generated workload "
+                                         "with workload.arrival.rate, or a trace (workload.trace) whose arrivals "
+                                         "span some time (its rate_scale is varied)")
+        return self.rate
+
+    def params(self, rate: float) -> dict[str, float]:
+        """The override that sets the offered load to ``rate`` req/s."""
+        if self.scale is None or self.rate is None:
+            return {RATE_KEY: rate}
+        return {SCALE_KEY: self.scale_at(rate)}
+
+    def scale_at(self, rate: float) -> float:
+        """The trace's ``rate_scale`` that offers ``rate`` req/s."""
+        assert self.scale is not None and self.rate is not None
+        return self.scale * rate / self.rate
+
+
 def _judge(slo: dict[str, Any], summary_json: str) -> tuple[bool, list[dict[str, Any]]]:
     verdict = json.loads(_core.slo_eval_json(f'{{"slo": {json.dumps(slo)}, "summary": {summary_json}}}'))
     return bool(verdict["meets"]), list(verdict["misses"])
@@ -99,6 +145,10 @@ class Capacity:
         self.message: str = step.get("message") or (
             f"{self.rate:.4g} req/s meets the SLO on all {len(seeds)} seed(s); {self.hi:.4g} req/s does not "
             f"(tolerance {tolerance:.0%})" if self.status == "found" else "")
+        self.rate_scale: Optional[float] = None
+        """On a replayed trace: the ``workload.trace.rate_scale`` at :attr:`rate` (the
+        search varies it; rates are the trace's requests over its scaled span). None on a
+        generated workload."""
         self.tolerance = tolerance
         self.seeds = seeds
         self.slo = slo
@@ -143,7 +193,9 @@ def capacity(
     progress: Optional[ProgressFn] = None,
 ) -> Capacity:
     """The highest arrival rate (``workload.arrival.rate``, req/s) at which ``base`` meets
-    ``slo`` on every seed.
+    ``slo`` on every seed. On a replayed trace (``workload.trace``) the search varies the
+    trace's ``rate_scale`` instead, in req/s of the scaled trace (its requests over the span
+    of their arrivals); ``.rate_scale`` is the scale found.
 
     A bracketing search: from ``start_rate`` (default: the scenario's rate) it doubles or
     halves until a rate that meets the SLO lies below one that does not, then narrows that
@@ -157,14 +209,12 @@ def capacity(
     """
     data = base_dict(base)
     slo_dict, _ = _slo_spec(slo, data)
-    arrival = (data.get("workload") or {}).get("arrival") if isinstance(data.get("workload"), Mapping) else None
-    if not isinstance(arrival, Mapping) or "rate" not in arrival:
-        raise config_error(RATE_KEY, "capacity varies the arrival rate: the scenario needs a generated workload "
-                                     "with workload.arrival.rate")
+    load = _Load(data)
+    own_rate = load.require("capacity")
     seeds_ = seed_list(seeds, int(data.get("seed", 0)))
     runner = Runner(backend, workers, address)
     parallel = max(1, runner.parallel // len(seeds_))
-    request: dict[str, Any] = {"start_rate": float(start_rate if start_rate is not None else arrival["rate"]),
+    request: dict[str, Any] = {"start_rate": float(start_rate if start_rate is not None else own_rate),
                                "tolerance": tolerance, "parallel": parallel, "points": []}
     if min_rate is not None:
         request["min_rate"] = min_rate
@@ -177,7 +227,7 @@ def capacity(
             break
         rates = [float(r) for r in step["rates"]]
         jobs = [(r, s) for r in rates for s in seeds_]
-        outcomes = runner.run([payload(data, {RATE_KEY: r}, s) for r, s in jobs])
+        outcomes = runner.run([payload(data, load.params(r), s) for r, s in jobs])
         meets_by_rate: dict[float, bool] = {r: True for r in rates}
         for (r, s), outcome in zip(jobs, outcomes):
             metrics, error, summary = outcome_metrics(outcome)
@@ -194,7 +244,10 @@ def capacity(
     points = rows_frame(rows, ["rate"]).drop(columns=["error"])
     cols = ["rate", "seed", "meets", "misses"]
     points = points[cols + [c for c in points.columns if c not in cols]]
-    return Capacity(step, points, tolerance=tolerance, seeds=seeds_, slo=slo_dict)
+    answer = Capacity(step, points, tolerance=tolerance, seeds=seeds_, slo=slo_dict)
+    if load.scale is not None and answer.rate is not None:
+        answer.rate_scale = load.scale_at(answer.rate)
+    return answer
 
 
 # --------------------------------------------------------------------------- plan
@@ -219,6 +272,9 @@ class Plan:
         self.load = load
         """The offered rate, req/s (``load``, or the scenario's ``workload.arrival.rate``;
         None when the workload has no such rate, e.g. a trace)."""
+        self.rate_scale: Optional[float] = None
+        """On a replayed trace given a ``load``: the ``workload.trace.rate_scale`` that offers
+        it (None otherwise)."""
 
     @property
     def feasible(self) -> pd.DataFrame:
@@ -315,7 +371,8 @@ def plan(
     """Every configuration of ``choices`` (dotted field → values, e.g. ``{"gpu": ["h100",
     "h200"], "deployment.tp": [2, 4, 8], "deployment.replicas": [1, 2, 4],
     "scheduler.policy": ["vllm", "sarathi"]}``) run at ``load`` req/s (default: the
-    scenario's rate) on each seed, judged against ``slo`` (see :func:`capacity`) and priced:
+    scenario's rate; on a replayed trace, its ``rate_scale`` is set to offer it, kept in
+    ``.rate_scale``) on each seed, judged against ``slo`` (see :func:`capacity`) and priced:
     ``usd_per_hour`` = GPUs × the GPU's price per GPU-hour (``prices`` over
     :func:`default_prices`; a GPU without a default needs one; a deployment of pools is
     priced pool by pool, each on its own GPU), the cost per million tokens at the throughput
@@ -332,6 +389,7 @@ def plan(
     """
     data = base_dict(base)
     slo_dict, _ = _slo_spec(slo, data, fill=True)
+    rate_scale: Optional[float] = None
     try:
         _core.slo_spec_json(json.dumps({latency: {"max": 1.0}}))
     except ConfigError as e:
@@ -339,7 +397,9 @@ def plan(
     if load is not None:
         if isinstance(load, bool) or not isinstance(load, (int, float)) or not math.isfinite(load) or load <= 0:
             raise config_error("load", f"must be a positive rate in req/s (got {load!r})")
-        data = json.loads(payload(data, {RATE_KEY: float(load)}, int(data.get("seed", 0))))
+        at = _Load(data)
+        rate_scale = at.scale_at(float(load)) if at.scale is not None else None
+        data = json.loads(payload(data, at.params(float(load)), int(data.get("seed", 0))))
     points = expand(choices, kind="choices")
     validate_axes(data, points, kind="choices")
     seeds_ = seed_list(seeds, int(data.get("seed", 0)))
@@ -401,7 +461,10 @@ def plan(
     df.attrs["o1sim_params"] = params
     arrival = (data.get("workload") or {}).get("arrival") if isinstance(data.get("workload"), Mapping) else None
     rate = arrival.get("rate") if isinstance(arrival, Mapping) else None
-    return Plan(df, priced["cheapest"], params, latency, float(rate) if isinstance(rate, (int, float)) else None)
+    offered = float(load) if load is not None else float(rate) if isinstance(rate, (int, float)) else None
+    answer = Plan(df, priced["cheapest"], params, latency, offered)
+    answer.rate_scale = rate_scale
+    return answer
 
 
 def _served(metrics: Mapping[str, Any]) -> Optional[float]:

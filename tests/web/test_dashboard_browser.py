@@ -191,3 +191,34 @@ def test_stopping_o1sim_dashboard_stops_its_server() -> None:
     time.sleep(0.5)
     with pytest.raises(OSError):
         urllib.request.urlopen(health, timeout=2)
+
+
+def _wait_ran(pg: Any, policy: str) -> None:
+    """Wait (on the page's content, no fixed sleep) until the run shown is of ``policy``."""
+    pg.wait_for_function(
+        """p => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState === 'notRunning'
+               && [...document.querySelectorAll('[data-testid=stCaptionContainer]')]
+                    .some(c => !c.closest('.st-key-stale_results') && c.textContent.startsWith('Ran: ')
+                               && c.textContent.includes(' · policy ' + p + ' · '))""", arg=policy)
+
+
+def test_reloading_the_url_restores_the_policy(browser: Any, dashboard: str) -> None:
+    """Issue 28: the experiment is in the URL's query parameters, so a reload runs it again."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(SLOW_MS)
+    try:
+        pg.goto(dashboard)
+        _wait_ran(pg, "vllm")
+        pg.locator(".st-key-policy input[role=combobox]").click()
+        pg.get_by_role("option", name="sarathi", exact=True).click()
+        pg.wait_for_url(re.compile(r"[?&]policy=sarathi(&|$)"))
+        _wait_ran(pg, "sarathi")
+        url = pg.url
+        pg.reload()
+        _wait_ran(pg, "sarathi")
+        assert widget_value(pg, "policy") == "sarathi"
+        assert pg.url == url
+        assert "URL holds the experiment" in pg.locator("section[data-testid=stSidebar]").inner_text()
+    finally:
+        ctx.close()

@@ -31,7 +31,18 @@ from o1sim._files import refuse_files
 from o1sim.dashboard import charts
 from o1sim.dashboard.capacity_tab import capacity_tab
 from o1sim.dashboard.check_tab import check_tab
-from o1sim.dashboard.scenarios import FIELDS, PRESETS, Field, base_value, preset_scenario, trace_workload
+from o1sim.dashboard.scenarios import (
+    FIELDS,
+    MAX_URL_TEXT,
+    PRESET_SLUGS,
+    PRESETS,
+    Field,
+    base_value,
+    decode_text,
+    encode_text,
+    preset_scenario,
+    trace_workload,
+)
 
 st.set_page_config(page_title="o1sim dashboard", layout="wide")
 
@@ -49,6 +60,11 @@ EVENT_TARGETS = {e["name"]: e["target"] for e in registry.event_kinds()}
 #: Session-state keys of the topology widgets (reset with the other fields).
 TOPOLOGY_KEYS = ("topology", "n_events") + tuple(f"ev{i}_{k}" for i in range(MAX_EVENTS)
                                                   for k in ("kind", "link", "pct", "at"))
+
+
+#: The event widgets' defaults (a value equal to one stays out of the URL).
+EVENT_AT_S = 60.0
+EVENT_PCT = 10.0
 
 
 # --------------------------------------------------------------------------- cached work
@@ -196,16 +212,18 @@ def _link_options(entry: Any) -> tuple[list[str], list[str], dict[str, float]]:
     return links, gpus, {f"{x['src']} – {x['dst']}": float(x["bandwidth_gbps"]) for x in full["links"]}
 
 
-def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: dict[str, Any]) -> None:
-    """The topology selector and link events; edits ``data`` (the scenario) in place."""
+def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: dict[str, Any]) -> dict[str, str]:
+    """The topology selector and link events; edits ``data`` (the scenario) in place.
+    Returns the choices that differ from the scenario's (and the widgets' defaults), for the URL."""
     st.sidebar.markdown("**Topology**")
     current = data.get("topology")
     presets = [str(t) for t in catalog.get("topologies", [])]
     options = [NO_TOPOLOGY, *presets]
     if current is not None and not (isinstance(current, str) and current in presets):
         options.append(FROM_TEXT)
-    _seed("topology", current if isinstance(current, str) and current in presets else
-          (FROM_TEXT if current is not None else NO_TOPOLOGY))
+    seeded = (current if isinstance(current, str) and current in presets
+              else FROM_TEXT if current is not None else NO_TOPOLOGY)
+    _seed("topology", seeded)
     if st.session_state["topology"] not in options:
         st.session_state["topology"] = options[0]
     choice = st.sidebar.selectbox(
@@ -213,10 +231,11 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
         help="Prices TP AllReduces, PP transfers and disagg KV moves on the fabric's links; "
              "the Deployment tab then shows per-link utilisation. A table goes in the scenario text.")
     slots[ERROR_SLOT_TOPOLOGY] = st.sidebar.empty()
+    url: dict[str, str] = {} if choice == seeded else {"topology": str(choice)}
     if choice == NO_TOPOLOGY:
         data.pop("topology", None)
         data.pop("events", None)
-        return
+        return url
     if choice != FROM_TEXT:
         data["topology"] = choice
     text_events = list(data.get("events") or []) if isinstance(data.get("events", []), list) else []
@@ -225,6 +244,8 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     _seed("n_events", 0)
     n = int(st.sidebar.number_input("Link events", min_value=0, max_value=MAX_EVENTS, step=1, key="n_events",
                                     help="What-ifs: degrade, cut or restore a link, or remove a GPU, at a time."))
+    if n:
+        url["n_events"] = str(n)
     if text_events:
         st.sidebar.caption(f"{len(text_events)} event(s) from the scenario text apply too.")
     slots[ERROR_SLOT_EVENTS] = st.sidebar.empty()
@@ -238,13 +259,21 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
             st.session_state[f"ev{i}_link"] = what[0]
         target = st.sidebar.selectbox("GPU" if on_gpu else "link", what, key=f"ev{i}_link")
         c1, c2 = st.sidebar.columns(2)
-        _seed(f"ev{i}_at", 60.0)
+        _seed(f"ev{i}_at", EVENT_AT_S)
         at = c1.number_input("at t (s)", step=10.0, key=f"ev{i}_at", format="%g")
         event: dict[str, Any] = {"at_s": float(at), "kind": kind}
+        if st.session_state[f"ev{i}_kind"] != list(EVENT_KINDS)[0]:
+            url[f"ev{i}_kind"] = str(st.session_state[f"ev{i}_kind"])
+        if target != what[0]:
+            url[f"ev{i}_link"] = str(target)
+        if float(at) != EVENT_AT_S:
+            url[f"ev{i}_at"] = _url_value(float(at))
         if kind == "set_link":
-            _seed(f"ev{i}_pct", 10.0)
+            _seed(f"ev{i}_pct", EVENT_PCT)
             pct = c2.number_input("to % of bandwidth", step=5.0, key=f"ev{i}_pct", format="%g")
             event["bandwidth_gbps"] = nominal.get(str(target), 0.0) * float(pct) / 100.0
+            if float(pct) != EVENT_PCT:
+                url[f"ev{i}_pct"] = _url_value(float(pct))
         if on_gpu:
             event["node"] = str(target)
         else:
@@ -254,14 +283,84 @@ def topology_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
         slots[f"_event{i}"] = st.sidebar.empty()
     if text_events or added:
         data["events"] = text_events + added
+    return url
+
+
+# --------------------------------------------------------------------------- the URL
+
+
+def _url_value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.15g}"
+    return str(v)
+
+
+def _parse(kind: str, raw: str) -> Any:
+    """A URL value as widget ``kind`` holds it (``ValueError`` if it is not one)."""
+    if kind == "int":
+        return int(raw)
+    if kind == "float":
+        v = float(raw)
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(raw)
+        return v
+    return raw
+
+
+def read_url() -> None:
+    """On a session's first run, take the experiment from the URL's query parameters (as
+    :func:`write_url` wrote them): the preset now, the edited text and the widget values
+    later (``_from_url``), once the scenario they apply to has reset the widgets. A value
+    that does not parse is left out."""
+    if st.session_state.get("_url_read"):
+        return
+    st.session_state["_url_read"] = True
+    q = st.query_params.to_dict()
+    if q.get("preset") in PRESET_SLUGS:
+        st.session_state["preset"] = PRESET_SLUGS[q["preset"]]
+    kinds = {f.key: f.kind for f in FIELDS}
+    kinds.update({"topology": "select", "n_events": "int"})
+    for i in range(MAX_EVENTS):
+        kinds.update({f"ev{i}_kind": "select", f"ev{i}_link": "select", f"ev{i}_at": "float", f"ev{i}_pct": "float"})
+    values: dict[str, Any] = {}
+    for key, kind in kinds.items():
+        if key in q:
+            try:
+                values[key] = _parse(kind, q[key])
+            except ValueError:
+                continue
+    if "n_events" in values:
+        values["n_events"] = min(max(int(values["n_events"]), 0), MAX_EVENTS)
+    for i in range(MAX_EVENTS):
+        if values.get(f"ev{i}_kind", list(EVENT_KINDS)[0]) not in EVENT_KINDS:
+            values.pop(f"ev{i}_kind")
+    if "compare" in q:
+        policies = list(o1sim.presets()["policies"])
+        values["compare"] = [p for p in q["compare"].split(",") if p in policies]
+    text: Optional[str] = None
+    if "text" in q:
+        try:
+            text = decode_text(q["text"])
+        except ValueError:
+            text = None
+    st.session_state["_from_url"] = (text, values)
+
+
+def write_url(state: Mapping[str, str]) -> None:
+    """Put the experiment in the URL's query parameters (only what differs from the preset),
+    so that reloading or sharing the URL brings it back."""
+    if st.query_params.to_dict() != dict(state):
+        st.query_params.from_dict(dict(state))
 
 
 def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]:
     """Build the scenario from the sidebar. Returns (scenario or None on error, label,
     policies to compare, error slots)."""
     st.sidebar.title("o1sim")
+    read_url()
     slots: dict[str, Any] = {}
     base_text, base_fmt, label = _base_scenario()
+    uploaded = st.session_state.get("source") == "Upload a file" and label not in PRESETS
 
     # A new preset or file resets the editor and the overrides to its values.
     base_id = hashlib.sha1(f"{label}\0{base_text}".encode()).hexdigest()
@@ -269,6 +368,9 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
         _reset_widgets()
         st.session_state["scenario_text"] = base_text
         st.session_state["_base_id"] = base_id
+    url_text, url_values = st.session_state.pop("_from_url", (None, {}))
+    if url_text is not None:
+        st.session_state["scenario_text"] = url_text
 
     with st.sidebar.expander("Edit the scenario text", expanded=False):
         text = st.text_area("Scenario (TOML or JSON)", key="scenario_text", height=320,
@@ -279,6 +381,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
     if st.session_state.get("_text_id") != text_id:
         _reset_widgets()
         st.session_state["_text_id"] = text_id
+    st.session_state.update(url_values)  # the URL's choices, on this scenario
     fmt = base_fmt
     if text.lstrip().startswith("{"):
         fmt = "json"
@@ -291,6 +394,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
              "JSONL (timestamp, input_length, output_length, hash_ids), Vidur, BLIS trace v2, inference-perf's "
              "per-request JSON, a vLLM benchmark result, or CSV/JSONL with arrival_ms, prompt_tokens, output_tokens.")
     trace_format = "auto"
+    st.session_state["_trace_name"] = trace.name if trace is not None else None
     if trace is not None:
         trace_format = st.sidebar.selectbox("Trace format", o1sim.workload.TRACE_FORMATS, key="trace_format",
                                             help="auto: told apart by the file's first line.")
@@ -361,9 +465,37 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
             if base_v is None or value != base_v:
                 overrides[f.path] = value
         if line[0][0].key == "policy":
-            compare = st.sidebar.multiselect("Compare with", options["policy"], default=options["policy"], key="compare")
+            _seed("compare", list(options["policy"]))
+            compare = st.sidebar.multiselect("Compare with", options["policy"], key="compare")
 
-    topology_sidebar(data, catalog, slots)
+    topo_url = topology_sidebar(data, catalog, slots)
+
+    # The experiment in the URL: what differs from the preset (an upload cannot go in it).
+    url: dict[str, str] = {}
+    if not uploaded:
+        if label != list(PRESETS)[0]:
+            url["preset"] = next(slug for slug, name in PRESET_SLUGS.items() if name == label)
+        too_long = False
+        if text != base_text:
+            encoded = encode_text(text)
+            too_long = len(encoded) > MAX_URL_TEXT
+            if not too_long:
+                url["text"] = encoded
+        url.update({f.key: _url_value(overrides[f.path]) for f in FIELDS if f.path in overrides})
+        if list(compare) != list(options["policy"]):
+            url["compare"] = ",".join(compare)
+        url.update(topo_url)
+        write_url(url)
+        note = "This page's URL holds the experiment (preset, edits, policy, topology): reload or share it."
+        if trace is not None:
+            note = "The URL holds everything but the uploaded trace: a file cannot go into a URL (upload it again)."
+        if too_long:
+            note += " The edited scenario text is too long for it and is left out."
+        st.sidebar.caption(note)
+    else:
+        write_url(url)
+        st.sidebar.caption("An uploaded file cannot go into a URL: this page's URL does not hold this scenario "
+                         "(a reload shows the default preset).")
 
     if error is not None:
         _show_error(error[0], slots, error[1])
@@ -453,6 +585,15 @@ def _offered_rate(data: Mapping[str, Any]) -> Optional[float]:
         span_s = (max(r["arrival_ms"] for r in reqs) - min(r["arrival_ms"] for r in reqs)) / 1e3
         return len(reqs) / span_s if span_s > 0 else None
     return None
+
+
+def _trace_label(scenario: o1sim.Scenario) -> Optional[str]:
+    """What the capacity and plan captions call the scenario's trace (None: no trace)."""
+    wl = scenario.to_dict().get("workload") or {}
+    if not isinstance(wl, Mapping) or not isinstance(wl.get("trace"), Mapping):
+        return None
+    name = st.session_state.get("_trace_name")
+    return f"the uploaded trace {name}" if name else "the scenario's trace"
 
 
 def _at_load(data: dict[str, Any], factor: float) -> dict[str, Any]:
@@ -722,7 +863,7 @@ def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: s
     with tabs[8]:
         check_tab()
     with tabs[9]:
-        capacity_tab(scenario, _offered_rate(scenario.to_dict()))
+        capacity_tab(scenario, _offered_rate(scenario.to_dict()), _trace_label(scenario))
 
 
 main()

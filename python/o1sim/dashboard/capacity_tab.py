@@ -93,9 +93,12 @@ def _show_error(err: BaseException) -> None:
     st.error(f"{type(err).__name__}: {err}" + (f" (field: {field})" if field and field not in str(err) else ""))
 
 
-def capacity_section(scenario: o1sim.Scenario) -> None:
+def capacity_section(scenario: o1sim.Scenario, trace: Optional[str] = None) -> None:
     st.markdown("**Capacity**: the highest arrival rate at which this deployment meets the SLO on every seed "
                 "(a bracketing search: doubling or halving from the scenario's rate, then narrowing).")
+    if trace:
+        st.caption(f"On {trace}: the search scales the trace's arrival rate (workload.trace.rate_scale divides "
+                   "every arrival time); a rate is the trace's requests over its scaled span.")
     slo = slo_inputs("cap")
     c1, c2, c3 = st.columns([1, 1, 1])
     seeds = c1.number_input("Seeds per rate", 1, 10, 3, key="cap_seeds")
@@ -134,12 +137,15 @@ def capacity_section(scenario: o1sim.Scenario) -> None:
     else:
         st.metric("Capacity (req/s)", f"{c.rate:,.2f}", help=c.message)
         st.caption(c.message)
+        if trace and c.rate_scale is not None:
+            st.caption(f"Capacity on {trace}: its arrival rate × {c.rate_scale:.4g} (rate_scale {c.rate_scale:.4g}, "
+                       f"{c.rate:,.2f} req/s).")
     metric, bound = binding_bound(c)
     st.altair_chart(capacity_chart(c.points, metric, bound), width="stretch")
     st.dataframe(c.rates, width="stretch", hide_index=True)
 
 
-def plan_section(scenario: o1sim.Scenario, rate: Optional[float]) -> None:
+def plan_section(scenario: o1sim.Scenario, rate: Optional[float], trace: Optional[str] = None) -> None:
     st.markdown("**Plan**: every configuration of the choices at a load, judged against the SLO and priced; "
                 "the cheapest that meets it, and the Pareto front of cost against tail latency.")
     catalog = o1sim.presets()
@@ -197,10 +203,14 @@ def plan_section(scenario: o1sim.Scenario, rate: Optional[float]) -> None:
         st.altair_chart(pareto_chart(p.configs, p.latency, p.params), width="stretch")
     st.caption(f"{int(p.configs['feasible'].sum())} of {len(p.configs)} configurations meet the SLO and sustain the "
                "load (98% of the requests served within the per-request SLO).")
+    if trace and p.rate_scale is not None:
+        st.caption(f"Planned on {trace}: its arrival rate × {p.rate_scale:.4g} (rate_scale {p.rate_scale:.4g}) "
+                   f"offers the load of {float(load):,.2f} req/s.")
     st.dataframe(p.configs, width="stretch", hide_index=True)
 
 
-def capacity_tab(scenario: o1sim.Scenario, rate: Optional[float]) -> None:
-    capacity_section(scenario)
+def capacity_tab(scenario: o1sim.Scenario, rate: Optional[float], trace: Optional[str] = None) -> None:
+    """``trace``: what to call the scenario's replayed trace in the captions (None: none)."""
+    capacity_section(scenario, trace)
     st.divider()
-    plan_section(scenario, rate)
+    plan_section(scenario, rate, trace)

@@ -4,13 +4,16 @@ as widgets. (An uploaded request trace goes to the core's trace reader as inline
 
 from __future__ import annotations
 
+import base64
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..api import Scenario
 
-__all__ = ["FIELDS", "PRESETS", "Field", "base_value", "preset_scenario", "trace_workload"]
+__all__ = ["FIELDS", "MAX_URL_TEXT", "PRESETS", "PRESET_SLUGS", "Field", "base_value", "decode_text", "encode_text",
+           "preset_scenario", "trace_workload"]
 
 _SMALL = """\
 # Llama-3-8B on one H100 with a KV pool of 400 blocks: small enough that the policies
@@ -62,6 +65,27 @@ PRESETS: dict[str, Optional[str]] = {
     "small · 8B on 1 H100, tight KV": _SMALL,
     "long prompts · 8B on 2 A100": _LONG,
 }
+
+
+#: A preset's short name in the dashboard's URL (``?preset=small``) → its name.
+PRESET_SLUGS: dict[str, str] = {name.split(" ", 1)[0]: name for name in PRESETS}
+
+#: The longest edited scenario text the URL holds (encoded); a longer one is left out.
+MAX_URL_TEXT = 8000
+
+
+def encode_text(text: str) -> str:
+    """An edited scenario text as a URL value: zlib-compressed, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+
+
+def decode_text(value: str) -> str:
+    """The text :func:`encode_text` wrote (raises ``ValueError`` on anything else)."""
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        return zlib.decompress(raw).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError, TypeError) as e:
+        raise ValueError(str(e)) from None
 
 
 def preset_scenario(name: str) -> Scenario:
