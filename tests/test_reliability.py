@@ -35,11 +35,7 @@ def small(**over: Any) -> dict[str, Any]:
 #: requests, reads of server files and of /dev/zero, aborts under a memory cap, untyped NUL
 #: errors) is about: each is committed to tests/repro, and so tested here, when it is fixed.
 #: `test_the_committed_reproducers_are_the_shared_ones` keeps this list honest.
-OPEN_ISSUE_28 = {
-    # A prefix-caching pool's free queue doubles when the first freed block rejoins it
-    # (8 B a block more than the estimate's 4): still open.
-    "hbm_gib_1e6_sessions_abort_under_3GB.case.json", "wasm_internalerror_hbm_gib_1e6_sessions.case.json",
-}
+OPEN_ISSUE_28: set[str] = set()
 
 
 def _repro_files() -> list[Path]:
@@ -366,7 +362,10 @@ def test_cli_check_exit_codes() -> None:
 
 #: Issue 28's reproducers that passed the memory estimate under the default limit and then
 #: aborted the process under a 3 GB address-space limit (`ulimit -v 3000000`).
-MEMORY_CAPPED = ("num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json", "stages_rate_1e6_abort_under_3GB.case.json")
+MEMORY_CAPPED = ("num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json", "stages_rate_1e6_abort_under_3GB.case.json",
+                 # A prefix-caching pool's free queue doubled (8 B a block, the estimate said 4)
+                 # when the first freed block rejoined it: now reserved whole and counted.
+                 "hbm_gib_1e6_sessions_abort_under_3GB.case.json")
 
 _UNDER_ULIMIT = """
 import json, sys

@@ -7,12 +7,14 @@
 //! The estimates are per-item costs measured on this code (native, release, peak RSS over
 //! growing runs, 2026-12-01): a generated request costs about 215 B through a run plus
 //! about 130 B of result JSON; an explicit request about 40 B more while it is parsed into
-//! the scenario; a KV block 4 B per replica (its free-list entry); a replica up to 250 kB
+//! the scenario; a KV block 4 B per replica (its free-list entry), 4.5 B with prefix caching
+//! ([`kv_pool_bytes`]: its free queue's entry with room for the queue's holes, reserved up
+//! front); a replica up to 250 kB
 //! (its time series at 2,048 buckets, the result's columns of them); a model-checker state
 //! about 1.5× its packed bytes plus 60 B of index and graph and 8 B per transition. Where an
 //! estimate cannot be exact (a duration-bounded workload's random count, the recorded step
-//! log, the checker's growth), allocation is fallible (`try_reserve`) and a failure is the
-//! same `ResourceError`.
+//! log, the checker's growth), and for the KV pools (the largest single allocations),
+//! allocation is fallible (`try_reserve`) and a failure is the same `ResourceError`.
 //!
 //! Text inputs are capped at [`MAX_INPUT_BYTES`] before parsing (parsing takes about 13 B
 //! per JSON byte and 36 B per TOML byte at peak).
@@ -40,7 +42,7 @@ pub const BYTES_PER_REQUEST: u64 = 384;
 /// More bytes per request of an explicit list (its parsed entry).
 pub const BYTES_PER_LISTED_REQUEST: u64 = 40;
 /// Bytes per KV block per replica (its free-list entry; a held block is an entry of its
-/// request's table instead).
+/// request's table instead). With prefix caching more: [`kv_pool_bytes`].
 pub const BYTES_PER_BLOCK: u64 = 4;
 /// Bytes per replica at most: its time series (2,048 buckets) and their result columns.
 pub const BYTES_PER_REPLICA: u64 = 256 << 10;
@@ -144,18 +146,53 @@ pub fn check_input(len: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Holes (units taken out of its middle by cache hits) a prefix-caching pool of `blocks`
+/// units lets its free queue hold before it packs them away: an eighth of the units, at
+/// least 1,024. The queue then never holds more than `blocks` plus these entries.
+pub fn queue_holes_max(blocks: u32) -> u32 {
+    (blocks / 8).max(1024)
+}
+
+/// Entries of a prefix-caching pool's free queue at most, all reserved up front (so that
+/// it never grows, which would double it): every unit free, plus the holes
+/// ([`queue_holes_max`]).
+pub fn queue_capacity(blocks: u32) -> u64 {
+    u64::from(blocks) + u64::from(queue_holes_max(blocks))
+}
+
+/// Entries of a prefix-caching pool's free queue per count of holes it keeps while it packs
+/// them away (4 B a chunk).
+pub const PACK_CHUNK: usize = 256;
+
+/// Bytes one replica's KV pool of `blocks` units takes at most: its free stack, 4 B a unit
+/// ([`BYTES_PER_BLOCK`]); with prefix caching its free queue instead (4 B an entry,
+/// [`queue_capacity`], about 4.5 B a unit) and, while the queue is packed, 4 B per
+/// [`PACK_CHUNK`] entries.
+pub fn kv_pool_bytes(blocks: u32, caching: bool) -> u64 {
+    if caching {
+        let entries = queue_capacity(blocks);
+        entries * BYTES_PER_BLOCK + (entries / PACK_CHUNK as u64 + 1) * 4
+    } else {
+        u64::from(blocks) * BYTES_PER_BLOCK
+    }
+}
+
+/// The `ResourceError` naming `field` of an allocation of `bytes` for `what` that failed.
+pub fn out_of_memory(field: &str, bytes: u64, what: &str) -> SimError {
+    SimError::resource(
+        field,
+        format!(
+            "could not allocate {} more for {what} (the machine is out of memory; lower the scenario's size or \
+             limits.max_memory_gib)",
+            bytes_text(bytes)
+        ),
+    )
+}
+
 /// `Vec::try_reserve` as a `ResourceError` naming `field`.
 pub fn try_reserve<T>(v: &mut Vec<T>, more: usize, field: &str, what: &str) -> Result<()> {
-    v.try_reserve(more).map_err(|_| {
-        SimError::resource(
-            field,
-            format!(
-                "could not allocate {} more for {what} (the machine is out of memory; lower the scenario's size or \
-                 limits.max_memory_gib)",
-                bytes_text((more.saturating_mul(std::mem::size_of::<T>())) as u64)
-            ),
-        )
-    })
+    v.try_reserve(more)
+        .map_err(|_| out_of_memory(field, (more.saturating_mul(std::mem::size_of::<T>())) as u64, what))
 }
 
 /// Wall clock of a run or a check. `std::time::Instant` panics on wasm32-unknown-unknown (no

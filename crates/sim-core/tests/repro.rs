@@ -59,6 +59,11 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         ("far_future_event.json", Ok(20)),
         ("fault_double_finish_slice_dependent.json", Ok(8)),
         ("hbm_gib_1e12.json", Err(("ResourceError", "gpu.hbm_gib"))),
+        // 460 M blocks with prefix caching: the free queue doubled (8 B a block) when the
+        // first freed block rejoined it, past the estimate (4 B) under a 3 GB address-space
+        // cap, and past 2 GiB in WASM (a capacity overflow). It is now reserved whole and
+        // counted as such (4.5 B a block: 1.9 GiB), over the 1 GiB here.
+        ("hbm_gib_1e6_sessions_abort_under_3GB.case.json", Err(("ResourceError", "gpu.hbm_gib"))),
         ("link_flap_double_finish.json", Ok(40)),
         ("num_gpu_blocks_1e9.json", Err(("ResourceError", "scheduler.num_gpu_blocks"))),
         // Under a 3 GB address-space cap these aborted: the estimate (3.7 / 3.6 GiB) passed
@@ -77,6 +82,7 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         ("trace_dev_zero_unbounded.json", Err(("ConfigError", "workload.trace.path"))),
         ("untyped_valueerror_nul_in_hf_config_path.json", Err(("ConfigError", "model.hf_config"))),
         ("untyped_valueerror_nul_in_profile_path.json", Err(("ConfigError", "cost_model.profile"))),
+        ("wasm_internalerror_hbm_gib_1e6_sessions.case.json", Err(("ResourceError", "gpu.hbm_gib"))),
     ];
     let mut seen: Vec<String> = std::fs::read_dir(dir())
         .unwrap()

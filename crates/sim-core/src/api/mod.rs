@@ -247,7 +247,7 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
     let engine_pools =
         pools.into_iter().map(|p| crate::engine::EnginePool { perf: p.perf, num_blocks: p.blocks, replicas: p.replicas, dp: p.dp }).collect();
-    let mut engine = Engine::new(&scenario, engine_pools, max_model_len, workload, options);
+    let mut engine = Engine::new(&scenario, engine_pools, max_model_len, workload, options, resources::kv_field(&scenario))?;
     if options.check_invariants {
         engine.set_invariant_observer(crate::check::props::check_invariants);
     }

@@ -9,8 +9,8 @@ use crate::catalog::{GpuInput, ModelInput};
 use crate::config::Scenario;
 use crate::error::{Result, SimError};
 use crate::limits::{
-    bytes_text, Limits, BYTES_PER_BLOCK, BYTES_PER_LISTED_REQUEST, BYTES_PER_REPLICA, BYTES_PER_REQUEST, GIB,
-    WASM_MAX_MEMORY_GIB,
+    bytes_text, kv_pool_bytes, queue_capacity, Limits, BYTES_PER_BLOCK, BYTES_PER_LISTED_REQUEST, BYTES_PER_REPLICA,
+    BYTES_PER_REQUEST, GIB, WASM_MAX_MEMORY_GIB,
 };
 use crate::workload::{Len, LoadedTrace};
 
@@ -59,15 +59,17 @@ pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
 /// within what one allocation may hold on this target ([`pool_fits`]).
 pub fn check_run(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) -> Result<()> {
     let parts = run_parts(scenario, blocks, trace);
-    pool_fits(blocks, &parts[0].field, isize::MAX as u64)?;
+    pool_fits(blocks, scenario.scheduler.prefix_caching(), &parts[0].field, isize::MAX as u64)?;
     enforce(&parts, &scenario.limits)
 }
 
-/// A replica's KV free list (one allocation, [`BYTES_PER_BLOCK`] a block) over `max_bytes`
+/// A replica's KV free list (one allocation, [`BYTES_PER_BLOCK`] a block; with prefix
+/// caching, `caching`, its free queue: [`queue_capacity`] entries) over `max_bytes`
 /// (`isize::MAX`: 2 GiB in WASM, where a larger one is a "capacity overflow" panic) is a
 /// `ResourceError` naming `field`.
-pub fn pool_fits(blocks: u32, field: &str, max_bytes: u64) -> Result<()> {
-    let bytes = u64::from(blocks) * BYTES_PER_BLOCK;
+pub fn pool_fits(blocks: u32, caching: bool, field: &str, max_bytes: u64) -> Result<()> {
+    let entries = if caching { queue_capacity(blocks) } else { u64::from(blocks) };
+    let bytes = entries * BYTES_PER_BLOCK;
     if bytes <= max_bytes {
         return Ok(());
     }
@@ -82,22 +84,28 @@ pub fn pool_fits(blocks: u32, field: &str, max_bytes: u64) -> Result<()> {
     ))
 }
 
+/// The field that sizes a scenario's KV pools: `scheduler.num_gpu_blocks` when set, else
+/// `gpu.hbm_gib` of a GPU given its memory, else `model` for a custom model.
+pub fn kv_field(scenario: &Scenario) -> &'static str {
+    match (&scenario.scheduler.num_gpu_blocks, &scenario.gpu, &scenario.model) {
+        (Some(_), _, _) => "scheduler.num_gpu_blocks",
+        (None, GpuInput::Custom(g), _) if g.hbm_gib.is_some() => "gpu.hbm_gib",
+        (None, _, ModelInput::Custom(_)) => "model",
+        _ => "scheduler.num_gpu_blocks",
+    }
+}
+
 /// The memory of a run of `scenario` with `blocks` KV blocks per replica: KV pools,
 /// replicas, requests (see the module docs for the per-item costs); `trace`: the rows a
 /// front end loaded for `workload.trace`.
 pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) -> Vec<Part> {
     let replicas = u64::from(scenario.deployment.total_replicas());
-    let kv_field = match (&scenario.scheduler.num_gpu_blocks, &scenario.gpu, &scenario.model) {
-        (Some(_), _, _) => "scheduler.num_gpu_blocks",
-        (None, GpuInput::Custom(g), _) if g.hbm_gib.is_some() => "gpu.hbm_gib",
-        (None, _, ModelInput::Custom(_)) => "model",
-        _ => "scheduler.num_gpu_blocks",
-    };
+    let caching = scenario.scheduler.prefix_caching();
     let mut parts = vec![
         Part {
-            field: kv_field.into(),
-            bytes: replicas.saturating_mul(u64::from(blocks)).saturating_mul(BYTES_PER_BLOCK),
-            what: format!("{blocks} KV blocks × {replicas} replica(s)"),
+            field: kv_field(scenario).into(),
+            bytes: replicas.saturating_mul(kv_pool_bytes(blocks, caching)),
+            what: format!("{blocks} KV blocks × {replicas} replica(s){}", if caching { " with prefix caching" } else { "" }),
         },
         Part {
             field: "deployment.replicas".into(),
@@ -159,11 +167,26 @@ mod tests {
     fn a_pool_over_one_allocation_names_its_field() {
         // WASM's isize::MAX: 460,791,544 blocks (gpu.hbm_gib = 1e6) fit, 10^9 do not.
         let wasm = i32::MAX as u64;
-        assert!(pool_fits(460_791_544, "gpu.hbm_gib", wasm).is_ok());
-        let e = pool_fits(1_000_000_000, "scheduler.num_gpu_blocks", wasm).unwrap_err();
+        assert!(pool_fits(460_791_544, false, "gpu.hbm_gib", wasm).is_ok());
+        let e = pool_fits(1_000_000_000, false, "scheduler.num_gpu_blocks", wasm).unwrap_err();
         assert_eq!((e.kind_name(), e.path()), ("ResourceError", Some("scheduler.num_gpu_blocks")));
         assert!(e.to_string().contains("3.7 GiB") && e.to_string().contains("2.0 GiB"), "{e}");
-        assert!(pool_fits(u32::MAX, "scheduler.num_gpu_blocks", isize::MAX as u64).is_ok() || cfg!(target_pointer_width = "32"));
+        assert!(pool_fits(u32::MAX, false, "scheduler.num_gpu_blocks", isize::MAX as u64).is_ok() || cfg!(target_pointer_width = "32"));
+        // With prefix caching the free queue has room for its holes (an eighth more): the
+        // same pool still fits, one of 480 M blocks does not.
+        assert!(pool_fits(460_791_544, true, "gpu.hbm_gib", wasm).is_ok());
+        assert!(pool_fits(480_000_000, false, "gpu.hbm_gib", wasm).is_ok());
+        assert!(pool_fits(480_000_000, true, "gpu.hbm_gib", wasm).is_err());
+    }
+
+    #[test]
+    fn a_caching_pool_counts_its_queue_and_its_holes() {
+        // 4 B a unit, 4.5 with the queue's room for holes (and 4 B per 256 entries when it
+        // packs them); small pools have room for 1,024 holes at least.
+        assert_eq!(kv_pool_bytes(1 << 20, false), 4 << 20);
+        let entries = (1 << 20) + (1 << 17);
+        assert_eq!(kv_pool_bytes(1 << 20, true), entries * 4 + (entries / 256 + 1) * 4);
+        assert_eq!(kv_pool_bytes(64, true), (64 + 1024) * 4 + 4 * 5);
     }
 
     #[test]

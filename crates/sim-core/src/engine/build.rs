@@ -7,6 +7,8 @@ use super::sessions::Sessions;
 use super::steady::Steady;
 use super::{Engine, Replica, SimOptions};
 use crate::config::Scenario;
+use crate::error::Result;
+use crate::limits::out_of_memory;
 use crate::kv::prefix::Apc;
 use crate::kv::{o1pro_block_size, KvMode, KvPool};
 use crate::metrics::{ReplicaStats, Series};
@@ -18,12 +20,20 @@ use crate::workload::{RequestSpec, Workload};
 
 impl Engine {
     /// Build an engine from a validated scenario, its pools (each with its cost model, KV
-    /// pool size and replicas, in replica order) and requests.
+    /// pool size and replicas, in replica order) and requests. A KV pool that cannot be
+    /// allocated is a `ResourceError` naming `kv_field` (the field that sized it).
     ///
     /// Long because of the `Engine` literal (one field a line, over half the body); the
     /// work before it is already in `requests`, `arrivals`, `Apc::new` and `Sessions::new`,
     /// and splitting the literal would only spread one struct's defaults over two places.
-    pub fn new(scenario: &Scenario, pools: Vec<EnginePool>, max_model_len: u32, workload: Workload, options: SimOptions) -> Engine {
+    pub fn new(
+        scenario: &Scenario,
+        pools: Vec<EnginePool>,
+        max_model_len: u32,
+        workload: Workload,
+        options: SimOptions,
+        kv_field: &str,
+    ) -> Result<Engine> {
         let Workload { requests: specs, segments } = workload;
         let (base, mode) = Params::for_policy(&scenario.scheduler);
         let pool_params: Vec<Params> = pools.iter().map(|p| rank_params(base, p.dp)).collect();
@@ -43,7 +53,12 @@ impl Engine {
         let apc = Apc::new(params.apc && mode != KvMode::Contiguous, &specs, segments, |s| {
             req_block(s.prompt_tokens, s.output_tokens)
         });
-        let kv_pool = |blocks| if apc.on { KvPool::with_prefix_caching(mode, bs, blocks) } else { KvPool::new(mode, bs, blocks) };
+        let kv_pool = |blocks: u32| {
+            KvPool::try_new(mode, bs, blocks, apc.on).map_err(|_| {
+                let bytes = crate::limits::kv_pool_bytes(blocks, apc.on);
+                out_of_memory(kv_field, bytes, &format!("a replica's KV pool of {blocks} blocks"))
+            })
+        };
         // Under autoscaling (one pool) every slot the controller may use exists from the start.
         let mut pool_of = Vec::new();
         for (k, p) in pools.iter().enumerate() {
@@ -53,10 +68,10 @@ impl Engine {
         let slots = pool_of.len() as u32;
         let pool_first: Vec<u32> = (0..pools.len()).map(|k| pool_of.iter().position(|&p| p as usize == k).unwrap_or(0) as u32).collect();
         let replicas = (0..slots)
-            .map(|i| Replica::new(SchedState::new(kv_pool(pools[pool_of[i as usize] as usize].num_blocks).for_replica(i))))
-            .collect();
+            .map(|i| Ok(Replica::new(SchedState::new(kv_pool(pools[pool_of[i as usize] as usize].num_blocks)?.for_replica(i)))))
+            .collect::<Result<_>>()?;
         let perfs = pools.into_iter().map(|p| p.perf).collect();
-        Engine {
+        Ok(Engine {
             reqs,
             arrival_order,
             next_arrival: 0,
@@ -107,7 +122,7 @@ impl Engine {
             decision_ns: 0,
             max_template_depth: scenario.scheduler.policy.info().o1pro_admission
                 .then_some(crate::workload::adversarial::O1PRO_MAX_TEMPLATE_DEPTH),
-        }
+        })
     }
 }
 

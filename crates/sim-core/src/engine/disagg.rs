@@ -251,7 +251,7 @@ impl Engine {
             r.status = Status::Waiting;
         }
         // Its GPUs' memory is lost: it restarts with an empty cache.
-        replica.sched.kv = replica.sched.kv.emptied();
+        replica.sched.kv.empty();
         if let Some(f) = self.fabric.as_mut() {
             f.stats.moved_requests += ids.len() as u64;
         }

@@ -16,7 +16,17 @@
 
 pub mod prefix;
 
+use std::collections::TryReserveError;
+
 use serde::Serialize;
+
+/// A free list that could not be allocated, outside a run (which reports it): abort, as an
+/// infallible allocation does.
+#[cold]
+fn oom(_: TryReserveError, total: u32) -> ! {
+    let bytes = (total as usize).saturating_mul(std::mem::size_of::<u32>()).max(1);
+    std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(bytes, 4).unwrap_or(std::alloc::Layout::new::<u32>()))
+}
 
 /// Which manager a pool implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -61,22 +71,36 @@ pub struct KvPool {
 
 impl KvPool {
     /// A pool of `total` units of `block_size` slots. Ids are handed out lowest first.
+    /// Aborts if the free list cannot be allocated (runs use [`KvPool::try_new`]).
     pub fn new(mode: KvMode, block_size: u32, total: u32) -> Self {
-        KvPool {
-            mode,
-            block_size,
-            total,
-            free: (0..total).rev().collect(),
-            cache: None,
-            replica: 0,
-            allocation_failures: 0,
-            allocation_attempts: 0,
-        }
+        Self::try_new(mode, block_size, total, false).unwrap_or_else(|e| oom(e, total))
     }
 
     /// A pool with prefix caching (its cache dormant until a block is first cached).
+    /// Aborts if the free list cannot be allocated (runs use [`KvPool::try_new`]).
     pub fn with_prefix_caching(mode: KvMode, block_size: u32, total: u32) -> Self {
-        KvPool { cache: Some(Box::new(crate::kv::prefix::BlockCache::new(total))), ..KvPool::new(mode, block_size, total) }
+        Self::try_new(mode, block_size, total, true).unwrap_or_else(|e| oom(e, total))
+    }
+
+    /// A pool of `total` units, with prefix caching when `caching`; its free list is its one
+    /// large allocation, made whole here ([`crate::limits::kv_pool_bytes`]): with caching
+    /// it has room for the free queue at its longest, so that it never grows. `Err` when it
+    /// cannot be allocated.
+    pub fn try_new(mode: KvMode, block_size: u32, total: u32, caching: bool) -> Result<Self, TryReserveError> {
+        let cap = if caching { crate::limits::queue_capacity(total) } else { u64::from(total) };
+        let mut free: Vec<u32> = Vec::new();
+        free.try_reserve_exact(usize::try_from(cap).unwrap_or(usize::MAX))?;
+        free.extend((0..total).rev());
+        Ok(KvPool {
+            mode,
+            block_size,
+            total,
+            free,
+            cache: caching.then(|| Box::new(crate::kv::prefix::BlockCache::new(total))),
+            replica: 0,
+            allocation_failures: 0,
+            allocation_attempts: 0,
+        })
     }
 
     /// The same pool, belonging to replica `replica`.
@@ -107,23 +131,22 @@ impl KvPool {
         Some(c)
     }
 
-    /// The same pool, empty: every unit free, nothing cached (a replica restarting).
-    pub fn emptied(&self) -> KvPool {
-        let mut fresh = if self.caching() {
-            KvPool::with_prefix_caching(self.mode, self.block_size, self.total)
-        } else {
-            KvPool::new(self.mode, self.block_size, self.total)
-        };
-        // A new epoch: no lookup answer from before carries over.
-        if let (Some(new), Some(old)) = (fresh.cache.as_deref_mut(), self.cache.as_deref()) {
-            new.epoch = old.epoch + 1;
+    /// Empty the pool: every unit free, nothing cached (a replica restarting). In place: the
+    /// free list keeps its allocation (a new pool next to the old would hold two).
+    pub fn empty(&mut self) {
+        let mut free = std::mem::take(&mut self.free);
+        if let Some(c) = self.cache.as_deref_mut() {
+            if c.active {
+                free = c.take_queue();
+            }
+            // A new epoch: no lookup answer from before carries over.
+            let epoch = c.epoch + 1;
+            *c = crate::kv::prefix::BlockCache::new(self.total);
+            c.epoch = epoch;
         }
-        KvPool {
-            replica: self.replica,
-            allocation_failures: self.allocation_failures,
-            allocation_attempts: self.allocation_attempts,
-            ..fresh
-        }
+        free.clear();
+        free.extend((0..self.total).rev());
+        self.free = free;
     }
 
     pub fn total(&self) -> u32 {

@@ -31,6 +31,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::limits::PACK_CHUNK;
+
 /// "No unit": a hole in the free queue, no piece found.
 pub(super) const NIL: u32 = u32::MAX;
 
@@ -185,8 +187,13 @@ impl BlockCache {
     /// Wake up with `free` (the pool's free stack, drained) as the free queue, its top
     /// (allocated next) at the head. Nothing is cached yet.
     pub fn activate(&mut self, free: &mut Vec<u32>) {
-        // In place: the stack's allocation becomes the queue's (a copy would hold both, 8 B
-        // a unit instead of the 4 the memory estimate counts; the stack kept its capacity).
+        // In place: the stack's allocation becomes the queue's (a copy would hold both). The
+        // pool reserved it for the queue at its longest ([`crate::limits::queue_capacity`]),
+        // so that the queue never grows: growing doubles it, 8 B a unit where the memory
+        // estimate counts 4.5 (and in WASM past 2 GiB a capacity overflow). A stack built
+        // without that room (tests) gets it here.
+        let cap = crate::limits::queue_capacity(self.total) as usize;
+        free.reserve_exact(cap.saturating_sub(free.len()));
         free.reverse();
         self.queue = VecDeque::from(std::mem::take(free));
         self.num_free = self.queue.len() as u32;
@@ -248,6 +255,7 @@ impl BlockCache {
     /// table order: appended last first.
     pub fn free_blank(&mut self, units: &[u32]) {
         self.queue.extend(units.iter().rev());
+        self.debug_check_len();
         self.num_free += units.len() as u32;
     }
 
@@ -342,9 +350,28 @@ impl BlockCache {
             i = to;
         }
         // (Tests pack early, so that the tiny pools they use exercise it.)
-        if self.holes > (self.total / 8).max(if cfg!(test) { 2 } else { 1024 }) {
+        let holes_max = if cfg!(test) { (self.total / 8).max(2) } else { crate::limits::queue_holes_max(self.total) };
+        if self.holes > holes_max {
             self.pack();
         }
+    }
+
+    /// The queue holds at most every unit and [`crate::limits::queue_holes_max`] holes (its
+    /// reserved capacity: it never grows).
+    #[inline]
+    fn debug_check_len(&self) {
+        debug_assert!(
+            self.queue.len() as u64 <= crate::limits::queue_capacity(self.total),
+            "free queue of {} entries past its capacity",
+            self.queue.len()
+        );
+    }
+
+    /// Empty the queue and hand back its allocation, as a stack with room for the queue at
+    /// its longest (a replica restarting reuses it).
+    pub fn take_queue(&mut self) -> Vec<u32> {
+        self.queue.clear();
+        Vec::from(std::mem::take(&mut self.queue))
     }
 
     /// Replace piece `k` (`p`) of run `e` by `mid` (a part of it in a new state) and the
@@ -408,6 +435,7 @@ impl BlockCache {
                 p.pos = self.head + self.queue.len() as u64;
                 self.queue.extend(units.iter().rev());
                 self.num_free += hi - lo;
+                self.debug_check_len();
             }
             return;
         }
@@ -431,6 +459,7 @@ impl BlockCache {
             }
         }
         self.mine = mine;
+        self.debug_check_len();
     }
 
     /// Request `id` is done: nobody will look up its private blocks again (they stay in
@@ -493,17 +522,29 @@ impl BlockCache {
     #[cold]
     fn pack(&mut self) {
         let head = self.head;
-        let mut holes: Vec<u64> = Vec::with_capacity(self.holes as usize);
-        for (i, &u) in self.queue.iter().enumerate() {
-            if u == NIL {
-                holes.push(head + i as u64);
+        let BlockCache { queue, slab, holes, .. } = self;
+        // The holes before each chunk of the queue (those before a position are then its
+        // chunk's count plus the holes of the chunk before it): 4 B a chunk, where a list of
+        // the holes' positions took 8 B a hole, up to an eighth of the pool.
+        let q = queue.make_contiguous();
+        let nil = |c: &[u32]| c.iter().filter(|&&u| u == NIL).count() as u32;
+        let chunks: Vec<u32> = q
+            .chunks(PACK_CHUNK)
+            .scan(0u32, |n, c| {
+                let before = *n;
+                *n += nil(c);
+                Some(before)
+            })
+            .collect();
+        let before = |at: u64| -> u64 {
+            let i = at.saturating_sub(head) as usize;
+            if i >= q.len() {
+                return u64::from(*holes);
             }
-        }
-        self.queue.retain(|&u| u != NIL);
-        self.holes = 0;
-        // Positions move: a lookup's answer, bounded by positions, no longer holds.
-        self.epoch += 1;
-        for run in self.slab.iter_mut() {
+            let c = i / PACK_CHUNK;
+            u64::from(chunks[c] + nil(&q[c * PACK_CHUNK..i]))
+        };
+        for run in slab.iter_mut() {
             for p in run.pieces.iter_mut() {
                 if p.refs > 0 || p.valid_hi(head) == p.lo {
                     continue;
@@ -511,9 +552,13 @@ impl BlockCache {
                 // Its cached units are at positions from pos(valid_hi − 1) on, with no hole
                 // among them: they move up by the holes before.
                 let first = p.pos + u64::from(p.hi - p.valid_hi(head));
-                p.pos -= holes.partition_point(|&h| h < first) as u64;
+                p.pos -= before(first);
             }
         }
+        self.queue.retain(|&u| u != NIL);
+        self.holes = 0;
+        // Positions move: a lookup's answer, bounded by positions, no longer holds.
+        self.epoch += 1;
     }
 
     /// The free units, head (evicted next) first.
