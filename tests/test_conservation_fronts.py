@@ -389,3 +389,74 @@ def _report() -> Iterator[None]:
         out = ROOT / "benchmarks" / "out"
         out.mkdir(parents=True, exist_ok=True)
         (out / "conservation-fronts.json").write_text(json.dumps(dict(STATS), indent=2, sort_keys=True))
+
+
+# --------------------------------------------------------------------------- every reproducer
+
+
+def _every_reproducer() -> list[Path]:
+    """tests/repro, and any ../shared/repro file not committed yet (absent on CI)."""
+    files = sorted((ROOT / "tests" / "repro").glob("*"))
+    shared = ROOT.parent / "shared" / "repro"
+    if shared.is_dir():
+        names = {f.name for f in files}
+        files += sorted(f for f in shared.glob("*") if f.name not in names)
+    return files
+
+
+def _as_table(path: Path) -> Optional[dict[str, Any]]:
+    """The reproducer as a scenario table for WASM (a fuzzer case's payload), or None when it
+    is not one (TOML: the CLI reads it)."""
+    if path.name.endswith(".case.json"):
+        case = json.loads(path.read_text(encoding="utf-8"))
+        return dict(case["payload"])
+    if path.suffix == ".json":
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    return None
+
+
+@pytest.mark.parametrize("path", _every_reproducer(), ids=lambda p: p.name)
+def test_every_reproducer_ends_typed_or_conserved_in_the_cli_and_wasm(path: Path, node: Node, cli: CliRunner,
+                                                                      tmp_path: Path) -> None:
+    """Issue 28's acceptance: each reproducer ends in a typed error (one red line, exit 2) or
+    a correct run through the CLI, and through WASM where it applies (a scenario table; WASM
+    has no files, so one naming a local file is a typed refusal there). Python:
+    ``test_reliability.test_every_reproducer_gives_a_typed_error_or_a_correct_run``. Under
+    ``limits.max_memory_gib = 1`` (what a test may allocate)."""
+    table = _as_table(path)
+    scenario = path
+    if path.name.endswith(".case.json"):
+        scenario = tmp_path / "scenario.json"
+        scenario.write_text(json.dumps(table), encoding="utf-8")
+    limit = ["--set", "limits.max_memory_gib=1"]
+    if path.name.startswith("check_"):
+        res = cli.invoke(main, ["check", str(scenario), "--max-states", "20000", "--max-seconds", "20"])
+        assert res.exit_code in (0, 3), (res.exit_code, res.output[-2000:], res.exception)
+        return
+    out = tmp_path / "r.json"
+    res = cli.invoke(main, ["run", str(scenario), "--json", str(out), *limit])
+    if res.exit_code == 0:
+        r = json.loads(out.read_text(encoding="utf-8"))
+        n = r["summary"]["num_requests"]
+        _check_result_json(f"cli {path.name}", n, out.read_text(encoding="utf-8"), r["summary"].get("timeout_s", 1.0))
+    else:
+        err = (res.stderr or res.output).strip()
+        assert res.exit_code == 2 and len(err.splitlines()) == 1, (res.exit_code, err, res.exception)
+        _error_kind(f"cli {path.name}", err.partition(":")[0].strip(), err)
+        if "InternalError" in err:
+            raise AssertionError(err)
+    if table is None:
+        return
+    table.setdefault("limits", {})
+    if isinstance(table["limits"], dict):
+        table["limits"]["max_memory_gib"] = 1.0
+    try:
+        text = json.dumps(table, allow_nan=False)
+    except ValueError:
+        return  # NaN/Infinity have no JSON spelling: the page cannot send them
+    reply = node.simulate(text)
+    if "error" in reply:
+        _error_kind(f"wasm {path.name}", reply["error"], reply["message"])
+        return
+    r = json.loads(reply["ok"])
+    _check_result_json(f"wasm {path.name}", r["summary"]["num_requests"], reply["ok"], 1.0)
