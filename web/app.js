@@ -320,8 +320,15 @@ const charts = (window.o1simCharts = new Charts({
   heatmap: $("#heatmap"), policySelect: $("#ts-policy"),
 }));
 
+// `started` names the run whose results will be on screen; "pending" while a change waits for
+// its run (debounced or queued behind the one in flight), so `runs === started` means the page
+// shows every change made so far.
+const markPending = () => { document.body.dataset.started = "pending"; };
+// Nothing ran (the form itself is wrong): the results on screen are the last ones there are.
+const settled = () => { document.body.dataset.started = document.body.dataset.runs || "0"; };
+
 async function run() {
-  if (running) { queued = true; return; }
+  if (running) { queued = true; markPending(); return; }
   running = true;
   const seq = ++runSeq;
   const state = readForm();
@@ -335,6 +342,7 @@ async function run() {
     $("#results").classList.add("stale");
     statusEl.textContent = "failed";
     running = false;
+    settled();
     if (queued) { queued = false; run(); }
     return;
   }
@@ -344,6 +352,7 @@ async function run() {
   if (!list.length) {
     showError({ name: "ConfigError", message: "choose at least one policy", field: "scheduler.policy" });
     running = false;
+    settled();
     return;
   }
   // The run whose results are on screen once `runs` catches up with it (tests wait for that
@@ -447,6 +456,7 @@ const topology = new TopologyPanel({
 let debounce = null;
 function schedule() {
   if (!$("#live").checked) return;
+  markPending();
   clearTimeout(debounce);
   debounce = setTimeout(run, 120);
 }

@@ -123,6 +123,30 @@ def test_the_worker_keeps_the_page_responsive(page: Any, server: str) -> None:
     wait_ready(page, before)
 
 
+def test_a_change_waiting_for_its_run_is_never_read_as_shown(page: Any, server: str) -> None:
+    """Tests (and scripts) wait for `runs === started`; a change still in its debounce, or
+    queued behind the run in flight, must keep that false until its own run is on screen (a
+    slow CI machine once read a run that predated the last click)."""
+    page.goto(server)
+    wait_ready(page)
+    before = runs(page)
+    settled = "() => document.body.dataset.runs === document.body.dataset.started"
+    # A change in its debounce window: not settled yet.
+    assert page.evaluate("""() => { const f = document.querySelector("[name='workload.num_requests']");
+        f.value = '150'; f.dispatchEvent(new Event('input', {bubbles: true}));
+        return document.body.dataset.runs === document.body.dataset.started; }""") is False
+    wait_ready(page, before)
+    assert page.evaluate(settled)
+    # A change made while a run is in flight waits for the run after it.
+    before = runs(page)
+    page.fill("[name='workload.num_requests']", "8000")
+    page.wait_for_function("() => document.body.dataset.started !== 'pending'")
+    page.evaluate("""() => { const f = document.querySelector("[name='workload.num_requests']");
+        f.value = '120'; f.dispatchEvent(new Event('input', {bubbles: true})); }""")
+    wait_ready(page, before)
+    assert _page_scenario(page)["workload"]["num_requests"] == 120
+
+
 def test_bad_input_never_traps_the_module_in_the_browser(page: Any, server: str) -> None:
     page.goto(server)
     wait_ready(page)
