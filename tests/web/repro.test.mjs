@@ -2,7 +2,11 @@
 // under the module's own limits (no limits.max_memory_gib forced): each gives a typed error
 // other than InternalError, or a run that accounts for every request. (A prefix-caching
 // pool's free queue used to double past 2 GiB on its first freed block: a "capacity
-// overflow" InternalError at 460 M blocks.)
+// overflow" InternalError at 460 M blocks.) A reproducer that sets limits.max_memory_gib
+// must also grow the module by less than it: the fuzzer's 1,286,137 short requests under
+// 0.5 GiB grew it by 724 MiB (the result's JSON text and its columns doubled as they grew);
+// scaled down, 330,000 of them under 0.125 GiB grew it by 190 MiB, and 280,000 are about
+// the most the estimate now admits there (108 MiB).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
@@ -17,6 +21,7 @@ const names = readdirSync(new URL("tests/repro", ROOT)).filter((f) => f.startsWi
 
 test("the WASM reproducers are committed", () => {
   assert.ok(names.includes("wasm_internalerror_hbm_gib_1e6_sessions.case.json"), names.join(", "));
+  assert.ok(names.includes("wasm_memory_over_limit_330000_requests.json"), names.join(", "));
 });
 
 for (const name of names) {
@@ -28,6 +33,8 @@ for (const name of names) {
       scenario = scenario.payload;
     }
     o1sim.reset();
+    const before = o1sim.memoryBytes();
+    const limit = scenario.limits?.max_memory_gib;
     try {
       const r = JSON.parse(o1sim.simulate(scenario));
       const s = r.summary;
@@ -37,6 +44,8 @@ for (const name of names) {
       if (e instanceof assert.AssertionError) throw e;
       assert.ok(e instanceof o1sim.SimError && ALLOWED.has(e.name), `${name}: ${e?.name}: ${e?.message}`);
     } finally {
+      const grown = o1sim.memoryBytes() - before;
+      if (limit) assert.ok(grown < limit * 2 ** 30, `${name}: the module grew by ${grown} bytes, over its limit`);
       o1sim.reset();
     }
   });

@@ -354,8 +354,13 @@ pub fn summarize(
     held: Held,
 ) -> Value {
     let ms = |ns: u64| ns as f64 / 1e6;
-    let (mut ttft, mut tpot, mut e2e, mut queue) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut engine_ttft, mut engine_e2e) = (Vec::new(), Vec::new());
+    // Sized once (a column doubling as it grows holds up to twice its values, and in WASM
+    // what it outgrew stays reserved).
+    let n = reqs.len();
+    let with_n = || Vec::<f64>::with_capacity(n);
+    let (mut ttft, mut tpot, mut e2e, mut queue) = (with_n(), with_n(), with_n(), with_n());
+    let engine_n = if client_times.is_empty() { 0 } else { n };
+    let (mut engine_ttft, mut engine_e2e) = (Vec::with_capacity(engine_n), Vec::with_capacity(engine_n));
     let (mut finished, mut rejected, mut preemptions, mut out_tokens, mut in_tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut good = 0u64;
     let mut rejections = vec![0u64; reason_names.len()];

@@ -83,6 +83,10 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         ("untyped_valueerror_nul_in_hf_config_path.json", Err(("ConfigError", "model.hf_config"))),
         ("untyped_valueerror_nul_in_profile_path.json", Err(("ConfigError", "cost_model.profile"))),
         ("wasm_internalerror_hbm_gib_1e6_sessions.case.json", Err(("ResourceError", "gpu.hbm_gib"))),
+        // Found by the WASM fuzzer: the module grew past its memory limit (tested there,
+        // tests/web/repro.test.mjs); natively both run under the 1 GiB here.
+        ("wasm_memory_280000_requests_fit.json", Ok(280_000)),
+        ("wasm_memory_over_limit_330000_requests.json", Ok(330_000)),
     ];
     let mut seen: Vec<String> = std::fs::read_dir(dir())
         .unwrap()

@@ -49,6 +49,30 @@ pub struct RequestColumns {
     pub adversarial: Vec<bool>,
 }
 
+impl RequestColumns {
+    /// Columns with room for `n` requests each, reserved once (see [`crate::json::to_string`]
+    /// for why growing ones cost more, in WASM above all).
+    fn with_capacity(n: usize) -> Self {
+        RequestColumns {
+            request_id: Vec::with_capacity(n),
+            arrival_ms: Vec::with_capacity(n),
+            engine_arrival_ms: Vec::with_capacity(n),
+            first_token_ms: Vec::with_capacity(n),
+            finish_ms: Vec::with_capacity(n),
+            client_first_token_ms: Vec::with_capacity(n),
+            client_finish_ms: Vec::with_capacity(n),
+            prompt_tokens: Vec::with_capacity(n),
+            output_tokens: Vec::with_capacity(n),
+            preemptions: Vec::with_capacity(n),
+            replica: Vec::with_capacity(n),
+            status: Vec::with_capacity(n),
+            reason: Vec::with_capacity(n),
+            cached_tokens: Vec::with_capacity(n),
+            adversarial: Vec::new(),
+        }
+    }
+}
+
 pub const STATUS_NAMES: &[&str] = &["finished", "rejected"];
 /// Why a request was rejected, by [`crate::request::Reason`] code. `timeout`: its client
 /// gave up (`workload.timeout_s`); `session aborted`: an earlier turn of its session did
@@ -573,7 +597,7 @@ fn collect(built: Built) -> SimResult {
     let fabric = engine.fabric.take();
     let reqs = &engine.reqs;
     let ms = |ns: u64| if ns == crate::request::NO_TIME { f64::NAN } else { ns as f64 / 1e6 };
-    let mut cols = RequestColumns::default();
+    let mut cols = RequestColumns::with_capacity(reqs.len());
     for r in reqs {
         let c = engine.client.get(r.id as usize).copied().unwrap_or_default();
         cols.request_id.push(r.id);
