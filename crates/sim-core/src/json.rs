@@ -44,10 +44,9 @@ impl Formatter for Compact {
 pub fn to_string<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<String> {
     let mut out = Chunks::default();
     value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, Compact))?;
-    let mut text = Vec::with_capacity(out.len());
-    for chunk in out.full.into_iter().chain(std::iter::once(out.open)) {
-        text.extend_from_slice(&chunk);
-    }
+    out.full.push(out.open);
+    // `concat` reserves the exact total once.
+    let text = out.full.concat();
     // serde_json writes UTF-8 only (it escapes nothing into invalid sequences).
     Ok(String::from_utf8(text).unwrap_or_default())
 }
@@ -60,12 +59,6 @@ const CHUNK: usize = 1 << 20;
 struct Chunks {
     full: Vec<Vec<u8>>,
     open: Vec<u8>,
-}
-
-impl Chunks {
-    fn len(&self) -> usize {
-        self.full.iter().map(Vec::len).sum::<usize>() + self.open.len()
-    }
 }
 
 impl io::Write for Chunks {
