@@ -98,3 +98,43 @@ def test_the_dashboard_replays_an_uploaded_trace(browser: Any, dashboard: str) -
             timeout=120_000)
     finally:
         ctx.close()
+
+
+def _shared_prefix_jsonl() -> str:
+    """A Mooncake-format trace: 120 requests over 12 system prompts of 8 blocks (512 tokens
+    each) plus one block of their own, 50 ms apart."""
+    lines = []
+    for i in range(120):
+        g = (i * 7) % 12
+        ids = [g * 8 + k for k in range(8)] + [1000 + i]
+        lines.append(f'{{"timestamp": {50 * i}, "input_length": {9 * 512}, "output_length": 16, "hash_ids": {ids}}}')
+    return "\n".join(lines) + "\n"
+
+
+def test_the_cache_aware_routers_run_in_the_page_as_in_python(page: Any, server: str) -> None:
+    page.goto(server)
+    wait_ready(page)
+    for p in ("orca", "sarathi", "o1pro"):
+        page.uncheck(f"#policies input[value={p}]")
+    before = runs(page)
+    page.fill("[name='deployment.replicas']", "4")
+    page.dispatch_event("[name='deployment.replicas']", "change")
+    wait_ready(page, before)
+    before = runs(page)
+    text = _shared_prefix_jsonl()
+    page.set_input_files("#trace-file", files=[_upload("shared.jsonl", text)])
+    wait_ready(page, before)
+    hit: dict[str, float] = {}
+    for router in ("least_outstanding_tokens", "precise_prefix", "approx_prefix"):
+        before = runs(page)
+        page.select_option("[name='deployment.router']", router)
+        wait_ready(page, before)
+        sent = _page_scenario(page)
+        assert sent["deployment"]["router"] == router and sent["deployment"]["replicas"] == 4
+        # The box elides a long trace's text; the page sent the file as uploaded.
+        assert sent["workload"]["trace"]["text"] == f"…({len(text):,} characters)"
+        sent["workload"]["trace"]["text"] = text
+        shown = float(_rows(page)["vllm"]["prefix_cache_hit_rate"])
+        assert shown == o1sim.simulate({**sent, "scheduler": {**sent["scheduler"], "policy": "vllm"}}).summary["prefix_cache_hit_rate"]
+        hit[router] = shown
+    assert hit["precise_prefix"] > hit["least_outstanding_tokens"] and hit["approx_prefix"] > hit["least_outstanding_tokens"], hit

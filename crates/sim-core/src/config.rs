@@ -74,11 +74,23 @@ pub struct Deployment {
     pub pp: u32,
     /// Number of identical replicas.
     pub replicas: u32,
-    /// `round_robin`, `least_outstanding_tokens` or `topology_aware` (with a topology:
+    /// `round_robin`, `least_outstanding_tokens`, `topology_aware` (with a topology:
     /// outstanding tokens weighed by the pace of each replica's links as they are — degraded,
     /// down or shared — and with `disagg` the decode replica with the best route score from
-    /// the prefill replica; without a topology as `least_outstanding_tokens`).
+    /// the prefill replica; without a topology as `least_outstanding_tokens`), or one of the
+    /// cache-aware routers ([`crate::engine::route`]): `precise_prefix`, `approx_prefix`,
+    /// `session_affinity`, `consistent_hash`.
     pub router: Router,
+    /// The prefix-aware routers' weighted scorers (llm-d's scheduler composes its scorers
+    /// this way): each replica scores `prefix × (share of the prompt's blocks it holds) +
+    /// load × (its outstanding tokens, min-max scaled, fewest = 1) + kv_usage × (share of
+    /// its KV pool free)`, and the best score wins. Absent: prefix 2, load 1, kv_usage 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router_scorers: Option<RouterScorers>,
+    /// `precise_prefix` only: how long a replica's KV events (the blocks it stored) take to
+    /// reach the router, ms. 0: the router reads each replica's cache as it is.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kv_event_delay_ms: f64,
     /// How long an arrival may wait in the router's dispatch queue for room in some
     /// replica's waiting queue before it is rejected ("dispatch queue full"). Seed: 500 ms.
     pub dispatch_timeout_ms: f64,
@@ -297,6 +309,29 @@ fn is_one(x: &u32) -> bool {
     *x == 1
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// Weights of the prefix-aware routers' scorers (`[deployment.router_scorers]`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RouterScorers {
+    /// The share of the prompt's full blocks the replica holds (as the router sees them).
+    pub prefix: f64,
+    /// Outstanding tokens, min-max scaled over the candidates (the fewest score 1).
+    pub load: f64,
+    /// The share of the replica's KV pool that is free.
+    pub kv_usage: f64,
+}
+
+impl Default for RouterScorers {
+    /// The weights of llm-d's example scheduler profile (prefix 2, load 1, KV usage 1).
+    fn default() -> Self {
+        RouterScorers { prefix: 2.0, load: 1.0, kv_usage: 1.0 }
+    }
+}
+
 /// How an expert-parallel deployment moves tokens and balances experts (`[deployment.moe]`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -341,6 +376,8 @@ impl Default for Deployment {
             pp: 1,
             replicas: 1,
             router: Router::RoundRobin,
+            router_scorers: None,
+            kv_event_delay_ms: 0.0,
             dispatch_timeout_ms: 500.0,
             prefill_replicas: None,
             placement: None,
@@ -660,6 +697,43 @@ impl Scenario {
         }
     }
 
+    /// The router's own settings: scorers and KV-event delay only where they apply. (With
+    /// prefix caching off a prefix-aware router finds no prefix anywhere and routes by its
+    /// load and KV-usage scorers: `compare` runs every policy, and some have no cache.)
+    fn validate_router(&self) -> Result<()> {
+        let d = &self.deployment;
+        let prefix = d.router.prefix_aware();
+        if let Some(w) = d.router_scorers {
+            if !prefix {
+                return Err(SimError::config(
+                    "deployment.router_scorers",
+                    format!("weighs the prefix-aware routers' scores (precise_prefix, approx_prefix); the router is {}", d.router),
+                ));
+            }
+            for (name, x) in [("prefix", w.prefix), ("load", w.load), ("kv_usage", w.kv_usage)] {
+                let path = format!("deployment.router_scorers.{name}");
+                check::non_negative(&path, x)?;
+                if x > 1e6 {
+                    return Err(SimError::config(&path, format!("a weight of at most 1e6 (got {x})")));
+                }
+            }
+            if w.prefix + w.load + w.kv_usage == 0.0 {
+                return Err(SimError::config("deployment.router_scorers", "every weight is 0: give at least one scorer a weight"));
+            }
+        }
+        check::non_negative("deployment.kv_event_delay_ms", d.kv_event_delay_ms)?;
+        if d.kv_event_delay_ms > 0.0 && d.router != Router::PrecisePrefix {
+            return Err(SimError::config(
+                "deployment.kv_event_delay_ms",
+                format!("delays the KV events precise_prefix reads; the router is {}", d.router),
+            ));
+        }
+        if d.kv_event_delay_ms > 1e9 {
+            return Err(SimError::config("deployment.kv_event_delay_ms", format!("must be at most 1e9 ms (got {})", d.kv_event_delay_ms)));
+        }
+        Ok(())
+    }
+
     /// Check the rules of the sections this module owns (model/gpu/workload/cost model are
     /// checked by their own modules when the scenario is built).
     pub fn validate_local(&self) -> Result<()> {
@@ -686,6 +760,7 @@ impl Scenario {
             ));
         }
         check::non_negative("deployment.dispatch_timeout_ms", d.dispatch_timeout_ms)?;
+        self.validate_router()?;
         if let Some(sc) = &self.scaling {
             if !d.pools.is_empty() {
                 return Err(SimError::config("scaling", "autoscaling a deployment of pools is not modelled: one pool (no deployment.pools)"));

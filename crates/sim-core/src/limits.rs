@@ -31,7 +31,7 @@ pub const MAX_INPUT_BYTES: usize = 64 << 20;
 
 /// Default of `limits.max_memory_gib`: fits a laptop with 8 GB alongside the front end.
 pub const DEFAULT_MAX_MEMORY_GIB: f64 = 4.0;
-/// Default of `limits.max_seconds`: ten minutes of wall time.
+/// Default of `limits.max_seconds`: ten minutes of the run's own CPU time ([`Clock`]).
 pub const DEFAULT_MAX_SECONDS: f64 = 600.0;
 /// A WASM module addresses 4 GiB at most, shared with its input and output text: the
 /// memory limit there is at most this.
@@ -198,34 +198,93 @@ pub fn try_reserve<T>(v: &mut Vec<T>, more: usize, field: &str, what: &str) -> R
         .map_err(|_| out_of_memory(field, (more.saturating_mul(std::mem::size_of::<T>())) as u64, what))
 }
 
-/// Wall clock of a run or a check. `std::time::Instant` panics on wasm32-unknown-unknown (no
-/// clock without imports), so there the elapsed time reads 0: time limits never fire and
-/// the front end bounds the work itself (the page runs it in a Worker it can terminate).
+/// The CPU time a run or a check spends: its thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`)
+/// while it runs, so that a run on a slow or busy machine is not stopped for time other
+/// processes took (wall time would be), and time between two slices of a run (the front
+/// end's own work) is not counted ([`Clock::pause`], [`Clock::resume`]). Off Unix, wall
+/// time. `std::time::Instant` panics on wasm32-unknown-unknown (no clock without imports),
+/// so there the time reads 0: time limits never fire and the front end bounds the work
+/// itself (the page runs it in a Worker it can terminate).
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    started: std::time::Instant,
+    /// Seconds counted before the present stretch.
+    spent: f64,
+    /// The clock's reading when the present stretch began; `None` while paused.
+    since: Option<f64>,
+}
+
+/// The calling thread's CPU time, s.
+#[cfg(unix)]
+fn now_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// Wall time since the first reading, s (no thread CPU clock here).
+#[cfg(all(not(unix), not(all(target_arch = "wasm32", target_os = "unknown"))))]
+fn now_s() -> f64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+}
+
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn now_s() -> f64 {
+    0.0
 }
 
 impl Clock {
+    /// Start counting now.
     pub fn start() -> Clock {
-        Clock {
-            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-            started: std::time::Instant::now(),
-        }
+        Clock { spent: 0.0, since: Some(now_s()) }
     }
 
+    /// Seconds counted so far.
     pub fn elapsed_s(&self) -> f64 {
-        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-        return self.started.elapsed().as_secs_f64();
-        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-        return 0.0;
+        self.spent + self.since.map_or(0.0, |t| (now_s() - t).max(0.0))
+    }
+
+    /// Stop counting (the run returned to its caller).
+    pub fn pause(&mut self) {
+        self.spent = self.elapsed_s();
+        self.since = None;
+    }
+
+    /// Count again (the run goes on, perhaps on another thread).
+    pub fn resume(&mut self) {
+        if self.since.is_none() {
+            self.since = Some(now_s());
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's clock counts its own CPU time: not the time it waits (on a busy machine, for
+    /// the CPU), and not the time it is paused between two slices.
+    #[cfg(unix)]
+    #[test]
+    fn the_clock_counts_the_run_s_own_cpu_time_only_while_it_runs() {
+        let mut run = Clock::start();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(run.elapsed_s() < 0.2, "slept 0.3 s, counted {}", run.elapsed_s());
+        // Work while paused is not counted; work after resuming is.
+        run.pause();
+        let counted = run.elapsed_s();
+        let work = Clock::start();
+        let mut x = 1u64;
+        while work.elapsed_s() < 0.05 {
+            x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(1));
+        }
+        assert_eq!(run.elapsed_s(), counted);
+        run.resume();
+        let resumed = Clock::start();
+        while resumed.elapsed_s() < 0.05 {
+            x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(1));
+        }
+        assert!(run.elapsed_s() >= counted + 0.05, "{} after {counted}", run.elapsed_s());
+    }
 
     #[test]
     fn limits_are_validated() {

@@ -163,11 +163,36 @@ pub enum Router {
     /// decode replica is the one with the best route score from the prefill replica.
     /// Without a topology: as [`Router::LeastOutstandingTokens`].
     TopologyAware,
+    /// Scores replicas by the prefix their caches hold, read from the replicas' own block
+    /// hashes as their KV events reach the router (`deployment.kv_event_delay_ms` late),
+    /// weighed with load and KV usage (`deployment.router_scorers`; llm-d's precise prefix
+    /// scorer, Dynamo's KV router).
+    PrecisePrefix,
+    /// Like [`Router::PrecisePrefix`], but from what the router itself sent where: an LRU
+    /// of block hashes per replica, as large as the replica's KV pool (llm-d's approximate
+    /// prefix scorer, SGLang's cache-aware router).
+    ApproxPrefix,
+    /// A session's later turns go where its earlier turn went (while that replica has
+    /// room); requests outside sessions, and turns whose replica is full, go to the one
+    /// with the fewest outstanding tokens.
+    SessionAffinity,
+    /// A ring of replicas (160 points each) keyed by the session, or else by the hash of the
+    /// prompt's first 512 tokens, with bounded loads: a replica past 1.25× the mean
+    /// outstanding tokens passes the request on along the ring.
+    ConsistentHash,
 }
 
 impl Router {
     /// Every router, in display order.
-    pub const ALL: [Router; 3] = [Router::RoundRobin, Router::LeastOutstandingTokens, Router::TopologyAware];
+    pub const ALL: [Router; 7] = [
+        Router::RoundRobin,
+        Router::LeastOutstandingTokens,
+        Router::TopologyAware,
+        Router::PrecisePrefix,
+        Router::ApproxPrefix,
+        Router::SessionAffinity,
+        Router::ConsistentHash,
+    ];
 
     /// The name `deployment.router` takes.
     pub const fn name(self) -> &'static str {
@@ -175,7 +200,16 @@ impl Router {
             Router::RoundRobin => "round_robin",
             Router::LeastOutstandingTokens => "least_outstanding_tokens",
             Router::TopologyAware => "topology_aware",
+            Router::PrecisePrefix => "precise_prefix",
+            Router::ApproxPrefix => "approx_prefix",
+            Router::SessionAffinity => "session_affinity",
+            Router::ConsistentHash => "consistent_hash",
         }
+    }
+
+    /// Scores replicas by the prefixes their caches hold (needs prefix caching).
+    pub const fn prefix_aware(self) -> bool {
+        matches!(self, Router::PrecisePrefix | Router::ApproxPrefix)
     }
 
     /// The router of that name.
@@ -246,6 +280,10 @@ mod tests {
             Router::RoundRobin => 0,
             Router::LeastOutstandingTokens => 1,
             Router::TopologyAware => 2,
+            Router::PrecisePrefix => 3,
+            Router::ApproxPrefix => 4,
+            Router::SessionAffinity => 5,
+            Router::ConsistentHash => 6,
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use super::sessions::Sessions;
 use super::steady::Steady;
-use super::{Engine, Replica, SimOptions};
+use super::{Engine, Replica, Router, SimOptions};
 use crate::config::Scenario;
 use crate::error::Result;
 use crate::limits::out_of_memory;
@@ -50,7 +50,7 @@ impl Engine {
         let frontend = scenario.effective_frontend();
         let reqs = requests(&specs, &frontend, req_block);
         let (arrival_order, client) = arrivals(&specs, &reqs, &frontend);
-        let apc = Apc::new(params.apc && mode != KvMode::Contiguous, &specs, segments, |s| {
+        let mut apc = Apc::new(params.apc && mode != KvMode::Contiguous, &specs, segments, |s| {
             req_block(s.prompt_tokens, s.output_tokens)
         });
         let kv_pool = |blocks: u32| {
@@ -66,6 +66,9 @@ impl Engine {
             pool_of.extend(std::iter::repeat_n(k as u32, n as usize));
         }
         let slots = pool_of.len() as u32;
+        if scenario.deployment.router == Router::PrecisePrefix && scenario.deployment.kv_event_delay_ms > 0.0 {
+            apc.stored = Some(vec![Default::default(); slots as usize]);
+        }
         let pool_first: Vec<u32> = (0..pools.len()).map(|k| pool_of.iter().position(|&p| p as usize == k).unwrap_or(0) as u32).collect();
         let replicas = (0..slots)
             .map(|i| Ok(Replica::new(SchedState::new(kv_pool(pools[pool_of[i as usize] as usize].num_blocks)?.for_replica(i)))))
@@ -82,6 +85,7 @@ impl Engine {
             pool_first,
             perfs,
             router: scenario.deployment.router,
+            routing: super::router_state::Routing::new(scenario),
             rr_next: 0,
             max_waiting: scenario.effective_max_waiting().map(|w| w.saturating_mul(scenario.deployment.dp)),
             dispatch_timeout_ns: (scenario.deployment.dispatch_timeout_ms * 1e6).round() as u64,
@@ -102,7 +106,9 @@ impl Engine {
             kick_flag: vec![false; slots as usize],
             fabric: None,
             rr_decode: 0,
-            steady_ok: !options.record_steps && !options.check_invariants,
+            // Stored KV events are stamped with the time a step is scheduled, so every step
+            // is taken as it comes when they are kept.
+            steady_ok: !options.record_steps && !options.check_invariants && apc.stored.is_none(),
             unpriced_steps: false,
             apc,
             sessions,

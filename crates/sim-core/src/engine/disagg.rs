@@ -111,7 +111,13 @@ impl Engine {
                 self.rr_decode = (pick - lo + 1) % n;
                 Some(pick)
             }
-            Router::LeastOutstandingTokens => live.into_iter().min_by_key(|&i| (self.replicas[i].outstanding_tokens, i)),
+            // The cache-aware routers pick prefill replicas; the KV a decode replica gets is
+            // handed over whole, so it goes to the least loaded.
+            Router::LeastOutstandingTokens
+            | Router::PrecisePrefix
+            | Router::ApproxPrefix
+            | Router::SessionAffinity
+            | Router::ConsistentHash => live.into_iter().min_by_key(|&i| (self.replicas[i].outstanding_tokens, i)),
             Router::TopologyAware => {
                 let f = self.fabric.as_mut()?;
                 let scored: Vec<(f64, usize)> = live.iter().map(|&i| (f.route_score(from, i), i)).collect();

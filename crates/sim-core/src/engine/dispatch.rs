@@ -66,7 +66,7 @@ impl Engine {
         }
     }
 
-    fn has_room(&self, rep: usize) -> bool {
+    pub(super) fn has_room(&self, rep: usize) -> bool {
         let r = &self.replicas[rep];
         self.max_waiting.is_none_or(|m| ((r.sched.waiting.len() + r.inbox.len()) as u32) < m)
             && self.fabric.as_ref().is_none_or(|f| f.alive[rep])
@@ -87,6 +87,9 @@ impl Engine {
         if self.router == Router::TopologyAware && self.fabric.is_some() {
             return self.pick_by_links(id, n);
         }
+        if self.routing.is_some() || self.router == Router::SessionAffinity {
+            return self.pick_cache_aware(id, n);
+        }
         match self.router {
             Router::RoundRobin => {
                 for k in 0..n {
@@ -98,9 +101,7 @@ impl Engine {
                 }
                 None
             }
-            Router::LeastOutstandingTokens | Router::TopologyAware => (0..n)
-                .filter(|&i| self.has_room(i))
-                .min_by_key(|&i| (self.replicas[i].outstanding_tokens, i)),
+            _ => self.least_outstanding(n),
         }
     }
 

@@ -18,6 +18,8 @@ mod run;
 mod scaling;
 pub(crate) mod sessions;
 pub(crate) mod steady;
+mod route;
+mod router_state;
 mod step;
 
 use std::cmp::Reverse;
@@ -101,6 +103,8 @@ pub struct Engine {
     /// Per pool: the cost model pricing its replicas' steps (its own GPU and layout).
     perfs: Vec<StepCostModel>,
     pub(crate) router: Router,
+    /// The cache-aware routers' state ([`route`]); `None` for the others.
+    pub(crate) routing: Option<Box<router_state::Routing>>,
     pub(crate) rr_next: usize,
     pub(crate) max_waiting: Option<u32>,
     pub(crate) dispatch_timeout_ns: u64,

@@ -53,6 +53,7 @@ impl Engine {
         if !lazy {
             replica.steady.settle(st, &mut self.reqs, &mut self.apc);
             replica.steady.left = 0;
+            self.apc.now_ns = now;
             st.schedule(&self.pool_params[self.pool_of[rep] as usize], &mut self.reqs, &mut self.apc, now);
             if st.plan.is_empty() {
                 return None;

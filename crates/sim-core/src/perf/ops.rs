@@ -348,8 +348,10 @@ impl Rates {
     /// ([`Rates::bounds`]) and no less than on any dominating one ([`Rates::floors`]); a
     /// bound that binds is flagged `model`. (With `min` taken first and `max` last, a GPU
     /// dominating another is never priced above it whenever either has a profile.)
-    /// A floor is only a measured time (a table row or between rows): another GPU's
-    /// roofline estimate says nothing this GPU's own estimate does not. Attention and
+    /// A floor is a measured time: a table row, between rows, or past the last row at that
+    /// row's rate (labelled `roofline`; a floor that stopped at the last row would let the
+    /// time drop as the batch grows past it). A dominating GPU's own datasheet roofline is
+    /// below this one's and never binds; its analytical sub-models (`model`) say nothing. Attention and
     /// elementwise ops (`engine_ops`) of a GPU whose profile times the reference engine (an
     /// isolated-timing profile, e.g. our H200's PyTorch SDPA and unfused ops: not vLLM's
     /// kernels) bound nothing across GPUs; GEMMs are cuBLAS either way.
@@ -373,7 +375,7 @@ impl Rates {
                 continue;
             }
             let x = other(b);
-            if x.src <= Source::Interpolated && x.gpu_s > t.gpu_s {
+            if x.src <= Source::Roofline && x.gpu_s > t.gpu_s {
                 t.gpu_s = x.gpu_s;
                 t.src = Source::Model;
             }

@@ -265,6 +265,12 @@ impl BlockCache {
         self.shared.get(&key).copied()
     }
 
+    /// Index `i` of run `e` has a cached copy.
+    #[inline]
+    pub fn cached_at(&self, e: u32, i: u32) -> bool {
+        self.oldest_at(e as usize, i).0 != NIL as usize
+    }
+
     /// Request `id`'s private run, if any.
     #[inline]
     pub fn private_run(&self, id: u32) -> Option<u32> {

@@ -127,6 +127,16 @@ pub struct Apc {
     /// full pool asks again every step, and the answer cannot change until something is
     /// cached, the queue is packed, or the head passes that position.
     memo: Option<(Asked, u64, Hit)>,
+    /// The precise prefix router's KV events (only with `precise_prefix`): per replica,
+    /// each shared run's key and when a block of it was last stored there from uncached
+    /// (vLLM's `BlockStored`), ns.
+    pub(crate) stored: Option<Vec<HashMap<u64, u64, BuildHasherDefault<KeyHasher>>>>,
+    /// The time stored events are stamped with (the engine sets it before a step is
+    /// scheduled).
+    pub(crate) now_ns: u64,
+    /// Scratch for the router's probes.
+    probe_units: Vec<u32>,
+    probe_segs: Vec<Seg>,
 }
 
 /// One word into a running hash.
@@ -417,6 +427,46 @@ impl Apc {
         hit
     }
 
+    /// The cache blocks of `r` a router may find cached anywhere (its leading shared
+    /// blocks, at most `num_tokens − 1` tokens as a lookup takes), with `block` tokens a
+    /// block, their runs hashed: (blocks, runs as (first block, blocks, key)).
+    pub(crate) fn route_runs(&mut self, r: &Req, block: u32) -> (u32, &[(u32, u32, u64)]) {
+        let share = self.share_blocks(r.id);
+        let limit = (r.num_tokens().saturating_sub(1) / block.max(1)).min(share);
+        if limit == 0 {
+            return (0, &[]);
+        }
+        self.hash_upto(r, block, limit);
+        (limit, &self.per[r.id as usize].runs)
+    }
+
+    /// How many leading blocks of `r` replica `kv`'s cache holds now, counting only runs
+    /// whose key `visible` accepts (the precise prefix router: those whose stored events
+    /// reached it). A read-only lookup: nothing is touched or remembered.
+    pub(crate) fn cached_blocks(&mut self, kv: &KvPool, r: &Req, visible: impl Fn(u64) -> bool) -> u32 {
+        let Some(c) = kv.cache.as_deref().filter(|c| c.active) else { return 0 };
+        let (b, per) = Self::block_of(kv, r);
+        let (limit, _) = self.route_runs(r, b);
+        let (units, segs) = (&mut self.probe_units, &mut self.probe_segs);
+        let mut k = 0;
+        for &(k0, n, key) in self.per.get(r.id as usize).map_or(&[][..], |p| &p.runs[..]) {
+            if k >= limit {
+                break;
+            }
+            debug_assert_eq!(k0, k);
+            let blocks = (k0 + n).min(limit) - k;
+            let Some(run) = c.shared_run(key).filter(|_| visible(key)) else { break };
+            units.clear();
+            segs.clear();
+            let got = c.hits(run, 0, blocks * per, units, segs) / per;
+            k += got;
+            if got < blocks {
+                break;
+            }
+        }
+        k
+    }
+
     /// Forget the last lookup.
     pub fn clear_hits(&mut self) {
         self.hits.clear();
@@ -482,6 +532,7 @@ impl Apc {
             return;
         }
         self.hash_upto(r, b, upto);
+        let replica = kv.replica as usize;
         let Some(c) = kv.awake_cache() else { return };
         let p = &self.per[r.id as usize];
         let held = held_of(&mut self.held, &mut self.spare, r.id);
@@ -493,6 +544,12 @@ impl Apc {
             at += 1;
             let (idx, e) = ((k - k0) * per, (k0 + n).min(upto));
             let units = &r.blocks[(k * per) as usize..(e * per) as usize];
+            if let Some(stored) = self.stored.as_mut().and_then(|s| s.get_mut(replica)) {
+                // A block new to this cache: a `BlockStored` event.
+                if c.shared_run(key).is_none_or(|run| !c.cached_at(run, idx)) {
+                    stored.insert(key, self.now_ns);
+                }
+            }
             let run = c.register(RunKey::Shared(key), idx, units);
             held.push((run, idx, k * per, units.len() as u32));
             k = e;
