@@ -5,35 +5,15 @@ lower the precise router's hit rate."""
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import sys
-from pathlib import Path
-from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _routing() -> Any:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("o1sim_bench_routing", ROOT / "benchmarks" / "routing.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+from benchkit import ROOT, benchmark, generated_table
 
 
 def test_the_documented_routing_table_is_the_benchmark_s() -> None:
-    routing = _routing()
+    routing = benchmark("routing")
     doc = (ROOT / "docs" / "routing.md").read_text(encoding="utf-8")
-    m = re.search(r"<!-- routing-generated:[^\n]*-->\n(.*?)\n<!-- /routing-generated -->", doc, flags=re.S)
-    assert m, "docs/routing.md lost its routing-generated markers"
     rows = routing.rows(routing.generated_trace())
-    assert m.group(1).strip() == routing.markdown(rows).strip(), "regenerate: .venv/bin/python benchmarks/routing.py"
+    assert generated_table(doc, "routing-generated") == routing.markdown(rows).strip(), \
+        "regenerate: .venv/bin/python benchmarks/routing.py"
     by = {(r["router"], r["delay_ms"]): r for r in rows}
     lot = by[("least_outstanding_tokens", 0)]
     for router in ("precise_prefix", "approx_prefix"):

@@ -3,34 +3,15 @@ step model that moves a published comparison must show in the document."""
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _moe():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("o1sim_bench_moe", ROOT / "benchmarks" / "moe.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+from benchkit import ROOT, benchmark, generated_table
 
 
 def test_the_documented_wide_ep_table_is_the_benchmark_s() -> None:
-    moe = _moe()
+    moe = benchmark("moe")
     doc = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")
-    m = re.search(r"<!-- moe-table:[^\n]*-->\n(.*?)\n<!-- /moe-table -->", doc, flags=re.S)
-    assert m, "docs/fidelity.md lost its moe-table markers"
     rows = moe.fidelity_rows()
-    assert m.group(1).strip() == moe.markdown(rows).strip(), "regenerate: .venv/bin/python benchmarks/moe.py --markdown"
+    assert generated_table(doc, "moe-table") == moe.markdown(rows).strip(), \
+        "regenerate: .venv/bin/python benchmarks/moe.py --markdown"
     # what the text around the table claims
     by = {r["key"]: r for r in rows}
     assert abs(by["lmsys-h100-prefill"]["error_pct"]) < 10

@@ -1,0 +1,33 @@
+"""What the doc tests share: a benchmark script loaded as a module, and the table a document
+holds between its generated markers."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def benchmark(name: str) -> Any:
+    """``benchmarks/<name>.py`` as a module (its own imports resolve against benchmarks/)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location(f"o1sim_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def generated_table(doc: str, marker: str) -> str:
+    """The text between ``<!-- marker: ... -->`` and ``<!-- /marker -->`` in ``doc``."""
+    m = re.search(rf"<!-- {marker}:[^\n]*-->\n(.*?)\n<!-- /{marker} -->", doc, flags=re.S)
+    assert m, f"the document lost its {marker} markers"
+    return m.group(1).strip()
