@@ -1,6 +1,7 @@
 """examples/: every scenario file runs through the command line and the API with the same
 bytes, and shows what its comment says it shows (prefix-cache hits, sessions, the trace's
-requests, KV caches crossing the fabric, a link degrading then failing)."""
+requests, KV caches crossing the fabric, a link degrading then failing, prefixes
+loaded back from a host-DRAM tier)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_the_examples_are_there() -> None:
     names = {p.stem for p in SCENARIOS}
-    assert names == {"default", "shared_prefix", "sessions", "trace_replay", "disaggregated", "link_degradation"}
+    assert names == {"default", "shared_prefix", "sessions", "trace_replay", "disaggregated", "link_degradation", "kv_offload"}
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
@@ -91,3 +92,18 @@ def test_link_degradation_slows_then_stops_a_replica() -> None:
     topo = _summary("link_degradation")["topology"]
     assert topo["events_applied"] == 2
     assert topo["stopped_replicas"] == 1 and topo["moved_requests"] > 0
+
+
+def test_kv_offload_loads_evicted_prefixes_back_from_host_memory() -> None:
+    r = o1sim.simulate(EXAMPLES / "kv_offload.toml")
+    on = r.summary
+    off = _summary("kv_offload", **{"scheduler.kv_offload": None})
+    tier = on["kv_offload"]
+    assert "kv_offload" not in off
+    # The GPU alone keeps under half the prefixes; with the tier most are found somewhere.
+    assert tier["hit_rate_all_tiers"] > on["prefix_cache_hit_rate"] + 0.3
+    assert tier["tiers"][0]["medium"] == "cpu" and tier["tiers"][0]["hit_blocks"] > 0
+    assert on["computed_prefill_tokens"] < 0.5 * off["computed_prefill_tokens"]
+    assert on["ttft_ms"]["mean"] < 0.5 * off["ttft_ms"]["mean"]
+    loaded = r.requests["kv_load_ms"]
+    assert (loaded > 0).sum() == tier["load_ms"]["requests"] > 0

@@ -340,7 +340,9 @@ class Result:
         for requests that never produced a token); ``cached_tokens``: prompt tokens found in
         the prefix cache at its first admission. With ``workload.adversarial``, a boolean
         ``adversarial`` column marks the attackers (``summary["classes"]`` has the per-class
-        metrics)."""
+        metrics). With ``scheduler.kv_offload``, ``kv_load_ms`` is the time each request
+        waited for its KV blocks to load from the offload tiers (0: none;
+        ``summary["kv_offload"]`` has the tiers' counters)."""
         import numpy as np
         import pandas as pd
 

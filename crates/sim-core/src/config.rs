@@ -453,6 +453,84 @@ pub struct SchedulerConfig {
     /// scheduler (`vllm`, `sarathi`, `disagg`); `o1pro` has its own priority rules.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling_policy: Option<String>,
+    /// KV-cache tiers below HBM (vLLM's CPU offloading, LMCache, SGLang's hierarchical
+    /// cache): `kv_offload = { cpu_gib = 64 }` or the full form ([`KvOffload`],
+    /// [`crate::kv::offload`]). Absent: no tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_offload: Option<KvOffload>,
+}
+
+/// `[scheduler.kv_offload]`: tiers that keep full KV blocks below the GPU's HBM and load them
+/// back on a hit ([`crate::kv::offload`] for the semantics). The simple form `cpu_gib`
+/// is one host-DRAM tier of that size per replica; `tiers` lists them, fastest first.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct KvOffload {
+    /// A host-DRAM tier of this many GiB per replica (the simple form; not with `tiers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_gib: Option<f64>,
+    /// The tiers below HBM, fastest first: a block evicted from one moves to the next.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<OffloadTier>,
+    /// When a tier load runs: `async` (vLLM's offloading connector: the request waits for
+    /// its blocks while the other requests' steps go on) or `blocking` (the step that admits
+    /// it waits for the load, stalling the whole batch).
+    pub load: OffloadLoad,
+}
+
+/// When a tier hit is loaded back into HBM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OffloadLoad {
+    #[default]
+    Async,
+    Blocking,
+}
+
+/// Where a tier keeps its blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OffloadMedium {
+    /// Host DRAM, over each GPU's host link (PCIe, or NVLink-C2C on GH200/GB200).
+    Cpu,
+    /// A local NVMe SSD, through host memory.
+    Ssd,
+    /// A remote store (Mooncake's store, LMCache's remote backend), over the NIC.
+    Remote,
+}
+
+/// Eviction order inside one tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OffloadEviction {
+    /// Least recently stored or hit first (vLLM's `LRUOffloadingManager`).
+    #[default]
+    Lru,
+    /// Oldest stored first, hits do not refresh.
+    Fifo,
+}
+
+/// One tier of `[scheduler.kv_offload]`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffloadTier {
+    pub medium: OffloadMedium,
+    /// Capacity per replica, GiB.
+    pub capacity_gib: f64,
+    /// Bandwidth of the tier's path for the whole replica, GB/s each way, shared by its TP ×
+    /// PP GPUs (each moves its share of a block). Default: `cpu` each GPU's own host link
+    /// from the topology (without one, half the GPU's PCIe figure, or 450 on NVLink-C2C);
+    /// `ssd` 6.8 (one PCIe Gen4 NVMe drive's sequential read, Samsung PM9A3's datasheet);
+    /// `remote` 50 per GPU (a 400 Gb/s NIC each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_gbps: Option<f64>,
+    /// Latency of one transfer, µs. Default: `cpu` the host path's (1 µs without a
+    /// topology), `ssd` 80 (NVMe read latency), `remote` 10 (an RDMA round trip and the
+    /// store's lookup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<f64>,
+    #[serde(default)]
+    pub eviction: OffloadEviction,
 }
 
 impl SchedulerConfig {
@@ -484,6 +562,7 @@ impl Default for SchedulerConfig {
             inject_bug: None,
             enable_prefix_caching: None,
             scheduling_policy: None,
+            kv_offload: None,
         }
     }
 }
@@ -697,6 +776,64 @@ impl Scenario {
         }
     }
 
+    /// `[scheduler.kv_offload]`: one form, sizes and rates in range, on a policy whose
+    /// prefix cache the tiers extend (vLLM's scheduler, co-located).
+    fn validate_offload(&self, o: &KvOffload) -> Result<()> {
+        let s = &self.scheduler;
+        const P: &str = "scheduler.kv_offload";
+        if !s.policy.info().vllm_scheduler || s.policy.disaggregated() {
+            let ok: Vec<&str> =
+                Policy::ALL.iter().filter(|p| p.info().vllm_scheduler && !p.disaggregated()).map(|p| p.name()).collect();
+            return Err(SimError::config(
+                P,
+                format!("offload tiers extend vLLM's prefix cache: they apply to {} (the policy is {})", ok.join(", "), s.policy),
+            ));
+        }
+        if !self.deployment.pools.is_empty() {
+            return Err(SimError::config(P, "offload tiers with deployment.pools are not modelled yet: one pool (replicas of one GPU type)"));
+        }
+        if !s.prefix_caching() {
+            return Err(SimError::config(P, "offload tiers keep prefix-cached blocks: set scheduler.enable_prefix_caching = true (or remove it)"));
+        }
+        let max_gib = 1e6;
+        match (o.cpu_gib, o.tiers.is_empty()) {
+            (Some(_), false) => {
+                return Err(SimError::config(format!("{P}.tiers"), "give either cpu_gib (one host-DRAM tier) or tiers, not both"))
+            }
+            (None, true) => return Err(SimError::config(P, "names no tier: set cpu_gib = 64 (GiB of host DRAM per replica) or list tiers")),
+            (Some(g), true) => {
+                check::positive(&format!("{P}.cpu_gib"), g)?;
+                if g > max_gib {
+                    return Err(SimError::config(format!("{P}.cpu_gib"), format!("must be at most {max_gib} GiB (got {g})")));
+                }
+            }
+            (None, false) => {}
+        }
+        if o.tiers.len() > 4 {
+            return Err(SimError::config(format!("{P}.tiers"), format!("at most 4 tiers (got {})", o.tiers.len())));
+        }
+        for (i, t) in o.tiers.iter().enumerate() {
+            let at = |f: &str| format!("{P}.tiers[{i}].{f}");
+            check::positive(&at("capacity_gib"), t.capacity_gib)?;
+            if t.capacity_gib > max_gib {
+                return Err(SimError::config(at("capacity_gib"), format!("must be at most {max_gib} GiB (got {})", t.capacity_gib)));
+            }
+            if let Some(b) = t.bandwidth_gbps {
+                check::positive(&at("bandwidth_gbps"), b)?;
+                if b > 1e5 {
+                    return Err(SimError::config(at("bandwidth_gbps"), format!("must be at most 1e5 GB/s (got {b})")));
+                }
+            }
+            if let Some(l) = t.latency_us {
+                check::non_negative(&at("latency_us"), l)?;
+                if l > 1e9 {
+                    return Err(SimError::config(at("latency_us"), format!("must be at most 1e9 µs (got {l})")));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The router's own settings: scorers and KV-event delay only where they apply. (With
     /// prefix caching off a prefix-aware router finds no prefix anywhere and routes by its
     /// load and KV-usage scorers: `compare` runs every policy, and some have no cache.)
@@ -834,6 +971,9 @@ impl Scenario {
                     ),
                 ));
             }
+        }
+        if let Some(o) = &s.kv_offload {
+            self.validate_offload(o)?;
         }
         self.limits.validate()?;
         if let Some(slo) = &self.slo {

@@ -409,6 +409,7 @@ pub const NOT_METRICS: &[(&str, &str)] = &[
     ("classes", "the metrics per traffic class (normal, adversarial): a summary of its own"),
     ("topology", "the fabric's counters (events, routes, KV transfers): the topology views show them"),
     ("scaling", "the autoscaler's table (events, peak replicas): the scaling views show it"),
+    ("kv_offload", "the offload tiers' counters (hits, stores, evictions per tier, load times): a table of its own"),
 ];
 
 impl Serialize for MetricInfo {

@@ -46,6 +46,7 @@
 use crate::kv::{KvMode, KvPool};
 use crate::perf::PrefillItem;
 use crate::policy::Policy;
+use crate::kv::offload::TierHit;
 use crate::kv::prefix::{Apc, Hit};
 use crate::request::{Req, Status, NO_TIME};
 
@@ -203,6 +204,20 @@ impl WaitQueue {
     }
     pub fn pop(&mut self) -> Option<u32> {
         self.items.pop_front().map(|x| x.1)
+    }
+    /// The `i`-th request in queue order.
+    #[inline]
+    pub fn nth(&self, i: usize) -> Option<u32> {
+        self.items.get(i).map(|x| x.1)
+    }
+    /// Take the `i`-th request out of the queue (`pop` for 0).
+    #[inline]
+    pub fn remove_nth(&mut self, i: usize) -> Option<u32> {
+        if i == 0 {
+            self.pop()
+        } else {
+            self.items.remove(i).map(|x| x.1)
+        }
     }
     /// Insert by key, ties by id; O(1) at either end (the common cases), binary search
     /// otherwise.
@@ -586,13 +601,21 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
         (false, true) => Admission::Stopped, // unless the loop below says otherwise
         (false, false) => Admission::Other,
     };
+    // Offload tiers: requests waiting for an async load are passed over (vLLM skips its
+    // `WAITING_FOR_REMOTE_KVS` requests and keeps them at the head): `skip` of them so far.
+    let tiers = apc.offload.is_some();
+    let mut skip = 0usize;
     while st.budget_left > 0 {
         if (st.running.len() as u32) >= p.max_num_seqs && !(p.priority_preemption && preempt_for_seat(st, p, reqs, apc)) {
             break;
         }
-        let Some(id) = st.waiting.peek() else { break };
+        let Some(id) = st.waiting.nth(skip) else { break };
         if fcfs {
             st.admission = Admission::Other;
+        }
+        if tiers && apc.offload.as_ref().is_some_and(|o| o.loading(id, now_ns)) {
+            skip += 1;
+            continue;
         }
         let r = &reqs[id as usize];
         let len = r.num_tokens();
@@ -600,6 +623,9 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
         let need = if st.kv.mode == KvMode::Contiguous { r.prompt + r.output } else { len };
         let looked = p.apc && r.computed == 0;
         let hit = lookup(st, p, apc, r);
+        // The tiers below HBM: the prompt's blocks past the GPU's hit they hold.
+        let ext = if tiers && looked { apc.tier_lookup(&st.kv, r, &hit, now_ns) } else { TierHit::default() };
+        let ext_tokens = ext.blocks * st.kv.block_size.max(r.req_block);
         if !st.kv.fits_with_hits(need, r.req_block, r.blocks.len(), hit.units, || apc.evictable(&st.kv, &hit)) {
             if p.priority_preemption && preempt_for(st, p, reqs, apc, id, need) {
                 continue;
@@ -610,8 +636,12 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
             }
             break;
         }
-        let mut n = len - r.computed - hit.tokens;
-        if p.chunked {
+        let mut n = len - r.computed - hit.tokens - ext_tokens;
+        // An async load: the request takes its blocks now and is scheduled once they are in.
+        let loading = ext.blocks > 0 && apc.offload.as_ref().is_some_and(|o| !o.blocking);
+        if loading {
+            n = 0;
+        } else if p.chunked {
             n = n.min(st.budget_left).min(p.per_request_cap);
         } else if n > st.budget_left && prefill_admitted {
             // Whole prompts only: one that exceeds what is left waits for the next step
@@ -625,11 +655,20 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
             st.used_slots += hit.tokens as u64;
             st.admitted_hits.push((id, hit.tokens));
         }
+        if let Some(off) = apc.offload.as_deref_mut().filter(|_| ext.blocks > 0) {
+            // Blocks for the tokens loaded, which count as computed once they are in.
+            off.load(st.kv.replica as usize, id, now_ns, &ext);
+            if r.preemptions == 0 {
+                off.stats.hit_tokens += u64::from(ext_tokens);
+            }
+            r.computed += ext_tokens;
+            st.used_slots += u64::from(ext_tokens);
+        }
         let alloc = if st.kv.mode == KvMode::Contiguous { need } else { r.computed + n };
         if !st.kv.grow(&mut r.blocks, alloc, r.req_block) {
             break; // unreachable: the check above covers `alloc`
         }
-        if apc.shared {
+        if apc.shared && !loading {
             apc.cache_shared(&mut st.kv, r, alloc);
         }
         if looked && r.preemptions == 0 {
@@ -638,14 +677,27 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
             st.step_queries += len as u64;
             st.step_hits += hit.tokens as u64;
         }
+        if loading {
+            // It waits for its blocks in the queue, at its place (vLLM's
+            // `WAITING_FOR_REMOTE_KVS`); its cached tokens are what it hit in all.
+            if r.first_sched_ns == NO_TIME {
+                r.first_sched_ns = now_ns;
+                apc.set_cached_tokens(id, hit.tokens + ext_tokens);
+            }
+            skip += 1;
+            continue;
+        }
+        if let Some(off) = apc.offload.as_deref_mut() {
+            off.clear_loading(id);
+        }
         if p.bug != Bug::DoubleAdmit {
-            st.waiting.pop();
+            st.waiting.remove_nth(skip);
         }
         r.status = Status::Running;
         r.prefill_target = len;
         if r.first_sched_ns == NO_TIME {
             r.first_sched_ns = now_ns;
-            apc.set_cached_tokens(id, hit.tokens);
+            apc.set_cached_tokens(id, hit.tokens + ext_tokens);
         }
         st.running.push(id);
         st.push_plan(&reqs[id as usize], n);

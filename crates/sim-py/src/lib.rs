@@ -220,6 +220,9 @@ impl RunResult {
         d.set_item("status", r.status.clone().into_pyarray(py))?;
         d.set_item("reason", r.reason.clone().into_pyarray(py))?;
         d.set_item("cached_tokens", r.cached_tokens.clone().into_pyarray(py))?;
+        if !r.kv_load_ms.is_empty() {
+            d.set_item("kv_load_ms", r.kv_load_ms.clone().into_pyarray(py))?;
+        }
         if !r.adversarial.is_empty() {
             d.set_item("adversarial", r.adversarial.clone().into_pyarray(py))?;
         }

@@ -1,6 +1,7 @@
 //! The front-end facing API: build a simulation from scenario text, run it (whole or in
 //! slices), and collect the result as columns and JSON.
 
+mod offload;
 mod pools;
 pub(crate) mod resources;
 
@@ -47,6 +48,10 @@ pub struct RequestColumns {
     /// written) when the workload has none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub adversarial: Vec<bool>,
+    /// Time each request spent loading KV blocks from the offload tiers, ms (0: none);
+    /// empty (and not written) without `scheduler.kv_offload`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kv_load_ms: Vec<f64>,
 }
 
 impl RequestColumns {
@@ -69,6 +74,7 @@ impl RequestColumns {
             reason: Vec::with_capacity(n),
             cached_tokens: Vec::with_capacity(n),
             adversarial: Vec::new(),
+            kv_load_ms: Vec::new(),
         }
     }
 }
@@ -269,6 +275,7 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         })
     };
     let weights_bytes_per_gpu = plan.weights_gib * (1u64 << 30) as f64;
+    let kv_bytes_per_token = plan.kv_bytes_per_token;
     let engine_pools =
         pools.into_iter().map(|p| crate::engine::EnginePool { perf: p.perf, num_blocks: p.blocks, replicas: p.replicas, dp: p.dp }).collect();
     let mut engine = Engine::new(&scenario, engine_pools, max_model_len, workload, options, resources::kv_field(&scenario))?;
@@ -288,6 +295,11 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         };
         deployment["placement"] = serde_json::json!(f.placement.iter().map(ids).collect::<Vec<_>>());
         engine.attach_fabric(f);
+    }
+    if let Some(o) = &s.kv_offload {
+        let (offload, tiers_json) = offload::build(o, &scenario, &gpu, kv_bytes_per_token, engine.replicas.len(), engine.reqs.len());
+        deployment["kv_offload"] = tiers_json;
+        engine.attach_offload(offload);
     }
     Ok(Built { scenario, deployment, engine })
 }
@@ -658,6 +670,10 @@ fn collect(built: Built) -> SimResult {
     if reqs.iter().any(|r| r.adversarial) {
         summary["classes"] = crate::metrics::class_summary(reqs, REASON_NAMES);
         cols.adversarial = reqs.iter().map(|r| r.adversarial).collect();
+    }
+    if let Some(off) = engine.apc.offload.as_deref() {
+        cols.kv_load_ms = off.load_ns.iter().map(|&n| n as f64 / 1e6).collect();
+        summary["kv_offload"] = offload::summary(off, &summary);
     }
     let links = fabric.map(|mut f| {
         summary["topology"] = topology_summary(&f);

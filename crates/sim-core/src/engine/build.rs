@@ -92,6 +92,7 @@ impl Engine {
             dispatch: VecDeque::new(),
             max_model_len,
             heap: BinaryHeap::new(),
+            wakes: BinaryHeap::new(),
             seq: 0,
             now_ns: 0,
             order_counter: 0,

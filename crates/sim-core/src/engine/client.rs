@@ -186,6 +186,9 @@ impl Engine {
                 }
                 st.used_slots -= r.computed as u64;
                 replica.outstanding_tokens -= (r.prompt + r.output - r.generated) as u64;
+                if let Some(off) = self.apc.offload.as_deref_mut() {
+                    off.forget_request(id);
+                }
                 self.apc.release(&mut st.kv, r, None);
                 r.blocks = Vec::new();
                 self.mark(rep);

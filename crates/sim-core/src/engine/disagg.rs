@@ -43,11 +43,33 @@ impl Engine {
         let now = self.now_ns;
         let Some(f) = self.fabric.as_mut() else { return };
         let landed = f.take_done(now);
-        let changed = if f.event_due(now) { f.apply_due(now) } else { Changed::default() };
+        let due = f.event_due(now);
+        let changed = if due { f.apply_due(now) } else { Changed::default() };
         for (id, to) in landed {
             self.land_kv(id, to);
         }
         self.apply_changed(changed);
+        if due {
+            self.refresh_host_paths();
+        }
+    }
+
+    /// Give the run its offload tiers ([`crate::kv::offload`]): every step is taken as it
+    /// comes (a steady decode run would not see an async load end), and the tiers' host
+    /// paths come from the topology when there is one.
+    pub(crate) fn attach_offload(&mut self, off: crate::kv::offload::Offload) {
+        self.apc.offload = Some(Box::new(off));
+        self.steady_ok = false;
+        self.refresh_host_paths();
+    }
+
+    /// The offload tiers' host paths from the topology as it is now (after a change).
+    pub(crate) fn refresh_host_paths(&mut self) {
+        let (Some(f), Some(off)) = (self.fabric.as_deref_mut(), self.apc.offload.as_deref_mut()) else { return };
+        for rep in 0..self.replicas.len() {
+            let path = f.host_path(rep).map(|(gbps, lat_s)| (gbps, crate::num::round_u64(lat_s * 1e9)));
+            off.set_host_path(rep, path);
+        }
     }
 
     /// Change the topology at the current time and drive the rest of the instant (see
@@ -72,6 +94,7 @@ impl Engine {
             f.swap(now, t)?
         };
         self.apply_changed(changed);
+        self.refresh_host_paths();
         self.drain_dispatch();
         self.kick_idle()
     }
@@ -251,6 +274,9 @@ impl Engine {
         replica.busy = false;
         for &id in &ids {
             let r = &mut self.reqs[id as usize];
+            if let Some(off) = self.apc.offload.as_deref_mut() {
+                off.forget_request(id);
+            }
             self.apc.release(&mut replica.sched.kv, r, None);
             r.blocks = Vec::new();
             r.computed = 0;

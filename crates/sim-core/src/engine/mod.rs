@@ -112,6 +112,9 @@ pub struct Engine {
     max_model_len: u32,
     /// Pending step completions: (time, seq, replica).
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// Offload tiers: when async loads end, (time, replica): the replica is offered a step
+    /// then (its request can be scheduled).
+    pub(crate) wakes: BinaryHeap<Reverse<(u64, u32)>>,
     seq: u64,
     pub now_ns: u64,
     pub(crate) order_counter: i64,

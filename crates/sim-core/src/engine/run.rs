@@ -48,7 +48,8 @@ impl Engine {
         let t_step = self.heap.peek().map(|Reverse((t, _, _))| *t);
         let t_fab = if done { None } else { self.fabric.as_ref().and_then(|f| f.next_time()) };
         let t_due = self.next_deadline_ns();
-        let Some(t) = [t_arr, t_step, t_fab, t_due].into_iter().flatten().min() else { return Ok(None) };
+        let t_wake = if done { None } else { self.wakes.peek().map(|Reverse((t, _))| *t) };
+        let Some(t) = [t_arr, t_step, t_fab, t_due, t_wake].into_iter().flatten().min() else { return Ok(None) };
         // The autoscaler's timers only while requests remain and something else will
         // happen within the horizon (they alone never keep a finished or stalled run
         // going, nor tick for 10⁹ s towards a step that ends beyond it).
@@ -95,6 +96,13 @@ impl Engine {
         if self.fabric.is_some() && !done {
             self.fabric_instant();
         }
+        while let Some(&Reverse((tw, rep))) = self.wakes.peek() {
+            if tw > t {
+                break;
+            }
+            self.wakes.pop();
+            self.mark(rep as usize);
+        }
         if next.deadlines {
             used += self.expire_due(t);
         }
@@ -133,7 +141,7 @@ impl Engine {
     fn end_when_nothing_can_happen(&mut self) -> Result<bool> {
         let transfers = self.fabric.as_ref().is_some_and(|f| f.transfers_pending());
         let due = self.next_deadline_ns().is_some();
-        let more = !self.heap.is_empty() || self.next_arrival_ns().is_some() || transfers || due;
+        let more = !self.heap.is_empty() || self.next_arrival_ns().is_some() || transfers || due || !self.wakes.is_empty();
         if more {
             return Ok(self.is_done());
         }
@@ -220,6 +228,11 @@ impl Engine {
             }
         }
         let st = &self.replicas[rep].sched;
+        let now = self.now_ns;
+        if self.apc.offload.as_ref().is_some_and(|o| st.waiting.iter().any(|id| o.loading(id, now))) {
+            // Its requests wait for tier loads: the end of each wakes it.
+            return Ok(());
+        }
         Err(SimError::Stalled {
             message: format!(
                 "replica {rep} is idle with {} waiting and {} running request(s) but schedules nothing at t = {:.3} ms",

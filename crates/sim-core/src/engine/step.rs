@@ -29,7 +29,9 @@ impl Engine {
         }
         let (dur, comm_s) = price_step(&self.perfs[self.pool_of[rep] as usize], self.fabric.as_deref_mut(), rep, &replica.sched);
         let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
-        let dur = dur + decision;
+        // Blocking tier loads of this step's admissions: the batch waits for them.
+        let stall = self.apc.offload.as_deref_mut().map_or(0, |o| o.take_stall(rep));
+        let dur = dur + decision + stall;
         replica.last_comm_s = comm_s;
         replica.last_decision_ns = decision;
         replica.last_end_ns = now.saturating_add(dur);
@@ -55,6 +57,9 @@ impl Engine {
             replica.steady.left = 0;
             self.apc.now_ns = now;
             st.schedule(&self.pool_params[self.pool_of[rep] as usize], &mut self.reqs, &mut self.apc, now);
+            if let Some(off) = self.apc.offload.as_deref_mut() {
+                self.wakes.extend(off.wakes.drain(..).map(Reverse));
+            }
             if st.plan.is_empty() {
                 return None;
             }
@@ -143,6 +148,15 @@ impl Engine {
         st.used_slots = used_slots;
         replica.outstanding_tokens = outstanding;
         self.done_requests += done;
+        if self.apc.offload.is_some() {
+            // Write-through: the full blocks this step computed go down to the tiers.
+            for &(id, _) in &st.plan {
+                let r = &self.reqs[id as usize];
+                if r.replica == rep as i32 && matches!(r.status, Status::Running | Status::Finished) {
+                    self.apc.offer(&st.kv, r, now);
+                }
+            }
+        }
         let any_token = !self.first_buf.is_empty() || !self.finished_buf.is_empty();
         if !self.client.is_empty() && any_token {
             // a token of this step reaches its client after the front end handled the step's outputs

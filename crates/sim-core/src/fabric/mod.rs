@@ -243,3 +243,32 @@ impl Fabric {
 
 #[cfg(test)]
 mod tests;
+
+impl Fabric {
+    /// The host path of replica `rep`'s GPUs (the offload tiers' copies,
+    /// [`crate::kv::offload`]): GB/s each way and latency in s of the slowest of its GPUs'
+    /// best routes to a host node, each GPU moving its own share. `None` when a GPU reaches
+    /// no host (the topology has none, or a link down cut it off).
+    pub fn host_path(&mut self, rep: usize) -> Option<(f64, f64)> {
+        let hosts: Vec<u32> =
+            (0..self.topo.nodes.len() as u32).filter(|&i| self.topo.nodes[i as usize].kind == crate::topo::NodeKind::Host).collect();
+        let gpus: Vec<u32> = self.placement.get(rep)?.iter().flatten().copied().collect();
+        if hosts.is_empty() || gpus.is_empty() {
+            return None;
+        }
+        let mut worst = (f64::INFINITY, 0.0f64);
+        for g in gpus {
+            let mut best: Option<(f64, f64)> = None;
+            for &h in &hosts {
+                let Some(fl) = crate::topo::collective::flow(&self.topo, &mut self.routes, g, h) else { continue };
+                let bw = fl.hops.iter().map(|&(l, _)| self.topo.links[l as usize].bandwidth_gbps).fold(f64::INFINITY, f64::min);
+                if best.is_none_or(|(b, lat)| bw > b || (bw == b && fl.latency_s < lat)) {
+                    best = Some((bw, fl.latency_s));
+                }
+            }
+            let (bw, lat) = best?;
+            worst = (worst.0.min(bw), worst.1.max(lat));
+        }
+        worst.0.is_finite().then_some(worst)
+    }
+}

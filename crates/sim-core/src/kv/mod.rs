@@ -14,6 +14,7 @@
 //! of a stack: freed units stay cached and are reused least recently freed first, and each
 //! unit has a reference count (a cached unit may be shared by several requests).
 
+pub mod offload;
 pub mod prefix;
 
 use std::collections::TryReserveError;

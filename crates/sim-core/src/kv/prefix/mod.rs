@@ -44,6 +44,7 @@
 
 mod cache;
 
+use crate::kv::offload::{Offload, TierHit, PRIVATE};
 use crate::kv::KvPool;
 use crate::request::Req;
 use crate::workload::{output_key, RequestSpec, Segment, OUTPUT_KEY_BIT};
@@ -137,6 +138,10 @@ pub struct Apc {
     /// Scratch for the router's probes.
     probe_units: Vec<u32>,
     probe_segs: Vec<Seg>,
+    /// KV tiers below HBM (`[scheduler.kv_offload]`), if any ([`crate::kv::offload`]).
+    pub offload: Option<Box<Offload>>,
+    /// Scratch: a request's blocks as tier pieces (key, first index, end index).
+    tier_pieces: Vec<(u64, u32, u32)>,
 }
 
 /// One word into a running hash.
@@ -609,6 +614,66 @@ impl Apc {
             }
             None => kv.release(&mut r.blocks),
         }
+    }
+}
+
+/// The offload tiers' side of the prefix cache ([`crate::kv::offload`]): a request's blocks
+/// named as the tiers keep them, looked up after the GPU's hit and offered after each step.
+impl Apc {
+    /// Blocks `from..to` of `r` (cache blocks of `block` tokens) as tier pieces in
+    /// `self.tier_pieces`: its shared blocks by their runs' keys and indices, the rest by
+    /// the request's own key and block index.
+    fn tier_pieces(&mut self, r: &Req, block: u32, from: u32, to: u32) {
+        self.tier_pieces.clear();
+        if from >= to {
+            return;
+        }
+        let share = self.share_blocks(r.id).min(to);
+        if from < share {
+            self.hash_upto(r, block, share);
+            for &(k0, n, key) in &self.per[r.id as usize].runs {
+                let (lo, hi) = (k0.max(from), (k0 + n).min(share));
+                if lo < hi {
+                    self.tier_pieces.push((key, lo - k0, hi - k0));
+                }
+                if k0 + n >= share {
+                    break;
+                }
+            }
+        }
+        let lo = from.max(share);
+        if lo < to {
+            self.tier_pieces.push((PRIVATE | u64::from(r.id), lo, to));
+        }
+    }
+
+    /// What the tiers hold of `r`'s prompt past its GPU hit `gpu` at `now` (at most
+    /// `num_tokens − 1` tokens in all, whole blocks), on `kv`'s replica. Empty without tiers.
+    pub fn tier_lookup(&mut self, kv: &KvPool, r: &Req, gpu: &Hit, now: u64) -> TierHit {
+        let Some(mut off) = self.offload.take() else { return TierHit::default() };
+        let b = kv.block_size.max(r.req_block);
+        let (from, limit) = (gpu.tokens / b, (r.num_tokens() - 1) / b);
+        self.tier_pieces(r, b, from, limit);
+        let hit = if self.tier_pieces.is_empty() { TierHit::default() } else { off.lookup(kv.replica as usize, now, &self.tier_pieces) };
+        self.offload = Some(off);
+        hit
+    }
+
+    /// After a step at `now`: offer `r`'s full blocks computed and not yet offered to its
+    /// replica's first tier (write-through).
+    pub fn offer(&mut self, kv: &KvPool, r: &Req, now: u64) {
+        let Some(mut off) = self.offload.take() else { return };
+        let b = kv.block_size.max(r.req_block);
+        let full = r.computed.min(r.num_tokens()) / b;
+        let from = off.offered(r.id);
+        if full > from {
+            self.tier_pieces(r, b, from, full);
+            for &(key, lo, hi) in &self.tier_pieces {
+                off.store(kv.replica as usize, now, key, lo, hi);
+            }
+            off.set_offered(r.id, full);
+        }
+        self.offload = Some(off);
     }
 }
 
