@@ -630,6 +630,9 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
             if p.priority_preemption && preempt_for(st, p, reqs, apc, id, need) {
                 continue;
             }
+            if tiers && st.running.is_empty() && cancel_loads(st, reqs, apc, skip) {
+                continue;
+            }
             st.kv.note_refusal();
             if fcfs {
                 st.admission = Admission::Refused;
@@ -704,6 +707,34 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
         st.budget_left = st.budget_left.saturating_sub(n);
         prefill_admitted = true;
     }
+}
+
+/// With offload tiers, requests waiting for async loads hold GPU blocks. When the replica
+/// runs nothing and the request at position `head` of the waiting queue cannot fit, the
+/// holds of requests behind it may be all that keeps it out (a more urgent request arrived
+/// while they loaded), and nothing would ever release them: vLLM's loop stops at the head.
+/// Cancel the loads behind it, returning their blocks; each looks its tiers up again when
+/// its turn comes. Holders ahead of it are left alone: their loads end, and they are
+/// admitted first. Returns whether any was cancelled.
+fn cancel_loads(st: &mut SchedState, reqs: &mut [Req], apc: &mut Apc, head: usize) -> bool {
+    let mut any = false;
+    let mut i = head + 1;
+    while let Some(id) = st.waiting.nth(i) {
+        i += 1;
+        let r = &mut reqs[id as usize];
+        if r.blocks.is_empty() || !apc.offload.as_deref().is_some_and(|o| o.awaits_load(id)) {
+            continue;
+        }
+        if let Some(off) = apc.offload.as_deref_mut() {
+            off.clear_loading(id);
+        }
+        st.used_slots -= r.computed as u64;
+        r.computed = 0;
+        apc.release(&mut st.kv, r, None);
+        r.blocks = Vec::new();
+        any = true;
+    }
+    any
 }
 
 /// o1pro with the batch full: the head of the waiting queue takes the seat of the least

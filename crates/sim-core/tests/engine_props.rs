@@ -188,8 +188,20 @@ fn apc_workload(reqs: &[ApcReq]) -> sim_core::workload::Workload {
     w
 }
 
-fn apc_scenario(policy: &str, priority: bool, blocks: u32, budget: u32, replicas: u32, timeout_ms: Option<u32>) -> sim_core::config::Scenario {
+/// KV offload tiers for [`apc_scenario`]: the first tier's size in blocks (Llama-3-8B's
+/// 128 KiB a token, 4-token blocks), blocking loads, and an SSD tier of twice that below it.
+type Tiers = (u32, bool, bool);
+
+fn apc_scenario(policy: &str, priority: bool, blocks: u32, budget: u32, replicas: u32, timeout_ms: Option<u32>, tiers: Option<Tiers>) -> sim_core::config::Scenario {
     let mut v: serde_json::Value = serde_json::from_str(&scenario(policy, blocks, budget, &[(0, 1, 1, 0)], replicas)).unwrap();
+    if let (Some((n, blocking, ssd)), "vllm" | "sarathi") = (tiers, policy) {
+        let gib = |b: u32| f64::from(b) * 4.0 * 131_072.0 / f64::from(1u32 << 30);
+        let mut t = vec![json!({"medium": "cpu", "capacity_gib": gib(n)})];
+        if ssd {
+            t.push(json!({"medium": "ssd", "capacity_gib": gib(2 * n), "eviction": "fifo"}));
+        }
+        v["scheduler"]["kv_offload"] = json!({"tiers": t, "load": if blocking { "blocking" } else { "async" }});
+    }
     if priority && policy != "o1pro" {
         v["scheduler"]["scheduling_policy"] = json!("priority");
     }
@@ -205,7 +217,9 @@ proptest! {
     /// pool pressure: the block accounting of a caching pool (reference counts equal to
     /// holders, free units held by nobody, free + distinct held = total, the cache's free
     /// queue and key map consistent) holds after every event, every request ends finished
-    /// or rejected with a reason, and lazy steady decode changes no byte.
+    /// or rejected with a reason, and lazy steady decode changes no byte. With KV offload
+    /// tiers below (vllm, sarathi) too: requests waiting for loads hold their blocks, and a
+    /// hit across tiers never covers a whole prompt.
     #[test]
     fn caching_pools_stay_consistent_under_random_shared_workloads(
         policy in prop::sample::select(vec!["vllm", "sarathi", "o1pro"]),
@@ -214,10 +228,11 @@ proptest! {
         budget in 1u32..48,
         replicas in 1u32..3,
         timeout_ms in prop::option::of(5u32..80),
+        tiers in prop::option::of((1u32..30, any::<bool>(), any::<bool>())),
         reqs in prop::collection::vec(
             (0u32..40, prop::option::of(0u64..3), 1u32..40, 0u32..12, 1u32..24, 0i32..3, any::<bool>()), 1..14),
     ) {
-        let sc = apc_scenario(policy, priority, blocks, budget, replicas, timeout_ms);
+        let sc = apc_scenario(policy, priority, blocks, budget, replicas, timeout_ms, tiers);
         let w = apc_workload(&reqs);
         let mut sim = Simulation::with_workload(sc.clone(), w.clone(), SimOptions::default()).unwrap();
         let mut guard = 0;

@@ -266,7 +266,7 @@ fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
         } else {
             check_pool(e, i, s)?;
         }
-        if rep.sched.running.is_empty() && kv.free_units() != kv.total() {
+        if rep.sched.running.is_empty() && kv.free_units() as usize + loading_units(e, i) != kv.total() as usize {
             return Err(broken(
                 NO_LEAK_WHEN_QUIET,
                 format!("replica {i} runs nothing but only {} of {} units are free", kv.free_units(), kv.total()),
@@ -286,6 +286,24 @@ fn check_all(e: &Engine, s: &mut Scratch) -> Result<(), Broken> {
         }
     }
     Ok(())
+}
+
+/// Is `r` waiting for an async load from a KV offload tier (then it holds the GPU blocks the
+/// load fills)?
+fn awaits_load(e: &Engine, r: &crate::request::Req) -> bool {
+    r.status == Status::Waiting && e.apc.offload.as_deref().is_some_and(|o| o.awaits_load(r.id))
+}
+
+/// Distinct units of replica `i` held by requests waiting for tier loads (not leaked: the
+/// loads fill them).
+fn loading_units(e: &Engine, i: usize) -> usize {
+    if e.apc.offload.is_none() {
+        return 0;
+    }
+    let mut units: Vec<u32> = e.reqs.iter().filter(|r| r.replica == i as i32 && awaits_load(e, r)).flat_map(|r| r.blocks.iter().copied()).collect();
+    units.sort_unstable();
+    units.dedup();
+    units.len()
 }
 
 /// Block accounting of replica `i`'s pool without caching: every unit free or held by one
@@ -322,7 +340,7 @@ fn check_pool(e: &Engine, i: usize, s: &mut Scratch) -> Result<(), Broken> {
     }
     let mut held = 0usize;
     for r in e.reqs.iter().filter(|r| r.replica == i as i32) {
-        if r.status != Status::Running && !r.blocks.is_empty() {
+        if r.status != Status::Running && !r.blocks.is_empty() && !awaits_load(e, r) {
             return Err(broken(
                 BLOCK_ACCOUNTING,
                 format!("request {} holds {} unit(s) while {}", r.id, r.blocks.len(), status_name(r.status)),
@@ -363,7 +381,7 @@ fn check_cached_pool(e: &Engine, i: usize) -> Result<(), Broken> {
         nfree += 1;
     }
     for r in e.reqs.iter().filter(|r| r.replica == i as i32) {
-        if r.status != Status::Running && !r.blocks.is_empty() {
+        if r.status != Status::Running && !r.blocks.is_empty() && !awaits_load(e, r) {
             return Err(broken(
                 BLOCK_ACCOUNTING,
                 format!("request {} holds {} unit(s) while {}", r.id, r.blocks.len(), status_name(r.status)),

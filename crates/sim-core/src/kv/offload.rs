@@ -256,6 +256,13 @@ impl Offload {
         self.loading.get(id as usize).is_some_and(|&t| t != NOT_LOADING && t > now)
     }
 
+    /// Has request `id` started an async load it has not been admitted after? It holds its
+    /// GPU blocks while it waits (vLLM's `WAITING_FOR_REMOTE_KVS`).
+    #[inline]
+    pub fn awaits_load(&self, id: u32) -> bool {
+        self.loading.get(id as usize).is_some_and(|&t| t != NOT_LOADING)
+    }
+
     /// Request `id` is admitted (its load, if any, is done) or leaves the replica: it no
     /// longer waits for a load.
     #[inline]
