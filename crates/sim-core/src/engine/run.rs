@@ -220,6 +220,9 @@ impl Engine {
             }
         }
         let st = &self.replicas[rep].sched;
+        if st.kv.out_of_memory {
+            return Err(super::step::kv_out_of_memory(&st.kv, self.kv_field));
+        }
         Err(SimError::Stalled {
             message: format!(
                 "replica {rep} is idle with {} waiting and {} running request(s) but schedules nothing at t = {:.3} ms",
