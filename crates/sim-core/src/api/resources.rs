@@ -84,8 +84,7 @@ pub fn usable_blocks(scenario: &Scenario, blocks: u32, max_model_len: u32, count
 /// [`queue_capacity`] entries) over `max_bytes` (`isize::MAX`: 2 GiB in WASM, where a
 /// larger one is a "capacity overflow" panic) is a `ResourceError` naming `field`.
 pub fn pool_fits(units: u32, caching: bool, field: &str, max_bytes: u64) -> Result<()> {
-    let blocks = units;
-    let entries = if caching { queue_capacity(blocks) } else { u64::from(blocks) };
+    let entries = if caching { queue_capacity(units) } else { u64::from(units) };
     let bytes = entries * BYTES_PER_BLOCK;
     if bytes <= max_bytes {
         return Ok(());
@@ -93,7 +92,7 @@ pub fn pool_fits(units: u32, caching: bool, field: &str, max_bytes: u64) -> Resu
     Err(SimError::resource(
         field,
         format!(
-            "{blocks} KV blocks in one replica need a {} block list, more than one allocation may hold here ({}); \
+            "{units} usable KV blocks in one replica need a {} block list, more than one allocation may hold here ({}); \
              lower scheduler.num_gpu_blocks or gpu.hbm_gib",
             bytes_text(bytes),
             bytes_text(max_bytes)
@@ -216,6 +215,23 @@ mod tests {
         let entries = (1 << 20) + (1 << 17);
         assert_eq!(kv_pool_bytes(1 << 20, true), entries * 4 + (entries / 256 + 1) * 4);
         assert_eq!(kv_pool_bytes(64, true), (64 + 1024) * 4 + 4 * 5);
+    }
+
+    /// A pool is charged for the blocks its requests can use, not its size: 10⁹ blocks and
+    /// 20 requests of at most 8,192 tokens are 20 × 516 blocks (o1pro's rounding included).
+    #[test]
+    fn a_pool_is_charged_for_the_blocks_its_requests_can_use() {
+        let text = r#"{"model": "llama-3-8b", "gpu": "h200", "scheduler": {"num_gpu_blocks": 1000000000},
+            "workload": {"num_requests": 20, "prompt": {"kind": "fixed", "value": 100}, "output": {"kind": "fixed", "value": 10}}}"#;
+        let sc = crate::config::parse_json(text).unwrap();
+        assert_eq!(usable_blocks(&sc, 1_000_000_000, 8192, 20.0), 20 * 516);
+        assert_eq!(usable_blocks(&sc, 5_000, 8192, 20.0), 5_000, "at most the pool");
+        assert_eq!(usable_blocks(&sc, 5_000, 8192, 0.0), 5_000, "a count not known: the pool");
+        let parts = run_parts(&sc, 1_000_000_000, 8192, None);
+        assert_eq!(parts[0].field, "scheduler.num_gpu_blocks");
+        assert_eq!(parts[0].bytes, kv_pool_bytes(20 * 516, sc.scheduler.prefix_caching()));
+        assert!(parts[0].bytes < 100 << 10 && parts[0].what.contains("10320 of them usable"), "{parts:?}");
+        assert!(check_run(&sc, u32::MAX, 8192, None).is_ok());
     }
 
     #[test]

@@ -310,6 +310,44 @@ impl KvPool {
 mod tests {
     use super::*;
 
+    /// Entries a pool's free list has room for (the stack's, or its queue's once awake).
+    fn room(p: &KvPool) -> usize {
+        p.free.capacity() + p.cache.as_ref().map_or(0, |c| c.room())
+    }
+
+    /// A pool of 2³² − 1 units stores only what it hands out: room reserved for the
+    /// requests' units (and the queue's holes with caching), grown when more are handed
+    /// out, never by freeing; ids come lowest first, freed ones first again.
+    #[test]
+    fn a_huge_pool_stores_only_the_units_it_hands_out() {
+        for caching in [false, true] {
+            let mut p = KvPool::try_new(KvMode::Paged, 16, u32::MAX, caching, 64).unwrap();
+            let holes = if caching { 1024 } else { 0 };
+            assert_eq!(room(&p), 64 + holes);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            assert!(p.grow(&mut a, 16 * 40, 16) && p.grow(&mut b, 16 * 20, 16));
+            assert_eq!((a[0], a[39], b[0], b[19]), (0, 39, 40, 59));
+            p.release(&mut a);
+            if caching {
+                p.awake_cache();
+                assert!(p.queued());
+            }
+            assert_eq!((p.free_units(), p.issued(), room(&p)), (u32::MAX - 20, 60, 64 + holes));
+            // The freed units first (the stack's top, or the queue's head), then new ones:
+            // room grows for those, fallibly.
+            assert!(p.grow(&mut a, 16 * 100, 16));
+            assert_eq!(a, (0..40).chain(60..120).collect::<Vec<_>>());
+            assert!(room(&p) >= 120 + holes && room(&p) < 1 << 12, "{}", room(&p));
+            let before = room(&p);
+            p.release(&mut a);
+            p.release(&mut b);
+            assert_eq!((p.free_units(), room(&p), p.out_of_memory), (u32::MAX, before, false));
+            assert_eq!(p.freed_ids().count(), 120);
+            p.empty();
+            assert_eq!((p.free_units(), p.issued()), (u32::MAX, 0));
+        }
+    }
+
     #[test]
     fn paged_grows_by_blocks_and_releases() {
         let mut p = KvPool::new(KvMode::Paged, 16, 4);

@@ -265,6 +265,12 @@ impl BlockCache {
         self.head + (self.queue.len() + self.fresh.len()) as u64
     }
 
+    /// Tests only: entries the stored queue has room for.
+    #[cfg(test)]
+    pub(crate) fn room(&self) -> usize {
+        self.queue.capacity()
+    }
+
     /// Tests only: count the queue's positions from `n` on.
     #[cfg(test)]
     pub(crate) fn skip_positions(&mut self, n: u64) {
