@@ -361,11 +361,14 @@ def test_cli_check_exit_codes() -> None:
 
 
 #: Issue 28's reproducers that passed the memory estimate under the default limit and then
-#: aborted the process under a 3 GB address-space limit (`ulimit -v 3000000`).
+#: aborted the process under a 3 GB address-space limit (`ulimit -v 3000000`). The two huge
+#: KV pools (10⁹ and 460 M blocks) now store only the blocks their requests use: they run.
 MEMORY_CAPPED = ("num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json", "stages_rate_1e6_abort_under_3GB.case.json",
                  # A prefix-caching pool's free queue doubled (8 B a block, the estimate said 4)
-                 # when the first freed block rejoined it: now reserved whole and counted.
+                 # when the first freed block rejoined it; then it was reserved whole.
                  "hbm_gib_1e6_sessions_abort_under_3GB.case.json")
+#: Those of them that are now correct runs under the cap.
+MEMORY_CAPPED_RUN = {"num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json", "hbm_gib_1e6_sessions_abort_under_3GB.case.json"}
 
 _UNDER_ULIMIT = """
 import json, sys
@@ -394,7 +397,7 @@ def test_memory_capped_reproducers_do_not_abort_under_a_3gb_address_space(name: 
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     out = proc.stdout.strip()
-    assert out == "ran" or out.startswith("ResourceError"), out
+    assert out == "ran" or (out.startswith("ResourceError") and name not in MEMORY_CAPPED_RUN), out
 
 
 def test_the_default_memory_limit_follows_the_process_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:

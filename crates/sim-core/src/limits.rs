@@ -7,9 +7,10 @@
 //! The estimates are per-item costs measured on this code (native, release, peak RSS over
 //! growing runs, 2026-12-01): a generated request costs about 215 B through a run plus
 //! about 130 B of result JSON; an explicit request about 40 B more while it is parsed into
-//! the scenario; a KV block 4 B per replica (its free-list entry), 4.5 B with prefix caching
-//! ([`kv_pool_bytes`]: its free queue's entry with room for the queue's holes, reserved up
-//! front); a replica up to 250 kB
+//! the scenario; a KV block its requests can use 4 B per replica (its free-list entry), 4.5 B
+//! with prefix caching ([`kv_pool_bytes`]: its free queue's entry with room for the queue's
+//! holes, reserved up front; blocks no request can reach cost nothing, [`crate::kv::free`]);
+//! a replica up to 250 kB
 //! (its time series at 2,048 buckets, the result's columns of them); a model-checker state
 //! about 1.5× its packed bytes plus 60 B of index and graph and 8 B per transition. Where an
 //! estimate cannot be exact (a duration-bounded workload's random count, the recorded step
@@ -44,8 +45,9 @@ pub const WASM_MAX_MEMORY_GIB: f64 = 3.0;
 pub const BYTES_PER_REQUEST: u64 = if cfg!(target_arch = "wasm32") { 448 } else { 384 };
 /// More bytes per request of an explicit list (its parsed entry).
 pub const BYTES_PER_LISTED_REQUEST: u64 = 40;
-/// Bytes per KV block per replica (its free-list entry; a held block is an entry of its
-/// request's table instead). With prefix caching more: [`kv_pool_bytes`].
+/// Bytes per KV block handed out per replica (its free-list entry; a held block is an entry
+/// of its request's table instead; a block never handed out costs nothing). With prefix
+/// caching more: [`kv_pool_bytes`].
 pub const BYTES_PER_BLOCK: u64 = 4;
 /// Bytes per replica at most: its time series (2,048 buckets) and their result columns.
 pub const BYTES_PER_REPLICA: u64 = 256 << 10;
@@ -149,16 +151,17 @@ pub fn check_input(len: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Holes (units taken out of its middle by cache hits) a prefix-caching pool of `blocks`
-/// units lets its free queue hold before it packs them away: an eighth of the units, at
-/// least 1,024. The queue then never holds more than `blocks` plus these entries.
+/// Holes (units taken out of its middle by cache hits) a prefix-caching pool that has
+/// handed out `blocks` units lets its free queue hold before it packs them away: an eighth
+/// of those units, at least 1,024. The queue then never stores more than `blocks` plus
+/// these entries (units never handed out are not stored, [`crate::kv::free`]).
 pub fn queue_holes_max(blocks: u32) -> u32 {
     (blocks / 8).max(1024)
 }
 
-/// Entries of a prefix-caching pool's free queue at most, all reserved up front (so that
-/// it never grows, which would double it): every unit free, plus the holes
-/// ([`queue_holes_max`]).
+/// Entries of a prefix-caching pool's free queue at most once it has handed out `blocks`
+/// units, reserved before they are handed out (so that freeing never grows it, which would
+/// double it): every unit handed out free, plus the holes ([`queue_holes_max`]).
 pub fn queue_capacity(blocks: u32) -> u64 {
     u64::from(blocks) + u64::from(queue_holes_max(blocks))
 }
@@ -167,7 +170,8 @@ pub fn queue_capacity(blocks: u32) -> u64 {
 /// them away (4 B a chunk).
 pub const PACK_CHUNK: usize = 256;
 
-/// Bytes one replica's KV pool of `blocks` units takes at most: its free stack, 4 B a unit
+/// Bytes one replica's KV pool takes at most once it has handed out `blocks` units (its
+/// size does not count: units never handed out are not stored): its free stack, 4 B a unit
 /// ([`BYTES_PER_BLOCK`]); with prefix caching its free queue instead (4 B an entry,
 /// [`queue_capacity`], about 4.5 B a unit) and, while the queue is packed, 4 B per
 /// [`PACK_CHUNK`] entries.

@@ -58,17 +58,18 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         ("disagg_timeout_lost_request.json", Ok(0)),
         ("far_future_event.json", Ok(20)),
         ("fault_double_finish_slice_dependent.json", Ok(8)),
-        ("hbm_gib_1e12.json", Err(("ResourceError", "gpu.hbm_gib"))),
-        // 460 M blocks with prefix caching: the free queue doubled (8 B a block) when the
-        // first freed block rejoined it, past the estimate (4 B) under a 3 GB address-space
-        // cap, and past 2 GiB in WASM (a capacity overflow). It is now reserved whole and
-        // counted as such (4.5 B a block: 1.9 GiB), over the 1 GiB here.
-        ("hbm_gib_1e6_sessions_abort_under_3GB.case.json", Err(("ResourceError", "gpu.hbm_gib"))),
+        // Huge pools (2³² − 1, 460 M and 10⁹ blocks) store only the blocks their requests
+        // use (kv::free), so these are correct runs under the 1 GiB here. They were
+        // ResourceErrors while a pool's free list held every block (4 B each, 4.5 with
+        // prefix caching); before that the 460 M-block caching pool's free queue doubled
+        // when the first freed block rejoined it (past a 3 GB address-space cap, and past
+        // 2 GiB in WASM: a capacity overflow), and the 10⁹-block estimates (3.7 / 3.6 GiB)
+        // passed the 4 GiB default under a 3 GB cap.
+        ("hbm_gib_1e12.json", Ok(20)),
+        ("hbm_gib_1e6_sessions_abort_under_3GB.case.json", Ok(184)),
         ("link_flap_double_finish.json", Ok(40)),
-        ("num_gpu_blocks_1e9.json", Err(("ResourceError", "scheduler.num_gpu_blocks"))),
-        // Under a 3 GB address-space cap these aborted: the estimate (3.7 / 3.6 GiB) passed
-        // the 4 GiB default; the limit now follows the process (Python), 1 GiB here.
-        ("num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json", Err(("ResourceError", "scheduler.num_gpu_blocks"))),
+        ("num_gpu_blocks_1e9.json", Ok(20)),
+        ("num_gpu_blocks_1e9_sarathi_abort_under_3GB.case.json", Ok(120)),
         ("num_requests_5e7.json", Err(("ResourceError", "workload.num_requests"))),
         ("orca_double_admit.json", Err(("ConfigError", "scheduler.inject_bug"))),
         ("replicas_65536.json", Err(("ResourceError", "deployment.replicas"))),
@@ -82,7 +83,7 @@ fn every_simulation_reproducer_gives_a_typed_error_or_a_correct_run() {
         ("trace_dev_zero_unbounded.json", Err(("ConfigError", "workload.trace.path"))),
         ("untyped_valueerror_nul_in_hf_config_path.json", Err(("ConfigError", "model.hf_config"))),
         ("untyped_valueerror_nul_in_profile_path.json", Err(("ConfigError", "cost_model.profile"))),
-        ("wasm_internalerror_hbm_gib_1e6_sessions.case.json", Err(("ResourceError", "gpu.hbm_gib"))),
+        ("wasm_internalerror_hbm_gib_1e6_sessions.case.json", Ok(184)),
         // Found by the WASM fuzzer: the module grew past its memory limit (tested there,
         // tests/web/repro.test.mjs); natively both run under the 1 GiB here.
         ("wasm_memory_280000_requests_fit.json", Ok(280_000)),
@@ -158,4 +159,23 @@ fn a_bursty_arrival_process_is_bounded_by_the_memory_limit() {
     });
     let e = simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_err();
     assert_eq!(kind_and_field(&e), ("ResourceError", "workload.arrival.stages"), "{e}");
+}
+
+/// A pool of 10⁹ blocks (issue: "< 100 MB and < 1 s" for 20 requests) stores only the
+/// blocks its requests use: the run fits a 64 MiB memory limit, with and without prefix
+/// caching, each request counted once, in well under a second of the run's own time.
+#[test]
+fn a_billion_block_pool_costs_what_its_requests_use() {
+    for caching in [false, true] {
+        let text = std::fs::read_to_string(dir().join("num_gpu_blocks_1e9.json")).unwrap();
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        v["limits"] = serde_json::json!({"max_memory_gib": 0.0625});
+        v["scheduler"]["enable_prefix_caching"] = caching.into();
+        let clock = sim_core::limits::Clock::start();
+        let r = simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_or_else(|e| panic!("caching {caching}: {e}"));
+        let s = &r.summary;
+        assert_eq!((s["finished"].as_u64(), s["rejected"].as_u64()), (Some(20), Some(0)), "caching {caching}");
+        assert_eq!(r.deployment["num_gpu_blocks"], 1_000_000_000u64);
+        assert!(clock.elapsed_s() < 1.0, "caching {caching}: {} s", clock.elapsed_s());
+    }
 }

@@ -220,12 +220,12 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
     scenario.workload.validate(max_model_len).map_err(|e| e.under("workload"))?;
     let workload = match source {
         Source::Given(w) => {
-            resources::check_run(&scenario, blocks, None)?;
+            resources::check_run(&scenario, blocks, max_model_len, None)?;
             check_workload(&w)?;
             w
         }
         Source::Spec(trace) => {
-            resources::check_run(&scenario, blocks, trace.as_deref())?;
+            resources::check_run(&scenario, blocks, max_model_len, trace.as_deref())?;
             // A random arrival process may produce far more than its estimate: at most what
             // the memory limit holds.
             let cap = scenario.limits.memory_bytes() / crate::limits::BYTES_PER_REQUEST;

@@ -54,21 +54,37 @@ pub fn enforce(parts: &[Part], limits: &Limits) -> Result<()> {
     ))
 }
 
-/// The memory check of a run of `scenario` with `blocks` KV blocks per replica: its
-/// estimate within `limits.max_memory_gib` ([`enforce`]), and each replica's KV free list
-/// within what one allocation may hold on this target ([`pool_fits`]).
-pub fn check_run(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) -> Result<()> {
-    let parts = run_parts(scenario, blocks, trace);
-    pool_fits(blocks, scenario.scheduler.prefix_caching(), &parts[0].field, isize::MAX as u64)?;
+/// The memory check of a run of `scenario` with `blocks` KV blocks per replica and
+/// requests of at most `max_model_len` tokens: its estimate within `limits.max_memory_gib`
+/// ([`enforce`]), and each replica's KV free list within what one allocation may hold on
+/// this target ([`pool_fits`]).
+pub fn check_run(scenario: &Scenario, blocks: u32, max_model_len: u32, trace: Option<&LoadedTrace>) -> Result<()> {
+    let parts = run_parts(scenario, blocks, max_model_len, trace);
+    let units = usable_blocks(scenario, blocks, max_model_len, request_count(scenario, trace).1);
+    pool_fits(units, scenario.scheduler.prefix_caching(), &parts[0].field, isize::MAX as u64)?;
     enforce(&parts, &scenario.limits)
 }
 
-/// A replica's KV free list (one allocation, [`BYTES_PER_BLOCK`] a block; with prefix
-/// caching, `caching`, its free queue: [`queue_capacity`] entries) over `max_bytes`
-/// (`isize::MAX`: 2 GiB in WASM, where a larger one is a "capacity overflow" panic) is a
-/// `ResourceError` naming `field`.
-pub fn pool_fits(blocks: u32, caching: bool, field: &str, max_bytes: u64) -> Result<()> {
-    let entries = if caching { queue_capacity(blocks) } else { u64::from(blocks) };
+/// The KV blocks a replica's pool of `blocks` can hand out to `count` requests of at most
+/// `max_model_len` tokens each (their whole lengths, at most `blocks`): what its free list
+/// stores at most ([`crate::kv::free`]) unless requests run again (preempted with prefix
+/// caching, restarted by a fault), when it grows fallibly. Up to 4 blocks a request more
+/// than their lengths need (o1pro's blocks of 64 tokens); all of them when the count is
+/// not known.
+pub fn usable_blocks(scenario: &Scenario, blocks: u32, max_model_len: u32, count: f64) -> u32 {
+    if !(count.is_finite() && count > 0.0) {
+        return blocks;
+    }
+    let per = (u64::from(max_model_len) + 64).div_ceil(u64::from(scenario.scheduler.block_size.max(1)));
+    (count.ceil() * per as f64).min(f64::from(blocks)) as u32
+}
+
+/// A replica's KV free list with room for `units` blocks handed out (one allocation,
+/// [`BYTES_PER_BLOCK`] a block; with prefix caching, `caching`, its free queue:
+/// [`queue_capacity`] entries) over `max_bytes` (`isize::MAX`: 2 GiB in WASM, where a
+/// larger one is a "capacity overflow" panic) is a `ResourceError` naming `field`.
+pub fn pool_fits(units: u32, caching: bool, field: &str, max_bytes: u64) -> Result<()> {
+    let entries = if caching { queue_capacity(units) } else { u64::from(units) };
     let bytes = entries * BYTES_PER_BLOCK;
     if bytes <= max_bytes {
         return Ok(());
@@ -76,7 +92,7 @@ pub fn pool_fits(blocks: u32, caching: bool, field: &str, max_bytes: u64) -> Res
     Err(SimError::resource(
         field,
         format!(
-            "{blocks} KV blocks in one replica need a {} block list, more than one allocation may hold here ({}); \
+            "{units} usable KV blocks in one replica need a {} block list, more than one allocation may hold here ({}); \
              lower scheduler.num_gpu_blocks or gpu.hbm_gib",
             bytes_text(bytes),
             bytes_text(max_bytes)
@@ -95,17 +111,24 @@ pub fn kv_field(scenario: &Scenario) -> &'static str {
     }
 }
 
-/// The memory of a run of `scenario` with `blocks` KV blocks per replica: KV pools,
-/// replicas, requests (see the module docs for the per-item costs); `trace`: the rows a
-/// front end loaded for `workload.trace`.
-pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) -> Vec<Part> {
+/// The memory of a run of `scenario` with `blocks` KV blocks per replica and requests of
+/// at most `max_model_len` tokens: KV pools (the blocks its requests can use,
+/// [`usable_blocks`]), replicas, requests (see the module docs for the per-item costs);
+/// `trace`: the rows a front end loaded for `workload.trace`.
+pub fn run_parts(scenario: &Scenario, blocks: u32, max_model_len: u32, trace: Option<&LoadedTrace>) -> Vec<Part> {
     let replicas = u64::from(scenario.deployment.total_replicas());
     let caching = scenario.scheduler.prefix_caching();
+    let (field, count, per) = request_count(scenario, trace);
+    let units = usable_blocks(scenario, blocks, max_model_len, count);
     let mut parts = vec![
         Part {
             field: kv_field(scenario).into(),
-            bytes: replicas.saturating_mul(kv_pool_bytes(blocks, caching)),
-            what: format!("{blocks} KV blocks × {replicas} replica(s){}", if caching { " with prefix caching" } else { "" }),
+            bytes: replicas.saturating_mul(kv_pool_bytes(units, caching)),
+            what: format!(
+                "{blocks} KV blocks × {replicas} replica(s){}{}",
+                if units < blocks { format!(", {units} of them usable by the requests") } else { String::new() },
+                if caching { " with prefix caching" } else { "" }
+            ),
         },
         Part {
             field: "deployment.replicas".into(),
@@ -113,6 +136,19 @@ pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) 
             what: format!("{replicas} replicas' time series"),
         },
     ];
+    if count.is_finite() && count > 0.0 {
+        parts.push(Part {
+            field: field.into(),
+            bytes: (count * per as f64).min(u64::MAX as f64) as u64,
+            what: format!("{count:.0} requests"),
+        });
+    }
+    parts
+}
+
+/// The requests a run of `scenario` will have at most (an estimate where random): the
+/// field that drives the count, the count and the bytes per request.
+fn request_count(scenario: &Scenario, trace: Option<&LoadedTrace>) -> (&'static str, f64, u64) {
     let w = &scenario.workload;
     let traced = w.trace.as_ref().map(|t| match (trace, &t.text) {
         (Some(loaded), _) => loaded.len() as f64,
@@ -120,7 +156,7 @@ pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) 
         (None, Some(text)) => text.bytes().filter(|&b| b == b'\n').count() as f64 + 1.0,
         (None, None) => 0.0,
     });
-    let (field, count, per) = match (&w.requests, w.num_requests, w.duration_s) {
+    match (&w.requests, w.num_requests, w.duration_s) {
         _ if traced.is_some() => ("workload.trace", traced.unwrap_or(0.0), BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
         (Some(list), _, _) => ("workload.requests", list.len() as f64, BYTES_PER_REQUEST + BYTES_PER_LISTED_REQUEST),
         (None, Some(n), _) => ("workload.num_requests", n as f64, BYTES_PER_REQUEST),
@@ -148,15 +184,7 @@ pub fn run_parts(scenario: &Scenario, blocks: u32, trace: Option<&LoadedTrace>) 
             });
             ("workload", staged + sessions, BYTES_PER_REQUEST)
         }
-    };
-    if count.is_finite() && count > 0.0 {
-        parts.push(Part {
-            field: field.into(),
-            bytes: (count * per as f64).min(u64::MAX as f64) as u64,
-            what: format!("{count:.0} requests"),
-        });
     }
-    parts
 }
 
 #[cfg(test)]
@@ -187,6 +215,23 @@ mod tests {
         let entries = (1 << 20) + (1 << 17);
         assert_eq!(kv_pool_bytes(1 << 20, true), entries * 4 + (entries / 256 + 1) * 4);
         assert_eq!(kv_pool_bytes(64, true), (64 + 1024) * 4 + 4 * 5);
+    }
+
+    /// A pool is charged for the blocks its requests can use, not its size: 10⁹ blocks and
+    /// 20 requests of at most 8,192 tokens are 20 × 516 blocks (o1pro's rounding included).
+    #[test]
+    fn a_pool_is_charged_for_the_blocks_its_requests_can_use() {
+        let text = r#"{"model": "llama-3-8b", "gpu": "h200", "scheduler": {"num_gpu_blocks": 1000000000},
+            "workload": {"num_requests": 20, "prompt": {"kind": "fixed", "value": 100}, "output": {"kind": "fixed", "value": 10}}}"#;
+        let sc = crate::config::parse_json(text).unwrap();
+        assert_eq!(usable_blocks(&sc, 1_000_000_000, 8192, 20.0), 20 * 516);
+        assert_eq!(usable_blocks(&sc, 5_000, 8192, 20.0), 5_000, "at most the pool");
+        assert_eq!(usable_blocks(&sc, 5_000, 8192, 0.0), 5_000, "a count not known: the pool");
+        let parts = run_parts(&sc, 1_000_000_000, 8192, None);
+        assert_eq!(parts[0].field, "scheduler.num_gpu_blocks");
+        assert_eq!(parts[0].bytes, kv_pool_bytes(20 * 516, sc.scheduler.prefix_caching()));
+        assert!(parts[0].bytes < 100 << 10 && parts[0].what.contains("10320 of them usable"), "{parts:?}");
+        assert!(check_run(&sc, u32::MAX, 8192, None).is_ok());
     }
 
     #[test]

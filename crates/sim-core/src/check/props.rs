@@ -171,7 +171,8 @@ fn all_hold_small(e: &Engine) -> bool {
         // Units: none twice (free or held), all below the total, free + held = total.
         let kv = &st.kv;
         let total = totals[i];
-        for u in kv.free_ids() {
+        // (A larger pool is decided by `check_all`: its free ids are not listed here.)
+        for u in kv.free_ids().take_while(|_| total <= 64) {
             bad |= units[i] & bit(u) != 0 || u >= total;
             units[i] |= bit(u);
         }
@@ -307,21 +308,24 @@ fn loading_units(e: &Engine, i: usize) -> usize {
 }
 
 /// Block accounting of replica `i`'s pool without caching: every unit free or held by one
-/// running request, never both.
+/// running request, never both. Units never handed out (from [`crate::kv::KvPool::issued`]
+/// on) are free and held by nobody, so a large pool marks only those handed out.
 fn check_pool(e: &Engine, i: usize, s: &mut Scratch) -> Result<(), Broken> {
     let kv = &e.replicas[i].sched.kv;
     // Small pools (every model-checked one) mark units in a bit mask.
     let small = kv.total() <= 64;
     let mut bits = 0u64;
+    let issued = kv.issued();
     if !small {
         s.seen.clear();
-        s.seen.resize(kv.total() as usize, false);
+        s.seen.resize(issued as usize, false);
     }
     let seen = &mut s.seen;
     let total = kv.total();
+    let limit = if small { total } else { issued };
     let mut mark = |u: u32, who: &dyn Fn() -> String| -> Result<(), Broken> {
-        if u >= total {
-            return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} out of range ({})", who())));
+        if u >= limit {
+            return Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: unit {u} out of range or never handed out ({})", who())));
         }
         let twice = if small {
             let was = bits >> u & 1 != 0;
@@ -335,8 +339,14 @@ fn check_pool(e: &Engine, i: usize, s: &mut Scratch) -> Result<(), Broken> {
         }
         Ok(())
     };
-    for u in kv.free_ids() {
-        mark(u, &|| "free list".into())?;
+    if small {
+        for u in kv.free_ids() {
+            mark(u, &|| "free list".into())?;
+        }
+    } else {
+        for u in kv.freed_ids() {
+            mark(u, &|| "free list".into())?;
+        }
     }
     let mut held = 0usize;
     for r in e.reqs.iter().filter(|r| r.replica == i as i32) {
@@ -368,11 +378,14 @@ fn check_cached_pool(e: &Engine, i: usize) -> Result<(), Broken> {
     let kv = &e.replicas[i].sched.kv;
     let total = kv.total() as usize;
     let fail = |m: String| Err(broken(BLOCK_ACCOUNTING, format!("replica {i}: {m}")));
-    let mut free = vec![false; total];
-    let mut holders = vec![0u32; total];
-    let mut last = vec![u32::MAX; total];
-    let mut nfree = 0usize;
-    for u in kv.free_ids() {
+    // Units never handed out (from `issued` on) are free and held by nobody: only those
+    // handed out are marked (their free ones listed, the queue's count checks the rest).
+    let issued = kv.issued() as usize;
+    let mut free = vec![false; issued];
+    let mut holders = vec![0u32; issued];
+    let mut last = vec![u32::MAX; issued];
+    let mut nfree = total - issued;
+    for u in kv.freed_ids() {
         match free.get_mut(u as usize) {
             None => return fail(format!("unit {u} out of range (free queue)")),
             Some(f) if *f => return fail(format!("unit {u} twice in the free queue")),
@@ -400,7 +413,7 @@ fn check_cached_pool(e: &Engine, i: usize) -> Result<(), Broken> {
     }
     let mut held = 0usize;
     let refs = kv.ref_counts();
-    for u in 0..total {
+    for u in 0..issued {
         let h = holders[u];
         if free[u] && h > 0 {
             return fail(format!("unit {u} held twice (free queue and {h} request(s))"));

@@ -227,9 +227,7 @@ pub fn decode(e: &mut Engine, bytes: &[u8], wait: &mut [u8], mask: u64, layout: 
         let st = &mut rep.sched;
         st.used_slots = used_slots;
         let total = st.kv.total();
-        let list = st.kv.free_list_mut();
-        list.clear();
-        list.extend((next..total.min(next + free)).rev());
+        st.kv.reset_free(next..total.min(next + free));
         st.waiting.clear();
         for rank in 1..=nw as i64 {
             let id = rd.u8() as u32;

@@ -21,7 +21,10 @@ use crate::workload::{RequestSpec, Workload};
 impl Engine {
     /// Build an engine from a validated scenario, its pools (each with its cost model, KV
     /// pool size and replicas, in replica order) and requests. A KV pool that cannot be
-    /// allocated is a `ResourceError` naming `kv_field` (the field that sized it).
+    /// allocated is a `ResourceError` naming `kv_field` (the field that sized it). Each pool
+    /// reserves room for the units the requests can take in all (their whole lengths, at
+    /// most its size): a pool never stores more unless requests are run again (preempted
+    /// with prefix caching, restarted by a fault), and then grows fallibly.
     ///
     /// Long because of the `Engine` literal (one field a line, over half the body); the
     /// work before it is already in `requests`, `arrivals`, `Apc::new` and `Sessions::new`,
@@ -32,7 +35,7 @@ impl Engine {
         max_model_len: u32,
         workload: Workload,
         options: SimOptions,
-        kv_field: &str,
+        kv_field: &'static str,
     ) -> Result<Engine> {
         let Workload { requests: specs, segments } = workload;
         let (base, mode) = Params::for_policy(&scenario.scheduler);
@@ -53,9 +56,18 @@ impl Engine {
         let mut apc = Apc::new(params.apc && mode != KvMode::Contiguous, &specs, segments, |s| {
             req_block(s.prompt_tokens, s.output_tokens)
         });
+        // The units the requests can take in all: their whole lengths.
+        let units: u64 = specs
+            .iter()
+            .map(|s| {
+                let len = s.prompt_tokens.saturating_add(s.output_tokens);
+                u64::from(KvPool::units_in(mode, bs, len, req_block(s.prompt_tokens, s.output_tokens)))
+            })
+            .sum();
         let kv_pool = |blocks: u32| {
-            KvPool::try_new(mode, bs, blocks, apc.on).map_err(|_| {
-                let bytes = crate::limits::kv_pool_bytes(blocks, apc.on);
+            let used = units.min(u64::from(blocks)) as u32;
+            KvPool::try_new(mode, bs, blocks, apc.on, used).map_err(|_| {
+                let bytes = crate::limits::kv_pool_bytes(used, apc.on);
                 out_of_memory(kv_field, bytes, &format!("a replica's KV pool of {blocks} blocks"))
             })
         };
@@ -123,6 +135,7 @@ impl Engine {
             log_bytes: 0,
             log_limit_bytes: scenario.limits.memory_bytes() / 2,
             log_error: None,
+            kv_field,
             #[cfg(test)]
             unguarded: false,
             scaler: None,

@@ -162,10 +162,13 @@ pub struct Engine {
     /// vLLM's async scheduling ([`crate::config::SchedulerConfig::async_scheduling`]).
     async_sched: bool,
     /// Bytes of the recorded step log, the most it may hold (half the memory limit), and
-    /// why recording stopped (reported by [`Engine::run_events`]).
+    /// why the run stops: recording ran out of room, or a KV pool's list did (reported by
+    /// [`Engine::run_events`]).
     log_bytes: u64,
     log_limit_bytes: u64,
     log_error: Option<SimError>,
+    /// The field that sized the KV pools (a pool out of memory names it).
+    kv_field: &'static str,
     /// [`Engine::run_events`] pauses at the end of an instant once this many requests are
     /// done (progress reports; `u64::MAX`: never).
     pub(crate) pause_at_done: u64,

@@ -228,6 +228,9 @@ impl Engine {
             }
         }
         let st = &self.replicas[rep].sched;
+        if st.kv.out_of_memory {
+            return Err(super::step::kv_out_of_memory(&st.kv, self.kv_field));
+        }
         let now = self.now_ns;
         if self.apc.offload.as_ref().is_some_and(|o| st.waiting.iter().any(|id| o.loading(id, now))) {
             // Its requests wait for tier loads: the end of each wakes it.

@@ -17,7 +17,11 @@ impl Engine {
     /// completion. `false` if empty.
     pub(super) fn start_step(&mut self, rep: usize) -> bool {
         let now = self.now_ns;
-        let Some(lazy) = self.plan_step(rep, now) else { return false };
+        let planned = self.plan_step(rep, now);
+        if self.replicas[rep].sched.kv.out_of_memory && self.log_error.is_none() {
+            self.log_error = Some(kv_out_of_memory(&self.replicas[rep].sched.kv, self.kv_field));
+        }
+        let Some(lazy) = planned else { return false };
         self.seq += 1;
         let replica = &mut self.replicas[rep];
         replica.step_seq = self.seq;
@@ -237,6 +241,17 @@ impl Engine {
 /// The planned step of `st` on replica `rep` priced: its duration in ns (clamped so that
 /// nanosecond sums stay far from `u64::MAX`; a step this long ends the run at the time
 /// horizon anyway) and the communication the topology added, s.
+/// The `ResourceError` of a KV pool whose free list could not grow for units handed out
+/// for the first time (`field` sized the pools).
+#[cold]
+pub(super) fn kv_out_of_memory(kv: &crate::kv::KvPool, field: &str) -> SimError {
+    crate::limits::out_of_memory(
+        field,
+        crate::limits::kv_pool_bytes(kv.issued(), kv.caching()),
+        &format!("the free list of a replica's KV pool of {} blocks ({} of them used so far)", kv.total(), kv.issued()),
+    )
+}
+
 fn price_step(perf: &StepCostModel, fabric: Option<&mut Fabric>, rep: usize, st: &SchedState) -> (u64, f64) {
     let sh = st.shape;
     let shape = BatchShape {

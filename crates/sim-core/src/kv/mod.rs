@@ -8,12 +8,14 @@
 //! - `Contiguous`: Orca — the whole prompt + maximum output is reserved at admission.
 //!
 //! Units are real ids so that double allocation and leaks are observable (property tests and
-//! the model checker check them), not just counters.
+//! the model checker check them), not just counters. Units never handed out are not stored
+//! ([`free::FreeStack`]): a pool's memory follows the units it has used, not its size.
 //!
 //! With prefix caching ([`crate::kv::prefix`]) the free units live in vLLM's free queue instead
 //! of a stack: freed units stay cached and are reused least recently freed first, and each
 //! unit has a reference count (a cached unit may be shared by several requests).
 
+pub mod free;
 pub mod offload;
 pub mod prefix;
 
@@ -21,13 +23,7 @@ use std::collections::TryReserveError;
 
 use serde::Serialize;
 
-/// A free list that could not be allocated, outside a run (which reports it): abort, as an
-/// infallible allocation does.
-#[cold]
-fn oom(_: TryReserveError, total: u32) -> ! {
-    let bytes = (total as usize).saturating_mul(std::mem::size_of::<u32>()).max(1);
-    std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(bytes, 4).unwrap_or(std::alloc::Layout::new::<u32>()))
-}
+use free::FreeStack;
 
 /// Which manager a pool implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -58,7 +54,10 @@ pub struct KvPool {
     pub block_size: u32,
     total: u32,
     /// Free units, a stack (without prefix caching, or while its cache is dormant).
-    free: Vec<u32>,
+    free: FreeStack,
+    /// Room for units handed out for the first time could not be allocated: the run is
+    /// out of memory (the engine reports it; the allocation was refused).
+    pub(crate) out_of_memory: bool,
     /// With prefix caching: reference counts, cached keys and the free queue, once awake
     /// (then `free` stays empty; see [`crate::kv::prefix::BlockCache`]).
     pub(crate) cache: Option<Box<crate::kv::prefix::BlockCache>>,
@@ -72,36 +71,47 @@ pub struct KvPool {
 
 impl KvPool {
     /// A pool of `total` units of `block_size` slots. Ids are handed out lowest first.
-    /// Aborts if the free list cannot be allocated (runs use [`KvPool::try_new`]).
+    /// Nothing is allocated until units are used.
     pub fn new(mode: KvMode, block_size: u32, total: u32) -> Self {
-        Self::try_new(mode, block_size, total, false).unwrap_or_else(|e| oom(e, total))
+        Self::lazy(mode, block_size, total, false)
     }
 
     /// A pool with prefix caching (its cache dormant until a block is first cached).
-    /// Aborts if the free list cannot be allocated (runs use [`KvPool::try_new`]).
     pub fn with_prefix_caching(mode: KvMode, block_size: u32, total: u32) -> Self {
-        Self::try_new(mode, block_size, total, true).unwrap_or_else(|e| oom(e, total))
+        Self::lazy(mode, block_size, total, true)
     }
 
-    /// A pool of `total` units, with prefix caching when `caching`; its free list is its one
-    /// large allocation, made whole here ([`crate::limits::kv_pool_bytes`]): with caching
-    /// it has room for the free queue at its longest, so that it never grows. `Err` when it
-    /// cannot be allocated.
-    pub fn try_new(mode: KvMode, block_size: u32, total: u32, caching: bool) -> Result<Self, TryReserveError> {
-        let cap = if caching { crate::limits::queue_capacity(total) } else { u64::from(total) };
-        let mut free: Vec<u32> = Vec::new();
-        free.try_reserve_exact(usize::try_from(cap).unwrap_or(usize::MAX))?;
-        free.extend((0..total).rev());
-        Ok(KvPool {
+    fn lazy(mode: KvMode, block_size: u32, total: u32, caching: bool) -> Self {
+        KvPool {
             mode,
             block_size,
             total,
-            free,
+            free: FreeStack::new(total),
+            out_of_memory: false,
             cache: caching.then(|| Box::new(crate::kv::prefix::BlockCache::new(total))),
             replica: 0,
             allocation_failures: 0,
             allocation_attempts: 0,
-        })
+        }
+    }
+
+    /// A pool of `total` units, with prefix caching when `caching`, whose free list (its one
+    /// large allocation, [`crate::limits::kv_pool_bytes`]) has room for `units` units handed
+    /// out, reserved here: a run whose requests take no more in all never grows it (with
+    /// caching, room for the free queue's holes too). `Err` when it cannot be allocated.
+    pub fn try_new(mode: KvMode, block_size: u32, total: u32, caching: bool, units: u32) -> Result<Self, TryReserveError> {
+        let mut pool = Self::lazy(mode, block_size, total, caching);
+        pool.free.reserve_exact(units, |n| if caching { crate::limits::queue_holes_max(n) } else { 0 })?;
+        Ok(pool)
+    }
+
+    /// Units handed out at some time since the pool was built or emptied: all below this,
+    /// and those from it on are free and were never held (what a pool's memory follows).
+    pub fn issued(&self) -> u32 {
+        match &self.cache {
+            Some(c) if c.active => c.issued(),
+            _ => self.free.issued(),
+        }
     }
 
     /// The same pool, belonging to replica `replica`.
@@ -135,19 +145,16 @@ impl KvPool {
     /// Empty the pool: every unit free, nothing cached (a replica restarting). In place: the
     /// free list keeps its allocation (a new pool next to the old would hold two).
     pub fn empty(&mut self) {
-        let mut free = std::mem::take(&mut self.free);
         if let Some(c) = self.cache.as_deref_mut() {
             if c.active {
-                free = c.take_queue();
+                self.free.restore(c.take_queue(), 0..self.total);
             }
             // A new epoch: no lookup answer from before carries over.
             let epoch = c.epoch + 1;
             *c = crate::kv::prefix::BlockCache::new(self.total);
             c.epoch = epoch;
         }
-        free.clear();
-        free.extend((0..self.total).rev());
-        self.free = free;
+        self.free.reset(0..self.total);
     }
 
     pub fn total(&self) -> u32 {
@@ -170,11 +177,17 @@ impl KvPool {
     /// `req_block` (only `PagedPerRequest` uses it).
     #[inline]
     pub fn units_for(&self, len: u32, req_block: u32) -> u32 {
-        match self.mode {
-            KvMode::Paged | KvMode::Contiguous => len.div_ceil(self.block_size),
+        Self::units_in(self.mode, self.block_size, len, req_block)
+    }
+
+    /// [`KvPool::units_for`] in a pool of `mode` with units of `block_size` slots.
+    #[inline]
+    pub fn units_in(mode: KvMode, block_size: u32, len: u32, req_block: u32) -> u32 {
+        match mode {
+            KvMode::Paged | KvMode::Contiguous => len.div_ceil(block_size),
             KvMode::PagedPerRequest => {
-                let per_block = (req_block / self.block_size).max(1);
-                len.div_ceil(req_block.max(self.block_size)) * per_block
+                let per_block = (req_block / block_size).max(1);
+                len.div_ceil(req_block.max(block_size)) * per_block
             }
         }
     }
@@ -226,18 +239,25 @@ impl KvPool {
             return false;
         }
         if let Some(c) = self.cache.as_deref_mut().filter(|c| c.active) {
-            c.pop_into(table, need);
+            if !c.pop_into(table, need) {
+                self.out_of_memory = true;
+                return false;
+            }
             return true;
         }
+        let caching = self.cache.is_some();
+        if self.free.make_room(need, |n| if caching { crate::limits::queue_holes_max(n) } else { 0 }).is_err() {
+            self.out_of_memory = true;
+            return false;
+        }
         if need == 1 {
-            // The common growth by one unit: the same unit `drain(..).rev()` would move.
+            // The common growth by one unit: the same unit `take_into` would move.
             if let Some(u) = self.free.pop() {
                 table.push(u);
             }
             return true;
         }
-        let at = self.free.len() - need;
-        table.extend(self.free.drain(at..).rev());
+        self.free.take_into(table, need);
         true
     }
 
@@ -256,23 +276,32 @@ impl KvPool {
                 c.free_blank(table);
                 table.clear();
             }
-            _ => self.free.extend(table.drain(..).rev()),
+            _ => self.free.push_all(table.drain(..).rev()),
         }
     }
 
-    /// The free stack, writable: the model checker (which runs without prefix caching)
-    /// rebuilds a canonical state's block ids.
-    pub(crate) fn free_list_mut(&mut self) -> &mut Vec<u32> {
-        &mut self.free
+    /// Free exactly the units `fresh` (none held before, the others held): the model
+    /// checker (which runs without prefix caching) rebuilds a canonical state's block ids.
+    pub(crate) fn reset_free(&mut self, fresh: std::ops::Range<u32>) {
+        self.free.reset(fresh);
     }
 
-    /// The free units (for invariant checks): the stack, or the queue head first.
+    /// The free units (for invariant checks): the stack bottom first, or the queue head
+    /// first. A pool of 10⁹ units lists 10⁹ ids: checks of large pools use
+    /// [`KvPool::freed_ids`] and [`KvPool::issued`].
     pub fn free_ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.free.iter().copied().chain(self.cache.iter().flat_map(|c| c.free_iter()))
+        // (An awake cache took the whole stack: it is empty.)
+        self.free.iter().chain(self.cache.iter().filter(|c| c.active).flat_map(|c| c.free_iter()))
     }
 
-    /// Per unit, how many request tables hold it by its reference count (an awake cache;
-    /// empty otherwise).
+    /// The free units handed out before (all below [`KvPool::issued`]; the free units from
+    /// it on are the rest), in no set order.
+    pub fn freed_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.free.freed().chain(self.cache.iter().filter(|c| c.active).flat_map(|c| c.freed_iter()))
+    }
+
+    /// Per unit handed out ([`KvPool::issued`] of them; the rest are free), how many
+    /// request tables hold it by its reference count (an awake cache; empty otherwise).
     pub fn ref_counts(&self) -> Vec<u32> {
         self.cache.as_ref().filter(|c| c.active).map_or_else(Vec::new, |c| c.ref_counts())
     }
@@ -281,6 +310,44 @@ impl KvPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Entries a pool's free list has room for (the stack's, or its queue's once awake).
+    fn room(p: &KvPool) -> usize {
+        p.free.capacity() + p.cache.as_ref().map_or(0, |c| c.room())
+    }
+
+    /// A pool of 2³² − 1 units stores only what it hands out: room reserved for the
+    /// requests' units (and the queue's holes with caching), grown when more are handed
+    /// out, never by freeing; ids come lowest first, freed ones first again.
+    #[test]
+    fn a_huge_pool_stores_only_the_units_it_hands_out() {
+        for caching in [false, true] {
+            let mut p = KvPool::try_new(KvMode::Paged, 16, u32::MAX, caching, 64).unwrap();
+            let holes = if caching { 1024 } else { 0 };
+            assert_eq!(room(&p), 64 + holes);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            assert!(p.grow(&mut a, 16 * 40, 16) && p.grow(&mut b, 16 * 20, 16));
+            assert_eq!((a[0], a[39], b[0], b[19]), (0, 39, 40, 59));
+            p.release(&mut a);
+            if caching {
+                p.awake_cache();
+                assert!(p.queued());
+            }
+            assert_eq!((p.free_units(), p.issued(), room(&p)), (u32::MAX - 20, 60, 64 + holes));
+            // The freed units first (the stack's top, or the queue's head), then new ones:
+            // room grows for those, fallibly.
+            assert!(p.grow(&mut a, 16 * 100, 16));
+            assert_eq!(a, (0..40).chain(60..120).collect::<Vec<_>>());
+            assert!(room(&p) >= 120 + holes && room(&p) < 1 << 12, "{}", room(&p));
+            let before = room(&p);
+            p.release(&mut a);
+            p.release(&mut b);
+            assert_eq!((p.free_units(), room(&p), p.out_of_memory), (u32::MAX, before, false));
+            assert_eq!(p.freed_ids().count(), 120);
+            p.empty();
+            assert_eq!((p.free_units(), p.issued()), (u32::MAX, 0));
+        }
+    }
 
     #[test]
     fn paged_grows_by_blocks_and_releases() {

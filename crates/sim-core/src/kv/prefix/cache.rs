@@ -23,6 +23,14 @@
 //! skipped when it reaches the head; when holes are many they are packed away and the free
 //! pieces' positions renumbered.
 //!
+//! **Units never handed out** are not stored: when the cache wakes, the pool's free stack
+//! ([`crate::kv::free::FreeStack`]) becomes the queue, its freed units (top first) then the
+//! units never handed out, lowest first. These stay a range (`fresh`) at their place in the
+//! queue, after the first `split` stored entries and before every unit freed since, so
+//! that the queue's memory follows the units handed out, not the pool's size. No hit
+//! touches them (nothing is cached in a unit never handed out), so the holes are all in
+//! the stored entries.
+//!
 //! So the per-unit work of a request's life — allocating, caching, freeing and evicting
 //! about a thousand blocks of a long prompt — is copying unit ids; everything else is done
 //! once per piece. Pieces whose every copy was evicted are swept away in batches (amortised
@@ -30,8 +38,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
 
-use crate::limits::PACK_CHUNK;
+use crate::kv::free::FreeStack;
+use crate::limits::{queue_holes_max, PACK_CHUNK};
 
 /// "No unit": a hole in the free queue, no piece found.
 pub(super) const NIL: u32 = u32::MAX;
@@ -136,9 +146,15 @@ pub struct BlockCache {
     total: u32,
     /// Awake: the queue and the runs are live.
     pub active: bool,
-    /// The free queue's unit ids, head first; `NIL`: a hole left by a hit.
+    /// The free queue's stored unit ids, head first, `fresh` after the first `split` of
+    /// them; `NIL`: a hole left by a hit.
     queue: VecDeque<u32>,
-    /// Entries ever taken from the head: `queue[i]` is at position `head + i`.
+    /// Stored entries before `fresh` (0 once `fresh` is empty).
+    split: usize,
+    /// Units never handed out, in the queue lowest first after `queue[..split]`.
+    fresh: Range<u32>,
+    /// Entries ever taken from the head: the queue's `i`th entry (stored or fresh) is at
+    /// position `head + i`.
     head: u64,
     /// Holes in `queue`.
     holes: u32,
@@ -169,6 +185,8 @@ impl BlockCache {
             total,
             active: false,
             queue: VecDeque::new(),
+            split: 0,
+            fresh: total..total,
             head: 0,
             holes: 0,
             num_free: 0,
@@ -184,21 +202,51 @@ impl BlockCache {
         }
     }
 
-    /// Wake up with `free` (the pool's free stack, drained) as the free queue, its top
-    /// (allocated next) at the head. Nothing is cached yet.
-    pub fn activate(&mut self, free: &mut Vec<u32>) {
-        // In place: the stack's allocation becomes the queue's (a copy would hold both). The
-        // pool reserved it for the queue at its longest ([`crate::limits::queue_capacity`]),
-        // so that the queue never grows: growing doubles it, 8 B a unit where the memory
-        // estimate counts 4.5 (and in WASM past 2 GiB a capacity overflow). A stack built
-        // without that room (tests) gets it here.
-        let cap = crate::limits::queue_capacity(self.total) as usize;
-        free.reserve_exact(cap.saturating_sub(free.len()));
-        free.reverse();
-        self.queue = VecDeque::from(std::mem::take(free));
-        self.num_free = self.queue.len() as u32;
+    /// Wake up with `free` (the pool's free stack, taken whole) as the free queue, its top
+    /// (allocated next) at the head: its freed units, then those never handed out. Nothing
+    /// is cached yet.
+    pub fn activate(&mut self, free: &mut FreeStack) {
+        // In place: the stack's list becomes the queue's (a copy would hold both). It has
+        // room for every unit handed out and the queue's holes ([`FreeStack::make_room`]),
+        // so that freeing never grows the queue.
+        let (mut list, fresh) = free.take();
+        list.reverse();
+        self.queue = VecDeque::from(list);
+        self.split = if fresh.is_empty() { 0 } else { self.queue.len() };
+        self.num_free = (self.queue.len() + fresh.len()) as u32;
+        self.fresh = fresh;
         self.active = true;
         self.epoch += 1;
+    }
+
+    /// Units handed out at some time (all below this; those from it on never were).
+    #[inline]
+    pub fn issued(&self) -> u32 {
+        self.fresh.start
+    }
+
+    /// The stored entry at the queue's `i`th place from the head (`None`: a unit never
+    /// handed out, or past the tail).
+    #[inline]
+    fn stored(&self, i: usize) -> Option<usize> {
+        if i < self.split {
+            Some(i)
+        } else if i < self.split + self.fresh.len() {
+            None
+        } else {
+            Some(i - self.fresh.len())
+        }
+    }
+
+    /// Holes the queue keeps before it packs them: [`queue_holes_max`] of the units handed
+    /// out (fewer in tests, so that the tiny pools they use exercise packing).
+    #[inline]
+    fn holes_max(&self) -> u32 {
+        if cfg!(test) {
+            (self.issued() / 8).max(2)
+        } else {
+            queue_holes_max(self.issued())
+        }
     }
 
     /// The head's position: a lookup's answer holds while it stays at or before the
@@ -214,7 +262,13 @@ impl BlockCache {
     /// positions and so starts a new epoch.
     #[inline]
     pub fn tail(&self) -> u64 {
-        self.head + self.queue.len() as u64
+        self.head + (self.queue.len() + self.fresh.len()) as u64
+    }
+
+    /// Tests only: entries the stored queue has room for.
+    #[cfg(test)]
+    pub(crate) fn room(&self) -> usize {
+        self.queue.capacity()
     }
 
     /// Tests only: count the queue's positions from `n` on.
@@ -225,30 +279,60 @@ impl BlockCache {
 
     /// Append `need` units from the queue's head to `table` (`get_new_blocks`): the blocks
     /// they cached are evicted by the head passing them. The caller has checked they are free.
-    pub fn pop_into(&mut self, table: &mut Vec<u32>, need: usize) {
+    /// `false` (nothing changed) when the queue's room for units handed out for the first
+    /// time could not be allocated.
+    pub fn pop_into(&mut self, table: &mut Vec<u32>, need: usize) -> bool {
+        if !self.fresh.is_empty() {
+            // Room for the units this may hand out for the first time (at most `need`), so
+            // that freeing them never grows the queue.
+            let issued = self.fresh.start + need.min(self.fresh.len()) as u32;
+            let want = issued as usize + queue_holes_max(issued) as usize;
+            if self.queue.capacity() < want && self.queue.try_reserve(want - self.queue.len()).is_err() {
+                return false;
+            }
+        }
         // A new table gets room to grow by an eighth before it moves (a prompt's table
         // then takes its decode blocks in place).
         table.reserve(if table.is_empty() { need + need / 8 } else { need });
         let mut got = 0;
         while got < need {
-            // The head's ids as they are, holes dropped.
             let want = need - got;
-            let before = table.len();
-            let (a, b) = self.queue.as_slices();
-            let (a, b) = if want <= a.len() { (&a[..want], &b[..0]) } else { (a, &b[..want - a.len()]) };
-            if self.holes == 0 {
-                table.extend_from_slice(a);
-                table.extend_from_slice(b);
-            } else {
-                table.extend(a.iter().chain(b).copied().filter(|&u| u != NIL));
+            if self.split == 0 && !self.fresh.is_empty() {
+                // Units never handed out, lowest first.
+                let n = want.min(self.fresh.len()) as u32;
+                table.extend(self.fresh.start..self.fresh.start + n);
+                self.fresh.start += n;
+                self.head += u64::from(n);
+                got += n as usize;
+                continue;
             }
-            self.queue.drain(..want);
-            let took = table.len() - before;
-            self.holes -= (want - took) as u32;
-            self.head += want as u64;
-            got += took;
+            // The stored entries before `fresh` first, if any.
+            let want = if self.split > 0 { want.min(self.split) } else { want };
+            self.split -= want.min(self.split);
+            got += self.take_stored(table, want);
         }
         self.num_free -= need as u32;
+        true
+    }
+
+    /// Move the queue's first `want` stored entries to `table`, holes dropped; returns how
+    /// many units that was.
+    #[inline]
+    fn take_stored(&mut self, table: &mut Vec<u32>, want: usize) -> usize {
+        let before = table.len();
+        let (a, b) = self.queue.as_slices();
+        let (a, b) = if want <= a.len() { (&a[..want], &b[..0]) } else { (a, &b[..want - a.len()]) };
+        if self.holes == 0 {
+            table.extend_from_slice(a);
+            table.extend_from_slice(b);
+        } else {
+            table.extend(a.iter().chain(b).copied().filter(|&u| u != NIL));
+        }
+        self.queue.drain(..want);
+        let took = table.len() - before;
+        self.holes -= (want - took) as u32;
+        self.head += want as u64;
+        took
     }
 
     /// Free units that cache nothing (a table's tail past its cached blocks), `units` in
@@ -345,8 +429,12 @@ impl BlockCache {
             let p = self.slab[e as usize].pieces[k];
             if p.refs == 0 {
                 for j in i..to {
-                    let at = (p.pos + u64::from(p.hi - 1 - j) - self.head) as usize;
-                    self.queue[at] = NIL;
+                    // A cached unit was handed out: it is a stored entry.
+                    let at = self.stored((p.pos + u64::from(p.hi - 1 - j) - self.head) as usize);
+                    debug_assert!(at.is_some(), "a cached unit in the fresh range");
+                    if let Some(u) = at.and_then(|at| self.queue.get_mut(at)) {
+                        *u = NIL;
+                    }
                 }
                 self.holes += to - i;
                 self.num_free -= to - i;
@@ -355,28 +443,26 @@ impl BlockCache {
             self.split(e as usize, k, p, mid);
             i = to;
         }
-        // (Tests pack early, so that the tiny pools they use exercise it.)
-        let holes_max = if cfg!(test) { (self.total / 8).max(2) } else { crate::limits::queue_holes_max(self.total) };
-        if self.holes > holes_max {
+        if self.holes > self.holes_max() {
             self.pack();
         }
     }
 
-    /// The queue holds at most every unit and [`crate::limits::queue_holes_max`] holes (its
-    /// reserved capacity: it never grows).
+    /// The queue stores at most every unit handed out and [`queue_holes_max`] of them holes
+    /// (the room [`BlockCache::pop_into`] reserved: freeing never grows it).
     #[inline]
     fn debug_check_len(&self) {
         debug_assert!(
-            self.queue.len() as u64 <= crate::limits::queue_capacity(self.total),
-            "free queue of {} entries past its capacity",
+            self.queue.len() <= self.issued() as usize + queue_holes_max(self.issued()) as usize,
+            "free queue of {} entries past its room",
             self.queue.len()
         );
     }
 
-    /// Empty the queue and hand back its allocation, as a stack with room for the queue at
-    /// its longest (a replica restarting reuses it).
+    /// Empty the queue and hand back its allocation (a replica restarting reuses it).
     pub fn take_queue(&mut self) -> Vec<u32> {
         self.queue.clear();
+        self.split = 0;
         Vec::from(std::mem::take(&mut self.queue))
     }
 
@@ -438,7 +524,7 @@ impl BlockCache {
         if let Some(p) = run.pieces.iter_mut().find(|p| p.lo == lo && p.hi == hi && p.refs > 0 && run.units[p.at as usize] == units[0]) {
             p.refs -= 1;
             if p.refs == 0 {
-                p.pos = self.head + self.queue.len() as u64;
+                p.pos = self.head + (self.queue.len() + self.fresh.len()) as u64;
                 self.queue.extend(units.iter().rev());
                 self.num_free += hi - lo;
                 self.debug_check_len();
@@ -458,7 +544,7 @@ impl BlockCache {
             let p = &mut run.pieces[k];
             p.refs -= 1;
             if p.refs == 0 {
-                p.pos = self.head + self.queue.len() as u64;
+                p.pos = self.head + (self.queue.len() + self.fresh.len()) as u64;
                 let at = p.at as usize;
                 self.queue.extend(run.units[at..at + (p.hi - p.lo) as usize].iter().rev());
                 self.num_free += p.hi - p.lo;
@@ -527,7 +613,7 @@ impl BlockCache {
     /// hits that made them).
     #[cold]
     fn pack(&mut self) {
-        let head = self.head;
+        let (head, split, fresh) = (self.head, self.split, self.fresh.len());
         let BlockCache { queue, slab, holes, .. } = self;
         // The holes before each chunk of the queue (those before a position are then its
         // chunk's count plus the holes of the chunk before it): 4 B a chunk, where a list of
@@ -542,14 +628,20 @@ impl BlockCache {
                 Some(before)
             })
             .collect();
-        let before = |at: u64| -> u64 {
-            let i = at.saturating_sub(head) as usize;
+        // Holes before stored entry `i`.
+        let stored_before = |i: usize| -> u64 {
             if i >= q.len() {
                 return u64::from(*holes);
             }
             let c = i / PACK_CHUNK;
             u64::from(chunks[c] + nil(&q[c * PACK_CHUNK..i]))
         };
+        // Holes before position `at` (a stored entry's: no hole is among the fresh units).
+        let before = |at: u64| -> u64 {
+            let i = at.saturating_sub(head) as usize;
+            stored_before(if i < split { i } else { i.saturating_sub(fresh) })
+        };
+        let split_holes = stored_before(split) as usize;
         for run in slab.iter_mut() {
             for p in run.pieces.iter_mut() {
                 if p.refs > 0 || p.valid_hi(head) == p.lo {
@@ -562,6 +654,7 @@ impl BlockCache {
             }
         }
         self.queue.retain(|&u| u != NIL);
+        self.split -= split_holes;
         self.holes = 0;
         // Positions move: a lookup's answer, bounded by positions, no longer holds.
         self.epoch += 1;
@@ -569,14 +662,22 @@ impl BlockCache {
 
     /// The free units, head (evicted next) first.
     pub fn free_iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let (a, b) = (self.queue.range(..self.split), self.queue.range(self.split..));
+        a.copied().chain(self.fresh.clone()).chain(b.copied()).filter(|&u| u != NIL)
+    }
+
+    /// The free units that were handed out before (the queue less the units never handed
+    /// out, all from [`BlockCache::issued`] on), head first.
+    pub fn freed_iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.queue.iter().copied().filter(|&u| u != NIL)
     }
 
-    /// Per unit: how many request tables hold it (an awake cache): 0 in the queue, the
-    /// piece's count for a cached held copy, 1 for a held unit caching nothing.
+    /// Per unit handed out ([`BlockCache::issued`] of them; the others are free, none
+    /// held): how many request tables hold it (an awake cache): 0 in the queue, the piece's
+    /// count for a cached held copy, 1 for a held unit caching nothing.
     pub fn ref_counts(&self) -> Vec<u32> {
-        let mut refs = vec![1u32; self.total as usize];
-        for u in self.free_iter() {
+        let mut refs = vec![1u32; self.issued() as usize];
+        for u in self.freed_iter() {
             if let Some(r) = refs.get_mut(u as usize) {
                 *r = 0;
             }
@@ -613,21 +714,26 @@ impl BlockCache {
         if !self.active {
             return Ok(());
         }
-        let n = self.total as usize;
+        // Units from `issued` on were never handed out: free, uncached, all in `fresh`.
+        let n = self.issued() as usize;
         let live = self.queue.iter().filter(|&&u| u != NIL).count();
-        if live != self.num_free as usize || self.queue.len() != live + self.holes as usize {
+        if live + self.fresh.len() != self.num_free as usize || self.queue.len() != live + self.holes as usize {
             return Err(format!(
-                "free queue holds {live} units and {} holes, its counts say {} and {}",
+                "free queue holds {live} units, {} never handed out and {} holes, its counts say {} and {}",
+                self.fresh.len(),
                 self.queue.len() - live,
                 self.num_free,
                 self.holes
             ));
         }
+        if self.fresh.end > self.total || self.split > self.queue.len() || (self.fresh.is_empty() && self.split > 0) {
+            return Err(format!("free queue's units never handed out {:?} after {} entries", self.fresh, self.split));
+        }
         let mut queued = vec![false; n];
-        for u in self.free_iter() {
+        for u in self.freed_iter() {
             match queued.get_mut(u as usize) {
                 Some(q) if !*q => *q = true,
-                _ => return Err(format!("free queue names unit {u} twice or out of range")),
+                _ => return Err(format!("free queue names unit {u} twice, out of range or never handed out")),
             }
         }
         let mut in_copy = vec![false; n];
@@ -660,7 +766,7 @@ impl BlockCache {
                     }
                     if p.refs == 0 {
                         let at = p.pos + u64::from(p.hi - 1 - i);
-                        let there = at.checked_sub(self.head).and_then(|q| self.queue.get(q as usize));
+                        let there = at.checked_sub(self.head).and_then(|q| self.stored(q as usize)).and_then(|q| self.queue.get(q));
                         if there != Some(&u) {
                             return Err(format!("free unit {u} of run {e} is not at its queue position {at}"));
                         }

@@ -6,14 +6,14 @@ use super::*;
 /// An awake cache over `total` free units, queued in id order.
 fn awake(total: u32) -> BlockCache {
     let mut c = BlockCache::new(total);
-    c.activate(&mut (0..total).rev().collect());
+    c.activate(&mut crate::kv::free::FreeStack::new(total));
     c
 }
 
 /// Units `n` at the queue's head, one by one.
 fn pop(c: &mut BlockCache, n: usize) -> Vec<u32> {
     let mut t = Vec::new();
-    c.pop_into(&mut t, n);
+    assert!(c.pop_into(&mut t, n));
     t
 }
 
@@ -285,7 +285,10 @@ fn agree(c: &BlockCache, m: &Model) -> Result<(), TestCaseError> {
     c.check().map_err(TestCaseError::fail)?;
     prop_assert_eq!(c.free_iter().collect::<Vec<_>>(), m.queue.iter().copied().collect::<Vec<_>>());
     prop_assert_eq!(c.num_free as usize, m.queue.len());
-    prop_assert_eq!(c.ref_counts(), m.refs.clone());
+    // (Units never handed out are left out: free.)
+    let mut refs = c.ref_counts();
+    refs.resize(m.refs.len(), 0);
+    prop_assert_eq!(refs, m.refs.clone());
     for (&(kind, k, i), units) in &m.copies {
         let key = if kind == 0 { RunKey::Shared(k) } else { RunKey::Private(k as u32) };
         let gone = kind == 1 && m.forgotten.contains(&(k as u32));
@@ -299,25 +302,63 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 384, .. ProptestConfig::default() })]
     /// The block cache against vLLM's block pool taken literally, on tiny pools where
     /// pieces are split by partial hits, partial eviction and re-registration
-    /// (duplicates), and the queue's holes are packed.
+    /// (duplicates), and the queue's holes are packed. Before the cache wakes, the pool's
+    /// lazy free stack ([`crate::kv::free::FreeStack`]) hands out and takes back units as
+    /// the whole stack does (`dormant`); it then becomes the queue, its units never handed
+    /// out a range inside it, and the queue goes on as the literal one from the whole stack.
     #[test]
     fn the_block_cache_is_vllm_s_block_pool(
         total in 2u32..24,
         far in any::<bool>(),
+        dormant in prop::collection::vec((0u8..3, 0u8..6, 0u8..8), 0..24),
         ops in prop::collection::vec((0u8..8, 0u8..8, 0u8..8, 0u8..4), 1..120),
     ) {
-        let mut c = awake(total);
+        // The dormant pool: the lazy stack against `(0..total).rev()` with freed units on top.
+        let mut stack = crate::kv::free::FreeStack::new(total);
+        let mut eager: Vec<u32> = (0..total).rev().collect();
+        let mut held: Vec<Table> = Vec::new();
+        for (op, n, a) in dormant {
+            match op {
+                0 | 1 => {
+                    let n = usize::from(n).min(eager.len());
+                    if n == 0 { continue; }
+                    let t = if op == 0 || held.is_empty() { held.push(Table::default()); held.len() - 1 } else { usize::from(a) % held.len() };
+                    stack.make_room(n, crate::limits::queue_holes_max).unwrap();
+                    let from = held[t].units.len();
+                    stack.take_into(&mut held[t].units, n);
+                    let at = eager.len() - n;
+                    let want: Vec<u32> = eager.drain(at..).rev().collect();
+                    prop_assert_eq!(&held[t].units[from..], &want[..]);
+                }
+                _ if !held.is_empty() => {
+                    let t = held.swap_remove(usize::from(a) % held.len());
+                    stack.push_all(t.units.iter().rev().copied());
+                    eager.extend(t.units.iter().rev());
+                }
+                _ => {}
+            }
+            prop_assert_eq!(stack.iter().collect::<Vec<_>>(), eager.clone());
+        }
+        let mut c = BlockCache::new(total);
+        c.activate(&mut stack);
+        prop_assert!(stack.is_empty());
         if far {
             // Queue positions counted from past 2³² (they are 64-bit).
             c.skip_positions(u64::from(u32::MAX) - 40);
         }
         let mut m = Model {
-            queue: (0..total).collect(),
+            // The whole stack, top (allocated next) at the head.
+            queue: eager.iter().rev().copied().collect(),
             key: vec![None; total as usize],
             refs: vec![0; total as usize],
             ..Model::default()
         };
-        let mut held: Vec<Table> = Vec::new();
+        for t in &held {
+            for &u in &t.units {
+                m.refs[u as usize] = 1;
+            }
+        }
+        agree(&c, &m)?;
         for (op, a, b, x) in ops {
             let pick = |n: usize| usize::from(a) % n.max(1);
             match op {
@@ -327,7 +368,7 @@ proptest! {
                     if n == 0 { continue; }
                     let t = if op == 0 || held.is_empty() { held.push(Table::default()); held.len() - 1 } else { pick(held.len()) };
                     let from = held[t].units.len();
-                    c.pop_into(&mut held[t].units, n);
+                    prop_assert!(c.pop_into(&mut held[t].units, n));
                     for &u in &held[t].units[from..] {
                         prop_assert_eq!(Some(u), m.queue.pop_front());
                         if let Some(k) = m.key[u as usize].take() {
