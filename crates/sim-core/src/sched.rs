@@ -30,7 +30,8 @@
 //!     free (they leave the free queue; `get_num_blocks_to_allocate`);
 //! 12. every full block a step will fill is cached when it is allocated (`cache_blocks` in
 //!     `allocate_slots`), so a request admitted later in the same step can hit it; blocks a
-//!     request frees stay cached until reused, least recently freed first.
+//!     request frees stay cached until reused, least recently freed first (a freed block
+//!     holding no hash, a partly filled or unscheduled tail, is reused before them).
 //! 13. the hit is recorded at admission (`record_prefix_cache_stats`; lookups of requests
 //!     that then wait are not counted), in vLLM's two classes: first admissions (the
 //!     `prefix_cache_queries/hits` counters) and re-admissions after a preemption.
@@ -41,7 +42,8 @@
 //! that order, not to the head — and the preemption victim is
 //! `max(running, key=(priority, arrival time))`, the first such in `running` on a tie,
 //! which may be a request already scheduled in this step (its tokens go back to the
-//! budget).
+//! budget); a request that preempted itself does not end the running loop (vLLM 0.33:
+//! the requests after it outrank it and may fit in the blocks it freed).
 
 use crate::kv::{KvMode, KvPool};
 use crate::perf::PrefillItem;
@@ -568,6 +570,12 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
         sh = st.shape;
         budget = st.budget_left;
         if victim == id {
+            if p.victim == Victim::PriorityArrival {
+                // vLLM's priority policy (0.33): the lowest-priority request preempted itself;
+                // those after it outrank it and may fit in what it freed, so the loop goes
+                // on with the next (index `i` now points at it).
+                continue;
+            }
             return false;
         }
         if vpos.is_some_and(|vp| vp < i) {

@@ -12,7 +12,10 @@
 //! a piece splits it, so a table always holds whole pieces.
 //!
 //! **The free queue** (`FreeKVCacheBlockQueue`) is the units' ids in order, head evicted
-//! next. Freeing a piece (`free_blocks`, last unit first) appends its units and records
+//! next. Units freed holding no hash (a table's tail past its full blocks) are prepended
+//! (`prepend_n`): they wait in `front`, ahead of the head, outside the positions below, and
+//! are handed out first without evicting anything. Freeing a piece (`free_blocks`, last
+//! unit first) appends its units and records
 //! where the first one went: index `i` of a free piece `[lo, hi)` is at queue position
 //! `pos + hi − 1 − i`. Taking units from the head (`get_new_blocks`) evicts their blocks
 //! (`_maybe_evict_cached_block`) without reading them: a free copy is cached while its
@@ -153,6 +156,11 @@ pub struct BlockCache {
     split: usize,
     /// Units never handed out, in the queue lowest first after `queue[..split]`.
     fresh: Range<u32>,
+    /// Units freed holding no hash (a table's partly filled or unscheduled tail: vLLM's
+    /// `free_blocks` prepends them, so they are reused before any cached unit is evicted),
+    /// ahead of the queue's head, the last one first. They evict nothing when taken and have
+    /// no queue position.
+    front: Vec<u32>,
     /// Entries ever taken from the head: the queue's `i`th entry (stored or fresh) is at
     /// position `head + i`.
     head: u64,
@@ -187,6 +195,7 @@ impl BlockCache {
             queue: VecDeque::new(),
             split: 0,
             fresh: total..total,
+            front: Vec::new(),
             head: 0,
             holes: 0,
             num_free: 0,
@@ -294,7 +303,10 @@ impl BlockCache {
         // A new table gets room to grow by an eighth before it moves (a prompt's table
         // then takes its decode blocks in place).
         table.reserve(if table.is_empty() { need + need / 8 } else { need });
-        let mut got = 0;
+        // The blank units at the front first, the last prepended first.
+        let n = need.min(self.front.len());
+        table.extend(self.front.drain(self.front.len() - n..).rev());
+        let mut got = n;
         while got < need {
             let want = need - got;
             if self.split == 0 && !self.fresh.is_empty() {
@@ -340,6 +352,14 @@ impl BlockCache {
     pub fn free_blank(&mut self, units: &[u32]) {
         self.queue.extend(units.iter().rev());
         self.debug_check_len();
+        self.num_free += units.len() as u32;
+    }
+
+    /// Free units that hold no hash (`units` in table order, the table's tail): put at the
+    /// queue's front, last first (vLLM's `prepend_n` of the table's blocks freed tail first),
+    /// to be handed out before any cached unit is evicted.
+    pub fn prepend_blank(&mut self, units: &[u32]) {
+        self.front.extend_from_slice(units);
         self.num_free += units.len() as u32;
     }
 
@@ -462,6 +482,7 @@ impl BlockCache {
     /// Empty the queue and hand back its allocation (a replica restarting reuses it).
     pub fn take_queue(&mut self) -> Vec<u32> {
         self.queue.clear();
+        self.front.clear();
         self.split = 0;
         Vec::from(std::mem::take(&mut self.queue))
     }
@@ -663,13 +684,14 @@ impl BlockCache {
     /// The free units, head (evicted next) first.
     pub fn free_iter(&self) -> impl Iterator<Item = u32> + '_ {
         let (a, b) = (self.queue.range(..self.split), self.queue.range(self.split..));
-        a.copied().chain(self.fresh.clone()).chain(b.copied()).filter(|&u| u != NIL)
+        let front = self.front.iter().rev().copied();
+        front.chain(a.copied().chain(self.fresh.clone()).chain(b.copied()).filter(|&u| u != NIL))
     }
 
     /// The free units that were handed out before (the queue less the units never handed
     /// out, all from [`BlockCache::issued`] on), head first.
     pub fn freed_iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.queue.iter().copied().filter(|&u| u != NIL)
+        self.front.iter().rev().copied().chain(self.queue.iter().copied().filter(|&u| u != NIL))
     }
 
     /// Per unit handed out ([`BlockCache::issued`] of them; the others are free, none
@@ -717,7 +739,7 @@ impl BlockCache {
         // Units from `issued` on were never handed out: free, uncached, all in `fresh`.
         let n = self.issued() as usize;
         let live = self.queue.iter().filter(|&&u| u != NIL).count();
-        if live + self.fresh.len() != self.num_free as usize || self.queue.len() != live + self.holes as usize {
+        if live + self.front.len() + self.fresh.len() != self.num_free as usize || self.queue.len() != live + self.holes as usize {
             return Err(format!(
                 "free queue holds {live} units, {} never handed out and {} holes, its counts say {} and {}",
                 self.fresh.len(),

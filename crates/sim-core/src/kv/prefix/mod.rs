@@ -1,12 +1,13 @@
 //! Automatic prefix caching (APC) as vLLM v1 does it (`vllm/v1/core/block_pool.py`,
 //! `kv_cache_manager.py`, `single_type_kv_cache_manager.py`, `kv_cache_utils.py`, the era
-//! of v0.15.1, whose V1 engine the real runs we compare with used).
+//! of v0.15.1, whose V1 engine the real runs we compare with used; request for request
+//! equal to vllm 0.33.0's scheduler on the workloads of `tests/vllm_reference.rs`).
 //!
 //! Two halves:
 //! - [`BlockCache`], the cache side of one replica's KV pool ([`crate::kv::KvPool`] holds
 //!   it when caching is on): the free units in vLLM's `FreeKVCacheBlockQueue` order
-//!   (allocation takes the head, a freed unit goes to the tail, a hit takes a free unit
-//!   out of the middle), reference counts, and an index from keys to the units cached
+//!   (allocation takes the head, a freed unit goes to the tail if it holds a hash and to
+//!   the head if not, a hit takes a free unit out of the middle), reference counts, and an index from keys to the units cached
 //!   under them, oldest first — all kept by *pieces* (consecutive blocks of one run
 //!   registered together) rather than by unit. These match `BlockPool` (`get_new_blocks`
 //!   with `_maybe_evict_cached_block`, `touch`, `free_blocks`, `cache_full_blocks`) and
@@ -604,9 +605,14 @@ impl Apc {
         if let Some(p) = self.per.get_mut(r.id as usize) {
             p.cached_shared = 0;
         }
+        // vLLM hashes a block once all its tokens are scheduled: the table's units past
+        // its full blocks hold no hash, and its free queue takes them at the front.
+        let hashed = again.unwrap_or(r.computed).min(r.num_tokens()) / b * per;
+        let hashed = (hashed.max(cached) as usize).min(r.blocks.len());
         match kv.cache.as_deref_mut().filter(|c| c.active) {
             Some(c) => {
-                c.free_blank(&r.blocks[cached as usize..]);
+                c.prepend_blank(&r.blocks[hashed..]);
+                c.free_blank(&r.blocks[cached as usize..hashed]);
                 for &(e, lo, pos, n) in held.iter().rev() {
                     c.release(e, lo, &r.blocks[pos as usize..(pos + n) as usize]);
                 }

@@ -429,17 +429,25 @@ proptest! {
                         m.refs[u as usize] += 1;
                     }
                 }
-                // Free a table, last unit first.
+                // Free a table, last unit first: up to 2 units past its cached ones hold no
+                // hash and go to the queue's front (vLLM's `prepend_n`), the others to its tail.
                 6 if !held.is_empty() => {
                     let mut t = held.swap_remove(pick(held.len()));
-                    for &u in t.units.iter().rev() {
+                    let s0 = t.segs.iter().map(|g| g.0 + g.3 as usize).max().unwrap_or(0);
+                    let hashed = t.units.len().saturating_sub(usize::from(x % 3)).max(s0);
+                    let mut front = Vec::new();
+                    for (k, &u) in t.units.iter().enumerate().rev() {
                         m.refs[u as usize] -= 1;
                         if m.refs[u as usize] == 0 {
-                            m.queue.push_back(u);
+                            if k >= hashed { front.push(u) } else { m.queue.push_back(u) }
                         }
                     }
+                    for &u in front.iter().rev() {
+                        m.queue.push_front(u);
+                    }
+                    c.prepend_blank(&t.units[hashed..]);
                     t.segs.sort_by_key(|g| std::cmp::Reverse(g.0));
-                    let mut end = t.units.len();
+                    let mut end = hashed;
                     for &(pos, e, lo, n, _) in &t.segs {
                         let to = pos + n as usize;
                         c.free_blank(&t.units[to..end]);
