@@ -35,6 +35,22 @@ RUNS: dict[str, tuple[int, int, str]] = {
 }
 
 
+def poisson_groups(rng: np.random.Generator, n: int, gap_ms: float, lens: list[int], extra: tuple[int, int],
+                   out: tuple[int, int], priorities: int = 0) -> list[dict[str, float | int]]:
+    """`n` Poisson arrivals (mean gap `gap_ms`), each in no group or one of `lens`' prefixes,
+    with `extra` more prompt tokens, `out` output tokens and a priority below `priorities`."""
+    rows: list[dict[str, float | int]] = []
+    t = 0.0
+    for i in range(n):
+        t += float(rng.exponential(gap_ms))
+        g = int(rng.integers(-1, len(lens)))
+        L = lens[g] if g >= 0 else 0
+        rows.append(dict(id=i, arrival_ms=t, prompt_tokens=L + int(rng.integers(*extra)),
+                         output_tokens=int(rng.integers(*out)), prefix_group=g, prefix_length=L,
+                         priority=int(rng.integers(0, priorities)) if priorities else 0))
+    return rows
+
+
 def rows_for(name: str, rng: np.random.Generator) -> list[dict[str, float | int]]:
     rows: list[dict[str, float | int]] = []
     t = 0.0
@@ -47,14 +63,7 @@ def rows_for(name: str, rng: np.random.Generator) -> list[dict[str, float | int]
             rows.append(dict(id=i, arrival_ms=t, prompt_tokens=lens[g] + int(rng.integers(1, 400)),
                              output_tokens=int(rng.integers(8, 120)), prefix_group=g, prefix_length=lens[g], priority=0))
     elif name == "priority_tight":
-        lens = [800, 1200, 1600]
-        for i in range(300):
-            t += float(rng.exponential(40.0))
-            g = int(rng.integers(-1, 3))
-            L = lens[g] if g >= 0 else 0
-            rows.append(dict(id=i, arrival_ms=t, prompt_tokens=L + int(rng.integers(16, 600)),
-                             output_tokens=int(rng.integers(8, 160)), prefix_group=g, prefix_length=L,
-                             priority=int(rng.integers(0, 4))))
+        rows = poisson_groups(rng, 300, 40.0, [800, 1200, 1600], (16, 600), (8, 160), priorities=4)
     elif name == "whole_prompt":
         # Prompts that are their group's whole prefix, a multiple of 16 tokens or not.
         lens = [512, 515, 1024, 1031]
@@ -80,22 +89,9 @@ def rows_for(name: str, rng: np.random.Generator) -> list[dict[str, float | int]
     elif name == "preempt_cached":
         # Long outputs in a pool that cannot hold them all: preemptions, and re-admissions
         # hitting what they had cached.
-        lens = [512, 1024]
-        for i in range(200):
-            t += float(rng.exponential(25.0))
-            g = int(rng.integers(-1, 2))
-            L = lens[g] if g >= 0 else 0
-            rows.append(dict(id=i, arrival_ms=t, prompt_tokens=L + int(rng.integers(32, 500)),
-                             output_tokens=int(rng.integers(200, 900)), prefix_group=g, prefix_length=L, priority=0))
+        rows = poisson_groups(rng, 200, 25.0, [512, 1024], (32, 500), (200, 900))
     elif name == "priority_preempt":
-        lens = [600, 1000]
-        for i in range(240):
-            t += float(rng.exponential(30.0))
-            g = int(rng.integers(-1, 2))
-            L = lens[g] if g >= 0 else 0
-            rows.append(dict(id=i, arrival_ms=t, prompt_tokens=L + int(rng.integers(32, 400)),
-                             output_tokens=int(rng.integers(100, 600)), prefix_group=g, prefix_length=L,
-                             priority=int(rng.integers(0, 3))))
+        rows = poisson_groups(rng, 240, 30.0, [600, 1000], (32, 400), (100, 600), priorities=3)
     else:
         raise ValueError(name)
     return rows
