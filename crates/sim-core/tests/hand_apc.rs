@@ -2,9 +2,10 @@
 //! and four requests, three of which share an 8-token prefix S (two blocks). Every step
 //! below was worked out by hand from the rules in `sched.rs` and `prefix.rs`:
 //! - a request holding cached blocks is preempted (C, step 4); its blocks stay cached,
-//!   freed last block first, so the free queue is [C's tail, C's S blocks, A's blocks];
-//! - an eviction: the next block allocated (B's growth, step 5) is the head of that queue,
-//!   C's own tail block, so C re-admitted hits only its two S blocks (8 of 12 cached tokens);
+//!   freed last block first, so the free queue is [C's tail, C's S blocks, A's full block];
+//! - no eviction: the next block allocated (B's growth, step 5) is A's partly filled last
+//!   block, which A's finish put at the queue's front (it holds no hash: vLLM prepends it),
+//!   so C re-admitted hits its two S blocks and its own third (12 of 13 tokens);
 //! - a whole-prompt hit (D, step 6): its prompt is exactly S, fully cached, but the hit is
 //!   capped at prompt − 1 tokens rounded down to whole blocks, so it recomputes its last
 //!   block (4 of 8 tokens hit) — into a new block, cached as a duplicate of S's second.
@@ -67,32 +68,34 @@ fn every_step_matches_the_hand_computation() {
         // A grows into unit 5, the last free one; C (13 tokens) needs a 4th unit: none, so
         // the last running entry, C itself, is preempted. Its 3 full blocks stay cached
         // (S's two by hash, its third by its own key), freed in reverse: queue [4, 3, 2].
-        // cost = 1 + 0.5·2 + 0.125·(5+4) = 3.125 ms. A finishes: queue [4, 3, 2, 5, 0].
+        // cost = 1 + 0.5·2 + 0.125·(5+4) = 3.125 ms. A finishes with 5 tokens computed: its
+        // full block (unit 0) is appended, its partly filled one (unit 5, no hash) goes to
+        // the queue's front (vLLM's `prepend_n`): queue [5 | 4, 3, 2, 0].
         (15.25, 18.375, vec![(0, 1), (1, 1)], vec![2], vec![0], 5),
-        // B grows: the head, unit 4 — C's cached tail — is evicted and reused. C (13 tokens:
-        // prompt + 3 generated) looks up: S's blocks hit (units 2, 3, free), its third block
-        // is gone; cap (13−1)/4 = 3 blocks not reached. It needs 4 − 2 hit + 2 evictable = 4
-        // units of the 4 free, and recomputes 5 tokens (not 13) on units 5, 0.
-        // cost = 1 + 0.25·5 + 0.5·1 + 0.125·(5+13) = 5 ms. C finishes: queue [0, 5, 3, 2].
-        (18.375, 23.375, vec![(1, 1), (2, 5)], vec![], vec![2], 4),
+        // B grows into unit 5, the front: nothing is evicted. C (13 tokens: prompt + 3
+        // generated) looks up: S's blocks (units 2, 3) and its own third block (unit 4) hit,
+        // the cap (13−1)/4 = 3 blocks; it recomputes 1 token into unit 0.
+        // cost = 1 + 0.25·1 + 0.5·1 + 0.125·(5+13) = 4 ms. C finishes: its partly filled
+        // unit 0 to the front, its three full blocks appended: queue [0 | 4, 3, 2].
+        (18.375, 22.375, vec![(1, 1), (2, 1)], vec![], vec![2], 4),
         // D (arrived at 20 ms) is exactly S, both blocks cached, but a hit is at most
         // 8 − 1 = 7 tokens, rounded down to one block: it hits unit 2 and recomputes 4
-        // tokens into unit 0 (cached under S's second hash, after unit 3 which still has it).
+        // tokens into unit 0 (the front; cached under S's second hash, after unit 3).
         // cost = 1 + 0.25·4 + 0.5·1 + 0.125·(6+8) = 4.25 ms.
-        (23.375, 27.625, vec![(1, 1), (3, 4)], vec![], vec![3], 4),
+        (22.375, 26.625, vec![(1, 1), (3, 4)], vec![], vec![3], 4),
         // cost = 1 + 0.5 + 0.125·7 = 2.375 ms.
-        (27.625, 30.0, vec![(1, 1)], vec![], vec![1], 6),
+        (26.625, 29.0, vec![(1, 1)], vec![], vec![1], 6),
     ];
     assert_eq!(steps(&res), expected);
 
     let r = &res.requests;
-    assert_eq!(r.first_token_ms, vec![5.875, 5.875, 5.875, 27.625]);
-    assert_eq!(r.finish_ms, vec![18.375, 30.0, 23.375, 27.625]);
+    assert_eq!(r.first_token_ms, vec![5.875, 5.875, 5.875, 26.625]);
+    assert_eq!(r.finish_ms, vec![18.375, 29.0, 22.375, 26.625]);
     assert_eq!(r.preemptions, vec![0, 0, 1, 0]);
     // vLLM's num_cached_tokens: hits at the first admission only.
     assert_eq!(r.cached_tokens, vec![0, 0, 0, 4]);
     // First admissions only (vLLM's counters): A 2 + B 1 + C 10 + D 8 looked up, D's 4 hit;
-    // C's re-admission (8 hit) is in vLLM's separate "preempted" class.
+    // C's re-admission (12 hit) is in vLLM's separate "preempted" class.
     assert_eq!(res.summary["prefix_cache_queries"], 21);
     assert_eq!(res.summary["prefix_cache_hits"], 4);
     assert_eq!(res.summary["prefix_cache_hit_rate"], 4.0 / 21.0);

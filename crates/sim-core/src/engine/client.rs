@@ -167,8 +167,12 @@ impl Engine {
                 // The batch changes: apply the steady steps owed and end the steady run.
                 replica.steady.settle(&mut replica.sched, &mut self.reqs, &mut self.apc);
                 replica.steady.left = 0;
+                let in_flight = replica.busy;
                 let st = &mut replica.sched;
                 let r = &mut self.reqs[id as usize];
+                // The tokens its table was last allocated for (vLLM hashed its blocks full of
+                // them): those of the step in flight too.
+                let mut alloc = r.computed;
                 if let Some(at) = replica.inbox.iter().position(|e| e.0 == id) {
                     // Routed while the replica was busy under async scheduling: not yet in
                     // its waiting queue (it would be enqueued, alive again, when released).
@@ -181,6 +185,9 @@ impl Engine {
                     }
                     // In the step in flight (or the last one, which a steady run repeats).
                     if let Some(at) = st.plan.iter().position(|&(x, _)| x == id) {
+                        if in_flight {
+                            alloc += st.plan[at].1;
+                        }
                         st.plan.remove(at);
                     }
                 }
@@ -189,7 +196,7 @@ impl Engine {
                 if let Some(off) = self.apc.offload.as_deref_mut() {
                     off.forget_request(id);
                 }
-                self.apc.release(&mut st.kv, r, None);
+                self.apc.release_after(&mut st.kv, r, None, alloc);
                 r.blocks = Vec::new();
                 self.mark(rep);
             }
