@@ -9,6 +9,7 @@ driver's linear model, so any difference is the scheduler's or the prefix cache'
 from __future__ import annotations
 
 import csv
+import json
 import os
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "vllm_reference"
-#: Where the reference request CSVs are read (the committed ones unless O1SIM_VLLM_REF names a folder).
+#: Where the reference runs are read, NAME.requests.csv and NAME.config.json (the committed ones
+#: unless O1SIM_VLLM_REF names a folder laid out the same way).
 REF = Path(os.environ.get("O1SIM_VLLM_REF", DATA))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -34,7 +36,8 @@ def read(path: Path) -> list[dict[str, str]]:
 
 def scenario(name: str) -> dict[str, Any]:
     """o1sim's scenario for reference run `name`, set up as the driver sets vLLM up."""
-    blocks, mbt, policy = RUNS[name]
+    # What vLLM really ran with, from the driver's configuration.
+    cfg = json.loads((REF / f"{name}.config.json").read_text())
     rows = read(DATA / f"{name}.workload.csv")
     reqs = []
     for r in rows:
@@ -47,8 +50,9 @@ def scenario(name: str) -> dict[str, Any]:
     return {
         "name": f"vllm reference: {name}", "seed": 1, "model": {"preset": "llama-3-8b", "max_context": 16384},
         "gpu": "h100",
-        "scheduler": {"policy": "vllm", "block_size": 16, "num_gpu_blocks": blocks - 1, "max_num_batched_tokens": mbt,
-                      "max_num_seqs": 256, "enable_prefix_caching": True, "scheduling_policy": policy},
+        "scheduler": {"policy": "vllm", "block_size": cfg["block_size"], "num_gpu_blocks": cfg["num_gpu_blocks"] - 1,
+                      "max_num_batched_tokens": cfg["max_num_batched_tokens"], "max_num_seqs": cfg["max_num_seqs"],
+                      "enable_prefix_caching": cfg["enable_prefix_caching"], "scheduling_policy": cfg["policy"]},
         "cost_model": dict(LINEAR),
         "workload": {"requests": reqs},
     }

@@ -11,16 +11,11 @@
 
 use sim_core::{simulate, Format, SimOptions};
 
-/// name -> (num_gpu_blocks as the driver takes it (usable = N − 1), max_num_batched_tokens,
-/// scheduling policy): the table of `tools/vllm_reference_workloads.py`.
-const RUNS: [(&str, u32, u32, &str); 6] = [
-    ("tight_pool", 700, 2048, "fcfs"),
-    ("priority_tight", 900, 2048, "priority"),
-    ("whole_prompt", 3000, 2048, "fcfs"),
-    ("bursts", 1200, 4096, "fcfs"),
-    ("preempt_cached", 500, 2048, "fcfs"),
-    ("priority_preempt", 600, 1024, "priority"),
-];
+/// The reference runs; each one's settings are read from the configuration the driver
+/// wrote for it (`NAME.config.json`: what vLLM really ran with).
+const RUNS: [&str; 6] = ["tight_pool", "priority_tight", "whole_prompt", "bursts", "preempt_cached", "priority_preempt"];
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/vllm_reference");
 
 fn csv(path: &str) -> Vec<std::collections::HashMap<String, String>> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -33,9 +28,10 @@ fn csv(path: &str) -> Vec<std::collections::HashMap<String, String>> {
 /// and vLLM's.
 type Row = (f64, f64, u32);
 
-fn run(name: &str, blocks: u32, mbt: u32, policy: &str) -> Vec<(Row, Row)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/vllm_reference");
-    let workload = csv(&format!("{dir}/{name}.workload.csv"));
+fn run(name: &str) -> Vec<(Row, Row)> {
+    let text = std::fs::read_to_string(format!("{DIR}/{name}.config.json")).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let workload = csv(&format!("{DIR}/{name}.workload.csv"));
     let reqs: Vec<serde_json::Value> = workload
         .iter()
         .map(|w| {
@@ -51,8 +47,10 @@ fn run(name: &str, blocks: u32, mbt: u32, policy: &str) -> Vec<(Row, Row)> {
         .collect();
     let scenario = serde_json::json!({
         "seed": 1, "model": {"preset": "llama-3-8b", "max_context": 16384}, "gpu": "h100",
-        "scheduler": {"policy": "vllm", "block_size": 16, "num_gpu_blocks": blocks - 1, "max_num_batched_tokens": mbt,
-                      "max_num_seqs": 256, "enable_prefix_caching": true, "scheduling_policy": policy},
+        // vLLM's block 0 is the null block: N − 1 usable.
+        "scheduler": {"policy": "vllm", "block_size": config["block_size"], "num_gpu_blocks": config["num_gpu_blocks"].as_u64().unwrap() - 1,
+                      "max_num_batched_tokens": config["max_num_batched_tokens"], "max_num_seqs": config["max_num_seqs"],
+                      "enable_prefix_caching": config["enable_prefix_caching"], "scheduling_policy": config["policy"]},
         // The driver's step: 5.0 + 0.02·prefill tokens + 0.05·decodes + 0.00001·Σcontext ms.
         "cost_model": {"kind": "linear", "base_ms": 5.0, "per_prefill_token_ms": 0.02, "per_decode_seq_ms": 0.05,
                        "per_context_token_ms": 0.00001},
@@ -60,7 +58,7 @@ fn run(name: &str, blocks: u32, mbt: u32, policy: &str) -> Vec<(Row, Row)> {
     });
     let res = simulate(&scenario.to_string(), Format::Json, SimOptions::default()).unwrap();
     let q = &res.requests;
-    let reference = csv(&format!("{dir}/{name}.requests.csv"));
+    let reference = csv(&format!("{DIR}/{name}.requests.csv"));
     reference
         .iter()
         .map(|v| {
@@ -75,8 +73,8 @@ fn run(name: &str, blocks: u32, mbt: u32, policy: &str) -> Vec<(Row, Row)> {
 #[test]
 fn every_request_matches_the_real_scheduler_within_one_percent() {
     let mut report = Vec::new();
-    for (name, blocks, mbt, policy) in RUNS {
-        let rows = run(name, blocks, mbt, policy);
+    for name in RUNS {
+        let rows = run(name);
         let off = |a: f64, b: f64| (a - b).abs() / b.abs().max(1e-9);
         let bad: Vec<_> = rows.iter().enumerate().filter(|(_, (o, t))| off(o.0, t.0) > 0.01 || off(o.1, t.1) > 0.01 || o.2 != t.2).collect();
         let worst = rows.iter().map(|(o, t)| off(o.0, t.0).max(off(o.1, t.1))).fold(0.0, f64::max);

@@ -196,7 +196,7 @@ impl Engine {
                 if let Some(off) = self.apc.offload.as_deref_mut() {
                     off.forget_request(id);
                 }
-                self.apc.release_after(&mut st.kv, r, None, alloc);
+                self.apc.release_after(&mut st.kv, r, false, alloc);
                 r.blocks = Vec::new();
                 self.mark(rep);
             }

@@ -570,14 +570,15 @@ impl Apc {
     /// hit them. Without caching, the pool's plain release.
     pub fn release(&mut self, kv: &mut KvPool, r: &mut Req, again: Option<u32>) {
         let alloc = again.unwrap_or(r.computed);
-        self.release_after(kv, r, again, alloc);
+        self.release_after(kv, r, again.is_some(), alloc);
     }
 
     /// [`Apc::release`] of a table last allocated for `alloc` tokens (its full blocks among
-    /// them hold a hash; the ones after go to the free queue's front).
-    pub fn release_after(&mut self, kv: &mut KvPool, r: &mut Req, again: Option<u32>, alloc: u32) {
+    /// them hold a hash; the ones after go to the free queue's front); `again`: the request
+    /// will be admitted again.
+    pub fn release_after(&mut self, kv: &mut KvPool, r: &mut Req, again: bool, alloc: u32) {
         let mut held = self.held.remove(&r.id).unwrap_or_else(|| self.spare.pop().unwrap_or_default());
-        if kv.queued() || (again.is_some() && kv.caching()) {
+        if kv.queued() || (again && kv.caching()) {
             self.release_cached(kv, r, again, alloc, &mut held);
         } else {
             kv.release(&mut r.blocks);
@@ -588,11 +589,12 @@ impl Apc {
 
     /// [`Apc::release`] where something may be cached: `held`, the table's ranges of
     /// cached copies.
-    fn release_cached(&mut self, kv: &mut KvPool, r: &mut Req, again: Option<u32>, alloc: u32, held: &mut Vec<Held>) {
+    fn release_cached(&mut self, kv: &mut KvPool, r: &mut Req, again: bool, alloc: u32, held: &mut Vec<Held>) {
         let (b, per) = Self::block_of(kv, r);
         let mut cached = held.last().map_or(0, |h| h.2 + h.3);
-        if let Some(alloc) = again {
-            let full = alloc.min(r.num_tokens()) / b;
+        // Its full blocks as last allocated: vLLM hashed them as they were scheduled.
+        let full = alloc.min(r.num_tokens()) / b;
+        if again {
             let from = (self.share_blocks(r.id).min(full) * per).max(cached);
             if from < full * per {
                 let replica = kv.replica;
@@ -612,10 +614,9 @@ impl Apc {
         if let Some(p) = self.per.get_mut(r.id as usize) {
             p.cached_shared = 0;
         }
-        // vLLM hashes a block once all its tokens are scheduled: the table's units past
-        // its full blocks hold no hash, and its free queue takes them at the front.
-        let hashed = alloc.min(r.num_tokens()) / b * per;
-        let hashed = (hashed.max(cached) as usize).min(r.blocks.len());
+        // The table's units past its full blocks hold no hash: the free queue takes them at
+        // its front.
+        let hashed = ((full * per).max(cached) as usize).min(r.blocks.len());
         match kv.cache.as_deref_mut().filter(|c| c.active) {
             Some(c) => {
                 c.prepend_blank(&r.blocks[hashed..]);
