@@ -15,6 +15,9 @@ use crate::topo::events::EventSpec;
 use crate::topo::TopologyInput;
 use crate::workload::WorkloadSpec;
 
+mod speculative;
+pub use speculative::{Acceptance, SpecMethod, SpecPlan, Speculative, MAX_SPEC_TOKENS, MTP_DEFAULT_ACCEPTANCE};
+
 /// A whole scenario. Sections mirror the documentation: `seed, model, gpu, deployment,
 /// scheduler, workload, cost_model, slo`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -458,6 +461,11 @@ pub struct SchedulerConfig {
     /// [`crate::kv::offload`]). Absent: no tier.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_offload: Option<KvOffload>,
+    /// Speculative decoding (`speculative = { method = "eagle3", num_tokens = 3,
+    /// acceptance_rate = 0.7 }`, [`Speculative`]): decodes verify drafts each step. Absent:
+    /// one token per decode step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<Speculative>,
 }
 
 /// `[scheduler.kv_offload]`: tiers that keep full KV blocks below the GPU's HBM and load them
@@ -563,6 +571,7 @@ impl Default for SchedulerConfig {
             enable_prefix_caching: None,
             scheduling_policy: None,
             kv_offload: None,
+            speculative: None,
         }
     }
 }
@@ -834,6 +843,27 @@ impl Scenario {
         Ok(())
     }
 
+    /// `[scheduler.speculative]`: its own rules ([`Speculative::plan`]), on vLLM's scheduler,
+    /// without pipeline stages (vLLM runs speculative decoding with PP = 1).
+    fn validate_speculative(&self, sp: &Speculative) -> Result<()> {
+        let s = &self.scheduler;
+        const P: &str = "scheduler.speculative";
+        if !s.policy.info().vllm_scheduler {
+            let ok: Vec<&str> = Policy::ALL.iter().filter(|p| p.info().vllm_scheduler).map(|p| p.name()).collect();
+            return Err(SimError::config(
+                P,
+                format!("drafts are verified by vLLM's scheduler: it applies to {} (the policy is {})", ok.join(", "), s.policy),
+            ));
+        }
+        if self.deployment.pool_views(s.policy.disaggregated()).iter().any(|v| v.pp > 1) {
+            return Err(SimError::config(P, "not with pipeline stages (vLLM runs speculative decoding with pp = 1)"));
+        }
+        if s.inject_bug.is_some() {
+            return Err(SimError::config(P, "the model checker explores one-token decodes: remove speculative or inject_bug"));
+        }
+        sp.plan().map(|_| ())
+    }
+
     /// The router's own settings: scorers and KV-event delay only where they apply. (With
     /// prefix caching off a prefix-aware router finds no prefix anywhere and routes by its
     /// load and KV-usage scorers: `compare` runs every policy, and some have no cache.)
@@ -974,6 +1004,9 @@ impl Scenario {
         }
         if let Some(o) = &s.kv_offload {
             self.validate_offload(o)?;
+        }
+        if let Some(sp) = &s.speculative {
+            self.validate_speculative(sp)?;
         }
         self.limits.validate()?;
         if let Some(slo) = &self.slo {

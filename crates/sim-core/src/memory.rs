@@ -186,7 +186,7 @@ pub fn layers_per_stage(model: &Model, pp: u32) -> u32 {
 /// vLLM's MLA backends keep the whole latent on every TP rank (its KV spec has one KV head,
 /// `MLAAttentionSpec`), as the DeepSeek-V2 paper's cache of `d_c + d_h^R` per token (§2.1.2)
 /// is shared by all heads. Served MTP modules add their layers (to the last stage's).
-fn kv_values_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
+pub fn kv_values_per_token_per_gpu(model: &Model, tp: u32, pp: u32) -> f64 {
     match &model.mla {
         Some(mla) => {
             let mtp = if model.serve_mtp { model.mtp_layers } else { 0 };

@@ -68,12 +68,20 @@ pub struct StepShape {
     pub sampled: u64,
     /// Σ over decodes of (KV length − 1) · 1024 / block size (per-request block sizes).
     pub decode_blocks_1024: u64,
+    /// Speculative decoding: draft tokens verified beside the decodes' own (Σ k); absent
+    /// from a step's JSON when 0.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub spec_tokens: u64,
     /// Communication priced on the topology for this step (TP AllReduces, PP transfers),
     /// ms; 0 without a topology (the model prices them itself).
     pub comm_ms: f64,
     /// Scheduling-decision latency the step waited for (o1pro, when async dispatch could
     /// not hide it), ms.
     pub decision_ms: f64,
+}
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
 }
 
 /// Buckets per series before the interval doubles (so memory stays bounded on any run).

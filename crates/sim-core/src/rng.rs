@@ -29,6 +29,19 @@ fn open_unit_from_bits(bits: u64) -> f64 {
     ((bits >> 12) as f64 + 0.5) * TWO_POW_MINUS_52
 }
 
+/// A uniform draw in (0, 1) that depends only on `(seed, a, b)`: a counter-based hash
+/// (SplitMix64 over the three words), for draws that must not depend on the order events
+/// are handled in — a request's speculative drafts are accepted the same way whatever batch
+/// it runs in.
+pub fn unit_hash(seed: u64, a: u64, b: u64) -> f64 {
+    let mut st = seed ^ 0x5EC0_DEC0_DE5E_ED00;
+    let h1 = splitmix64(&mut st);
+    let mut st = h1 ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let h2 = splitmix64(&mut st);
+    let mut st = h2 ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    open_unit_from_bits(splitmix64(&mut st))
+}
+
 /// A deterministic pseudo-random generator for the simulation (PCG64 "fast", i.e.
 /// `Pcg64Mcg`: 128-bit multiplicative congruential state, 64-bit output).
 ///

@@ -71,6 +71,8 @@ pub struct PlanShape {
     /// Σ over decode entries of 1024 / the request's block size: what a steady step (every
     /// context one token longer) adds to `decode_blocks_1024`.
     pub decode_block_step_1024: u64,
+    /// Speculative decoding: Σ over decode entries of the draft tokens verified (`n − 1`).
+    pub spec_tokens: u64,
 }
 
 /// Which victim a policy preempts when a running request cannot grow.
@@ -148,6 +150,14 @@ pub struct Params {
     pub apc: bool,
     /// Injected bug (model checking); [`Bug::None`] in every normal run.
     pub bug: Bug,
+    /// Speculative decoding (`[scheduler.speculative]`): draft tokens a decode verifies with
+    /// its next token (`num_tokens`, k; 0 = off). vLLM schedules `1 + k` tokens for a
+    /// running request with drafts; they count against the token budget.
+    pub spec_k: u32,
+    /// KV slots allocated past a decode's scheduled tokens for the drafter's next proposals
+    /// (vLLM's `num_lookahead_tokens`: k for EAGLE and MTP, whose heads write KV; 0 for
+    /// n-gram and draft models).
+    pub lookahead: u32,
 }
 
 impl Params {
@@ -165,6 +175,8 @@ impl Params {
             vllm_priority: cfg.priority_scheduling(),
             apc: cfg.prefix_caching(),
             bug: Bug::from_name(cfg.inject_bug.as_deref()),
+            spec_k: cfg.speculative.as_ref().map_or(0, |sp| sp.num_tokens()),
+            lookahead: cfg.speculative.as_ref().map_or(0, |sp| if sp.method.writes_kv() { sp.num_tokens() } else { 0 }),
         };
         let base = if base.vllm_priority { Params { victim: Victim::PriorityArrival, ..base } } else { base };
         match cfg.policy {
@@ -410,7 +422,8 @@ impl SchedState {
             r.blocks.clear(); // mutant: the units never return to the free list
         } else {
             // Its blocks were cached up to what this step had scheduled for it.
-            let alloc = r.computed + scheduled;
+            // (Drafts are never cached: at most the tokens it holds.)
+            let alloc = (r.computed + scheduled).min(r.num_tokens());
             apc.release(&mut self.kv, r, Some(alloc));
         }
         self.used_slots -= r.computed as u64;
@@ -479,7 +492,9 @@ fn add_to_shape(sh: &mut PlanShape, items: &mut Vec<PrefillItem>, r: &Req, n: u3
     } else {
         sh.decode_seqs += 1;
         sh.decode_ctx += after;
-        sh.sampled += 1;
+        // A decode of 1 + k tokens verifies k drafts: every position is sampled.
+        sh.sampled += n as u64;
+        sh.spec_tokens += n as u64 - 1;
         // 1024 / block as a shift: block sizes are powers of two in 1..=1024.
         let per_block = 1024u64 >> r.req_block.trailing_zeros().min(10);
         sh.decode_blocks_1024 += (after - 1) * per_block;
@@ -491,6 +506,14 @@ fn add_to_shape(sh: &mut PlanShape, items: &mut Vec<PrefillItem>, r: &Req, n: u3
 #[inline]
 fn wanted(r: &Req) -> u32 {
     r.num_tokens() - r.computed
+}
+
+/// Speculative decoding: the drafts a decoding request verifies this step, `k` but never
+/// past its last output token (vLLM proposes them and throws them away; o1sim does not
+/// schedule them: at most k tokens of one step per request).
+#[inline]
+fn drafts(r: &Req, k: u32) -> u32 {
+    k.min(r.output.saturating_sub(r.generated + 1))
 }
 
 /// Schedule running requests of the given pass in admission order. Returns `false` when
@@ -533,18 +556,29 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
                     i += 1;
                     continue;
                 }
-                let n = wanted(r).min(budget).min(cap);
+                let mut n = wanted(r);
+                // A decode with drafts verifies 1 + k tokens; a short budget trims the drafts.
+                let spec = p.spec_k > 0 && !prefill;
+                if spec {
+                    n += drafts(r, p.spec_k);
+                }
+                let n = n.min(budget).min(cap);
                 if n == 0 {
                     i += 1;
                     continue;
                 }
                 let (len, blk) = (r.computed + n, r.req_block);
-                if !kv.grow(&mut r.blocks, len, blk) {
+                // EAGLE/MTP heads write their next proposals' KV: lookahead slots, within
+                // the request's whole length.
+                let slots = if spec { (len + p.lookahead).min((r.prompt + r.output).max(len)) } else { len };
+                if !kv.grow(&mut r.blocks, slots, blk) {
                     failed = true;
                     break;
                 }
                 if share {
-                    apc.cache_shared(kv, r, len);
+                    // Drafts are not cached: only tokens the request holds (vLLM caches up to
+                    // `request.num_tokens`).
+                    apc.cache_shared(kv, r, len.min(r.num_tokens()));
                 }
                 plan.push((id, n));
                 add_to_shape(&mut sh, prefill_items, r, n);

@@ -3,6 +3,7 @@
 
 mod offload;
 mod pools;
+mod speculative;
 pub(crate) mod resources;
 
 use crate::error::{Result, SimError};
@@ -296,6 +297,10 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         deployment["placement"] = serde_json::json!(f.placement.iter().map(ids).collect::<Vec<_>>());
         engine.attach_fabric(f);
     }
+    if let Some(r) = speculative::resolve(&scenario, &model)? {
+        deployment["speculative"] = speculative::deployment_json(&r);
+        engine.attach_spec(&r.plan, scenario.seed);
+    }
     if let Some(o) = &s.kv_offload {
         let (offload, tiers_json) = offload::build(o, &scenario, &gpu, kv_bytes_per_token, engine.replicas.len(), engine.reqs.len());
         deployment["kv_offload"] = tiers_json;
@@ -378,6 +383,7 @@ pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<Strin
             context_sum_after: shape.context_sum_after,
             sampled: shape.sampled,
             decode_blocks_1024: shape.decode_blocks_1024,
+            spec_tokens: shape.spec_tokens,
         };
         let a = perf.anatomy(&b, shape.comm_ms * 1e-3, shape.decision_ms * 1e-3);
         let mut out = serde_json::to_value(&a).map_err(|e| SimError::Internal { message: e.to_string() })?;
@@ -670,6 +676,9 @@ fn collect(built: Built) -> SimResult {
     if reqs.iter().any(|r| r.adversarial) {
         summary["classes"] = crate::metrics::class_summary(reqs, REASON_NAMES);
         cols.adversarial = reqs.iter().map(|r| r.adversarial).collect();
+    }
+    if let Some(st) = engine.spec_stats() {
+        summary["speculative"] = speculative::summary(st);
     }
     if let Some(off) = engine.apc.offload.as_deref() {
         cols.kv_load_ms = off.load_ns.iter().map(|&n| n as f64 / 1e6).collect();

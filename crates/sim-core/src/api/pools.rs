@@ -55,6 +55,7 @@ impl BuiltPool {
 pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) -> Result<Vec<BuiltPool>> {
     let s = &scenario.scheduler;
     let listed = !scenario.deployment.pools.is_empty();
+    let spec = super::speculative::resolve(scenario, model)?;
     let mut out = Vec::new();
     for v in scenario.deployment.pool_views(s.policy.disaggregated()) {
         let gpu = match v.gpu {
@@ -78,8 +79,11 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
             e => e,
         };
         let par = Parallel { tp: v.tp, pp: v.pp, dp: v.dp, ep: v.ep, redundant_experts: scenario.deployment.moe.redundant_experts };
-        let plan = plan_memory_par(model, &gpu, &par, s.gpu_memory_utilization, s.max_num_batched_tokens, scenario.cost_model.precision())
-            .map_err(named)?;
+        let precision = scenario.cost_model.precision();
+        let mut plan = plan_memory_par(model, &gpu, &par, s.gpu_memory_utilization, s.max_num_batched_tokens, precision).map_err(named)?;
+        if let Some(r) = &spec {
+            super::speculative::charge(&mut plan, r, v.tp, precision.weight_bytes, precision.kv_bytes).map_err(named)?;
+        }
         let blocks = match s.num_gpu_blocks {
             Some(n) => n,
             None => plan.kv_capacity_tokens / u64::from(s.block_size),
@@ -124,6 +128,22 @@ pub(super) fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu
     .map_err(|e| e.under("cost_model"))?
     .with_max_num_seqs(s.max_num_seqs)
     .with_parallel(&ep_spec(scenario, pool), model, gpu, pool.pp)?;
+    let perf = match super::speculative::resolve(scenario, model)? {
+        None => perf,
+        Some(r) => {
+            // The drafter's network takes the pool's DP ranks; only an MoE network (MTP's
+            // layer) spreads experts.
+            let drafter = super::speculative::drafter(&r, scenario, gpu, pool.tp, |m, net| {
+                let mut ep = ep_spec(scenario, pool);
+                if net.experts <= 1 {
+                    ep.ep = 1;
+                    ep.redundant_experts = 0;
+                }
+                Ok(m.with_max_num_seqs(s.max_num_seqs).with_parallel(&ep, net, gpu, 1)?.with_block_size(s.block_size))
+            })?;
+            perf.with_drafter(drafter)
+        }
+    };
     Ok(match crate::sched::Params::for_policy(s).1 {
         crate::kv::KvMode::Contiguous => perf,
         crate::kv::KvMode::PagedPerRequest => perf.with_per_request_blocks(),

@@ -24,7 +24,7 @@ pub struct ModelPreset {
 
 /// The model presets, in catalog order (the first five are the original presets, which
 /// the goldens use).
-pub const MODEL_PRESETS: [ModelPreset; 26] = [
+pub const MODEL_PRESETS: [ModelPreset; 27] = [
     ModelPreset {
         name: "llama-3-8b",
         hf_ids: &["meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct"],
@@ -342,6 +342,16 @@ pub const MODEL_PRESETS: [ModelPreset; 26] = [
             "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
             "attention_chunk_size": 8192, "use_qk_norm": false,
             "vocab_size": 202048, "max_position_embeddings": 1048576}}"#,
+    },
+    // The small member of the Llama 3 tokenizer family: the usual draft model of
+    // speculative decoding for Llama-3.1-8B/70B (`scheduler.speculative.draft_model`).
+    ModelPreset {
+        name: "llama-3.2-1b",
+        hf_ids: &["meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"],
+        config: r#"{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+            "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 131072,
+            "tie_word_embeddings": true, "torch_dtype": "bfloat16"}"#,
     },
 ];
 

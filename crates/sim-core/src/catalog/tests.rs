@@ -40,6 +40,7 @@ const PUBLISHED_PARAMS: [(&str, f64, &str); 26] = [
     ("gpt-oss-20b", 20.91e9, "gpt-oss model card, table 1: 20.91B total"),
     // The language model only (o1sim serves text); the card's 400B.
     ("llama-4-maverick", 400e9, "meta-llama/Llama-4-Maverick-17B-128E model card: 400B total"),
+    ("llama-3.2-1b", 1.23e9, "meta-llama/Llama-3.2-1B model card: 1.23B (tied embeddings)"),
 ];
 
 #[test]

@@ -140,6 +140,7 @@ impl Engine {
             unguarded: false,
             scaler: None,
             decision_ns: 0,
+            spec: None,
             max_template_depth: scenario.scheduler.policy.info().o1pro_admission
                 .then_some(crate::workload::adversarial::O1PRO_MAX_TEMPLATE_DEPTH),
         })

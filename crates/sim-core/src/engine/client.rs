@@ -196,6 +196,8 @@ impl Engine {
                 if let Some(off) = self.apc.offload.as_deref_mut() {
                     off.forget_request(id);
                 }
+                // Drafts of a speculative step are never cached: at most the tokens it holds.
+                let alloc = alloc.min(r.num_tokens());
                 self.apc.release_after(&mut st.kv, r, false, alloc);
                 r.blocks = Vec::new();
                 self.mark(rep);

@@ -16,6 +16,8 @@ mod disagg;
 mod dispatch;
 mod run;
 mod scaling;
+mod speculative;
+pub use speculative::{SpecRun, SpecStats};
 pub(crate) mod sessions;
 pub(crate) mod steady;
 mod route;
@@ -185,4 +187,6 @@ pub struct Engine {
     /// Latency of one scheduling decision (o1pro, seed §3.3), ns; 0 for the other policies
     /// (their decision is part of the step's CPU time). See [`Engine::decision_exposed_ns`].
     pub(crate) decision_ns: u64,
+    /// Speculative decoding's acceptance and counters (`[scheduler.speculative]`).
+    pub(crate) spec: Option<Box<SpecRun>>,
 }

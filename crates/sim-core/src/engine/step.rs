@@ -114,6 +114,7 @@ impl Engine {
         let guarded = !self.unguarded;
         #[cfg(not(test))]
         let guarded = true;
+        let mut spec = self.spec.as_deref_mut();
         for &(id, n) in &st.plan {
             let r = &mut self.reqs[id as usize];
             if guarded && (r.status != Status::Running || r.replica != rep as i32) {
@@ -121,13 +122,23 @@ impl Engine {
                 // request finishes once, on the replica running it).
                 continue;
             }
+            // A decode of 1 + k tokens keeps its accepted drafts and the target's own token;
+            // the rejected drafts' slots are written again by the next step.
+            let mut made = 1;
+            let n = match spec.as_deref_mut() {
+                Some(sp) if n > 1 && !r.in_prefill() => {
+                    made = 1 + sp.accept(id, r.generated, n - 1);
+                    made
+                }
+                _ => n,
+            };
             r.computed += n;
             used_slots += n as u64;
             if r.computed < r.num_tokens() {
                 continue; // a prefill chunk short of its target
             }
-            r.generated += 1;
-            outstanding = outstanding.saturating_sub(1);
+            r.generated += made;
+            outstanding = outstanding.saturating_sub(u64::from(made));
             if r.generated == 1 {
                 r.first_token_ns = now;
                 self.first_buf.push(id);
@@ -230,6 +241,7 @@ impl Engine {
                     context_sum_after: st.shape.ctx_after,
                     sampled: st.shape.sampled,
                     decode_blocks_1024: st.shape.decode_blocks_1024,
+                    spec_tokens: st.shape.spec_tokens,
                     comm_ms: replica.last_comm_s * 1e3,
                     decision_ms: replica.last_decision_ns as f64 / 1e6,
                 },
@@ -262,6 +274,7 @@ fn price_step(perf: &StepCostModel, fabric: Option<&mut Fabric>, rep: usize, st:
         context_sum_after: sh.ctx_after,
         sampled: sh.sampled,
         decode_blocks_1024: sh.decode_blocks_1024,
+        spec_tokens: sh.spec_tokens,
     };
     let mut comm_s = 0.0;
     let dur = match fabric {

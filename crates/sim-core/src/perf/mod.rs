@@ -17,6 +17,7 @@
 //! rules, `layer_mix.rs` the layer kinds); this file holds [`StepCostModel`], which picks the
 //! linear model or the composed step and turns seconds into integer nanoseconds.
 
+pub mod draft;
 pub mod ep;
 mod cost_spec;
 mod layer_mix;
@@ -50,6 +51,8 @@ const LINEAR_NAMES: [&str; 4] = ["base", "prefill_tokens", "decode_seqs", "conte
 #[derive(Debug, Clone)]
 pub struct StepCostModel {
     inner: Inner,
+    /// Speculative decoding's drafter, run after each step's forward pass ([`draft`]).
+    draft: Option<Box<draft::Drafter>>,
 }
 
 #[derive(Debug, Clone)]
@@ -109,7 +112,7 @@ impl StepCostModel {
                 Inner::Step(Box::new(step::StepModel::new(s, tables, model, gpu, tp, pp, external_comm)))
             }
         };
-        Ok(StepCostModel { inner })
+        Ok(StepCostModel { inner, draft: None })
     }
 
     /// Data-parallel attention ranks and expert parallelism ([`ep`]): the step of one rank
@@ -189,6 +192,34 @@ impl StepCostModel {
         self
     }
 
+    /// Run `drafter` after every step's forward pass (speculative decoding): its passes are
+    /// added to each step's price, its line to the breakdown and its kernels' span to the
+    /// anatomy.
+    pub fn with_drafter(mut self, drafter: draft::Drafter) -> Self {
+        self.draft = Some(Box::new(drafter));
+        self
+    }
+
+    /// Seconds the drafter adds to a step of shape `b` (0 without speculation).
+    #[inline]
+    fn draft_s(&self, b: &BatchShape) -> f64 {
+        self.draft.as_ref().map_or(0.0, |d| d.step_s(b))
+    }
+
+    /// One forward pass of this model over `b`, s, as a replica runs it alone (DP/EP ranks
+    /// and pipelines included; no drafter): what a drafter's network costs per pass.
+    pub(crate) fn forward_s(&self, b: &BatchShape) -> f64 {
+        if b.is_empty() {
+            return 0.0;
+        }
+        match &self.inner {
+            Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
+            Inner::Step(s) if s.dp_ranks() > 0 => s.ep_step_s(b, None),
+            Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
+            Inner::Step(s) => s.step_s(b),
+        }
+    }
+
     /// Duration of the step in integer nanoseconds (computed in f64, rounded once). 0 for an
     /// empty batch, ≥ 1 ns otherwise. No allocation for steps up to 65,536 tokens;
     /// O(`prefill.len()`) work.
@@ -201,7 +232,7 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
             Inner::Step(s) => s.step_s(b),
-        };
+        } + self.draft_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -214,7 +245,8 @@ impl StepCostModel {
         let seconds = match &self.inner {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) => s.step_s(b),
-        } + extra_s;
+        } + extra_s
+            + self.draft_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -236,7 +268,8 @@ impl StepCostModel {
         let seconds = match &self.inner {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) => s.ep_step_s(b, a2a),
-        } + extra_s;
+        } + extra_s
+            + self.draft_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -268,7 +301,7 @@ impl StepCostModel {
         let seconds = match &self.inner {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3 + allreduce_s * f64::from(mb) + xfer_s,
             Inner::Step(s) => s.pipeline_s(b, mb, Some((allreduce_s, xfer_s))),
-        };
+        } + self.draft_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -277,6 +310,14 @@ impl StepCostModel {
     /// decode_seqs, context_tokens` (source `model`). The lines sum to the step's exact
     /// time, which `step_ns` matches within 0.2% (it interpolates the dense part on a grid).
     pub fn breakdown(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
+        let (mut ops, graph) = self.breakdown_target(b);
+        if let Some(d) = self.draft.as_ref().filter(|_| !b.is_empty()) {
+            ops.push(OpCost { op: format!("drafter ({}, k = {})", d.method.name(), d.k), ms: d.step_s(b) * 1e3, source: Source::Model });
+        }
+        (ops, graph)
+    }
+
+    fn breakdown_target(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
         match &self.inner {
             Inner::Linear { .. } => {
                 let ms = self.linear_ms(b);
@@ -297,22 +338,25 @@ impl StepCostModel {
     /// topology priced for it, `decision_s` the scheduling decision it waited for. A linear
     /// model has no kernels: one `linear_model` row spans its price.
     pub fn anatomy(&self, b: &BatchShape, comm_s: f64, decision_s: f64) -> Anatomy {
+        let mut a = self.anatomy_target(b, comm_s, decision_s);
+        if let Some(d) = self.draft.as_ref().filter(|_| !b.is_empty()) {
+            // The drafter's passes follow the target's forward pass on the compute stream.
+            let ms = d.step_s(b) * 1e3;
+            let start = a.step_ms * 1e3;
+            let name = format!("drafter ({}, {} pass{})", d.method.name(), d.k, if d.k == 1 { "" } else { "es" });
+            a.kernels.push_span(name, start, start + ms * 1e3);
+            a.step_ms += ms;
+        }
+        a
+    }
+
+    fn anatomy_target(&self, b: &BatchShape, comm_s: f64, decision_s: f64) -> Anatomy {
         match &self.inner {
             Inner::Step(s) => s.anatomy(b, comm_s, decision_s),
             Inner::Linear { .. } => {
                 let ms = if b.is_empty() { 0.0 } else { self.linear_ms(b).iter().sum::<f64>() } + (comm_s + decision_s) * 1e3;
                 let mut k = KernelColumns::default();
-                k.name.push("linear_model".into());
-                k.layer.push(-1);
-                k.part.push(0);
-                k.parts.push(1);
-                k.launched_us.push(0.0);
-                k.start_us.push(0.0);
-                k.end_us.push(ms * 1e3);
-                k.stream.push("compute");
-                k.source.push(Source::Model);
-                k.ctas.push(0.0);
-                k.sm_occupancy.push(0.0);
+                k.push_span("linear_model".into(), 0.0, ms * 1e3);
                 Anatomy { step_ms: ms, graph: false, pipelined: false, sms: 0, kernels: k }
             }
         }

@@ -160,6 +160,7 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
         context_sum_after: ctx_after,
         sampled,
         decode_blocks_1024: 0,
+        spec_tokens: 0,
     };
     let (breakdown, graph) = cost.breakdown(&shape);
     Ok(Prediction {

@@ -11,7 +11,7 @@ pub struct PrefillItem {
 }
 
 /// Aggregate description of one scheduler step of one replica.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct BatchShape<'a> {
     /// Requests below their (re)prefill target: tokens this step + KV already there.
     pub prefill: &'a [PrefillItem],
@@ -30,9 +30,20 @@ pub struct BatchShape<'a> {
     /// because block sizes are powers of two ≤ 1024. Only a cache with per-request block
     /// sizes (o1pro, [`StepCostModel::with_per_request_blocks`](super::StepCostModel::with_per_request_blocks)) reads it; 0 elsewhere.
     pub decode_blocks_1024: u64,
+    /// Speculative decoding: Σ over decode requests of the draft tokens verified with their
+    /// next token (a decode of `1 + k` query tokens adds `k`). Each is one more row through
+    /// every dense layer and lm_head, and one more query of the decode's attention; 0
+    /// without speculation.
+    pub spec_tokens: u64,
 }
 
 impl BatchShape<'_> {
+    /// Rows through the dense layers: prefill tokens, one per decode, and the drafts verified.
+    #[inline]
+    pub fn tokens(&self) -> u64 {
+        self.prefill_tokens + self.decode_seqs + self.spec_tokens
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.prefill.is_empty()
             && self.prefill_tokens == 0

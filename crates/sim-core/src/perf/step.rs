@@ -878,7 +878,8 @@ impl StepModel {
             push("attention_prefill", att, if vllm { 1.0 } else { b.prefill.len() as f64 });
         }
         if b.decode_seqs > 0 {
-            let seqs = b.decode_seqs as f64 / k;
+            // Every query row (a decode's token and its drafts) is absorbed and up-projected.
+            let seqs = (b.decode_seqs + b.spec_tokens) as f64 / k;
             // KV read excludes the token written this step.
             let tokens = b.decode_context_sum.saturating_sub(b.decode_seqs) as f64 / k;
             let uk = r.gemm(seqs, a.nope, a.hq * a.kv_lora);
@@ -1090,12 +1091,31 @@ impl StepModel {
         let one = |t: f64| {
             let remap = self.remap(b, tokens, t, k);
             let att = if exact { self.decode_op(t, self.decode_cpu).gpu_s } else { self.decode_s(t) };
-            att + remap
+            self.verify_attention_s(b, t, att) + remap
         };
         match self.mix.local {
             None => one(tokens),
             Some((_, window, share)) => (1.0 - share) * one(tokens) + share * one(tokens.min(seqs * window)),
         }
+    }
+
+    /// Decode attention with the drafts of speculative decoding verified in the same call
+    /// (`b.spec_tokens > 0`): each sequence's `1 + k` queries read its KV once, so the
+    /// kernel stays bound by the KV read (`att`, s) until the queries' FLOPs — `2 · hq ·
+    /// (qk + v)` per query and cached token, MLA's over the latent — take longer at the
+    /// GPU's attention rate (the roofline's other side; FlashAttention and FlashMLA run a
+    /// q-length of `1 + k` as one decode). Unchanged without drafts.
+    #[inline]
+    fn verify_attention_s(&self, b: &BatchShape, tokens: f64, att: f64) -> f64 {
+        if b.spec_tokens == 0 || b.decode_seqs == 0 {
+            return att;
+        }
+        let queries = (b.decode_seqs + b.spec_tokens) as f64 / b.decode_seqs as f64;
+        let per_pair = match &self.mla {
+            Some(a) => 2.0 * f64::from(a.hq) * f64::from(a.cached() + a.kv_lora),
+            None => 4.0 * f64::from(self.hq) * f64::from(self.hd),
+        };
+        att.max(self.attn_floor + tokens * queries * per_pair / self.r.attn_flops)
     }
 
     /// Attention of one layer: (GPU s, CPU s), and the ops for a breakdown when asked.
@@ -1179,7 +1199,7 @@ impl StepModel {
     }
 
     fn mode(&self, b: &BatchShape) -> Mode {
-        self.mode_at(b.prefill_tokens + b.decode_seqs, !b.prefill.is_empty())
+        self.mode_at(b.tokens(), !b.prefill.is_empty())
     }
 
     /// The launch mode of a step of `tokens` tokens (`mixed`: with prefill work): a graph
@@ -1263,7 +1283,7 @@ impl StepModel {
         if self.dp > 1.0 || self.ep.is_some() {
             return self.ep_step_s(b, None);
         }
-        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let m = b.tokens() as f64;
         let s = b.sampled as f64;
         let dense = self.dense_at(m);
         let epi = self.epilogue_at(s);
@@ -1307,7 +1327,7 @@ impl StepModel {
     /// plus the scheduler's CPU overhead once.
     pub fn pipeline_s(&self, b: &BatchShape, mb: u32, comm: Option<(f64, f64)>) -> f64 {
         let k = f64::from(mb.max(1));
-        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let m = b.tokens() as f64 / k;
         let s = b.sampled as f64 / k;
         let (mut dense, epi, (ga, ca)) = self.share_parts(b, k);
         let model_xfer = if self.pp > 1.0 { dense.pp / (self.pp - 1.0) } else { 0.0 };
@@ -1332,7 +1352,7 @@ impl StepModel {
     /// and attention: `1/k` of the prefills' (summed over sequences) and a decode over `1/k`
     /// of the sequences and their KV.
     fn share_parts(&self, b: &BatchShape, k: f64) -> (Agg, (f64, f64), (f64, f64)) {
-        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let m = b.tokens() as f64 / k;
         let s = b.sampled as f64 / k;
         let dense = self.dense_at(m);
         let epi = self.epilogue_at(s);
@@ -1364,7 +1384,7 @@ impl StepModel {
     /// two-batch overlap), s, without the expert exchange.
     fn rank_compute_s(&self, b: &BatchShape, k: f64) -> f64 {
         let (dense, epi, att) = self.share_parts(b, k);
-        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let m = b.tokens() as f64 / k;
         let mode = self.mode_at(libm::ceil(m) as u64, !b.prefill.is_empty());
         self.compose(&dense, epi, att, mode, self.other_kernels(b, b.sampled as f64 / k), seqs(b) / k)
     }
@@ -1388,7 +1408,7 @@ impl StepModel {
     /// (the step, its compute alone), s, of a rank carrying `1/k` of `b` (`k = dp` for a
     /// replica's batch, 1 for a rank's own).
     fn ep_rank_s(&self, b: &BatchShape, k: f64, costs: Option<&super::ep::A2aCosts>) -> (f64, f64) {
-        let m = (b.prefill_tokens + b.decode_seqs) as f64 / k;
+        let m = b.tokens() as f64 / k;
         let moe_layers = self.layers * self.mix.moe_share;
         let compute = self.rank_compute_s(b, k);
         let (d, c) = self.exchange(b, m, costs);
@@ -1408,7 +1428,7 @@ impl StepModel {
 
     /// Exact per-op breakdown (ms, summed over layers); the lines sum to the exact total.
     pub fn breakdown(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
-        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let m = b.tokens() as f64;
         let dense = self.dense(m);
         let a = self.agg(&dense);
         let epi_ops = self.epilogue(b.sampled as f64);

@@ -70,6 +70,22 @@ pub struct KernelColumns {
 }
 
 impl KernelColumns {
+    /// Add one row outside the layers spanning `[start_us, end_us]` on the compute stream,
+    /// priced by a model rather than a kernel table (a linear model's step, a drafter's passes).
+    pub fn push_span(&mut self, name: String, start_us: f64, end_us: f64) {
+        self.name.push(name);
+        self.layer.push(-1);
+        self.part.push(0);
+        self.parts.push(1);
+        self.launched_us.push(start_us);
+        self.start_us.push(start_us);
+        self.end_us.push(end_us);
+        self.stream.push("compute");
+        self.source.push(Source::Model);
+        self.ctas.push(0.0);
+        self.sm_occupancy.push(0.0);
+    }
+
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.name.len()
@@ -227,6 +243,7 @@ impl StepModel {
                 context_sum_after: div(b.context_sum_after),
                 sampled: div(b.sampled),
                 decode_blocks_1024: div(b.decode_blocks_1024),
+                spec_tokens: div(b.spec_tokens),
             };
             return self.rank_anatomy(&rank, b.prefill.is_empty(), comm_s, decision_s);
         }
@@ -252,7 +269,7 @@ impl StepModel {
     /// attention, attention (followed by `piece_gap` of idle GPU), after attention, the
     /// epilogue, the pipeline transfer, with the topology's communication spread over them.
     fn launch_units(&self, b: &BatchShape, piece_gap: f64, comm_s: f64) -> Vec<Unit> {
-        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let m = b.tokens() as f64;
         let s = b.sampled as f64;
         let mut units: Vec<Unit> = Vec::new();
         if m == 0.0 && s == 0.0 {
@@ -418,7 +435,7 @@ impl StepModel {
     /// not hide).
     fn add_exchanges(&self, units: &mut Vec<Unit>, b: &BatchShape, decode_only: bool) {
         let Some(ep) = &self.ep else { return };
-        let m = (b.prefill_tokens + b.decode_seqs) as f64;
+        let m = b.tokens() as f64;
         let top_k = self.moe.map_or(1.0, |x| x.1);
         let gamma = ep.balance.gamma(m * self.dp * top_k);
         let (d, c) = super::super::ep::exchange_s(&ep.costs, ep.all_to_all, decode_only, m, self.hidden, top_k, ep.ep, gamma);
