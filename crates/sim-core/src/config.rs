@@ -466,6 +466,16 @@ pub struct SchedulerConfig {
     /// one token per decode step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<Speculative>,
+    /// Multi-LoRA (with `workload.lora`): most distinct adapters in one step and GPU slots
+    /// for them (vLLM's `max_loras`, default 1). A waiting request whose adapter would be
+    /// one too many is passed over until a slot frees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_loras: Option<u32>,
+    /// Multi-LoRA: adapters kept in host memory (vLLM's `max_cpu_loras`, default
+    /// `max_loras`, at least that); a GPU slot is filled from there over the host link, an
+    /// adapter not there is read from disk first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cpu_loras: Option<u32>,
 }
 
 /// `[scheduler.kv_offload]`: tiers that keep full KV blocks below the GPU's HBM and load them
@@ -542,6 +552,16 @@ pub struct OffloadTier {
 }
 
 impl SchedulerConfig {
+    /// `max_loras`, default 1 (vLLM's).
+    pub fn effective_max_loras(&self) -> u32 {
+        self.max_loras.unwrap_or(1)
+    }
+
+    /// `max_cpu_loras`, default `max_loras` (vLLM's).
+    pub fn effective_max_cpu_loras(&self) -> u32 {
+        self.max_cpu_loras.unwrap_or(self.effective_max_loras())
+    }
+
     /// Whether prefix caching is on (the field, or the policy's default).
     pub fn prefix_caching(&self) -> bool {
         self.enable_prefix_caching.unwrap_or(self.policy.info().prefix_cache)
@@ -572,6 +592,8 @@ impl Default for SchedulerConfig {
             scheduling_policy: None,
             kv_offload: None,
             speculative: None,
+            max_loras: None,
+            max_cpu_loras: None,
         }
     }
 }
@@ -864,6 +886,36 @@ impl Scenario {
         sp.plan().map(|_| ())
     }
 
+    /// Multi-LoRA: `scheduler.max_loras` / `max_cpu_loras` only with `workload.lora`, on
+    /// vLLM's scheduler; `1 ≤ max_loras ≤ max_cpu_loras`.
+    fn validate_lora(&self) -> Result<()> {
+        let s = &self.scheduler;
+        if self.workload.lora.is_none() {
+            for (name, v) in [("max_loras", s.max_loras), ("max_cpu_loras", s.max_cpu_loras)] {
+                if v.is_some() {
+                    return Err(SimError::config(format!("scheduler.{name}"), "sizes the LoRA adapters' slots: add workload.lora (adapters, rank)"));
+                }
+            }
+            return Ok(());
+        }
+        if !s.policy.info().vllm_scheduler {
+            let ok: Vec<&str> = Policy::ALL.iter().filter(|p| p.info().vllm_scheduler).map(|p| p.name()).collect();
+            return Err(SimError::config(
+                "workload.lora",
+                format!("adapter slots are vLLM's scheduler's rule: LoRA applies to {} (the policy is {})", ok.join(", "), s.policy),
+            ));
+        }
+        let max = s.effective_max_loras();
+        check::in_range("scheduler.max_loras", max, 1, 1024)?;
+        if let Some(c) = s.max_cpu_loras {
+            check::in_range("scheduler.max_cpu_loras", c, 1, 1 << 20)?;
+            if c < max {
+                return Err(SimError::config("scheduler.max_cpu_loras", format!("must be at least max_loras ({max}) (got {c})")));
+            }
+        }
+        Ok(())
+    }
+
     /// The router's own settings: scorers and KV-event delay only where they apply. (With
     /// prefix caching off a prefix-aware router finds no prefix anywhere and routes by its
     /// load and KV-usage scorers: `compare` runs every policy, and some have no cache.)
@@ -1008,6 +1060,7 @@ impl Scenario {
         if let Some(sp) = &s.speculative {
             self.validate_speculative(sp)?;
         }
+        self.validate_lora()?;
         self.limits.validate()?;
         if let Some(slo) = &self.slo {
             for (name, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms), ("e2e_ms", slo.e2e_ms)] {

@@ -81,6 +81,30 @@ pub struct MemoryPlan {
     pub kv_capacity_tokens: u64,
 }
 
+impl MemoryPlan {
+    /// Take `weights_bytes` more weights per GPU (a drafter, LoRA slots) out of the KV space,
+    /// and let each token hold `kv_per_token_extra` more bytes of KV per GPU (a drafter's
+    /// own layers, in the same blocks). An infeasible plan is an error naming `what`.
+    pub fn charge(&mut self, weights_bytes: f64, kv_per_token_extra: f64, what: &str) -> Result<()> {
+        let kv = self.kv_gib * GIB - weights_bytes;
+        let per_token = self.kv_bytes_per_token + kv_per_token_extra;
+        if kv <= per_token {
+            return Err(SimError::Infeasible {
+                message: format!(
+                    "{what} take {:.2} GiB per GPU, leaving no room for the KV cache ({:.2} GiB was left)",
+                    weights_bytes / GIB,
+                    self.kv_gib
+                ),
+            });
+        }
+        self.weights_gib += weights_bytes / GIB;
+        self.kv_gib = kv / GIB;
+        self.kv_bytes_per_token = per_token;
+        self.kv_capacity_tokens = libm::floor(kv / per_token) as u64;
+        Ok(())
+    }
+}
+
 /// Check the replica's parallelism against the model: `tp ≥ 1` divides `heads` and either
 /// divides `kv_heads` or is a multiple of it (KV heads are then replicated; an MLA model has
 /// no KV heads to split: every TP rank holds the whole latent); `1 ≤ pp ≤ layers`.

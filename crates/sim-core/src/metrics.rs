@@ -72,6 +72,9 @@ pub struct StepShape {
     /// from a step's JSON when 0.
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub spec_tokens: u64,
+    /// Multi-LoRA: distinct adapters in the step; absent from a step's JSON when 0.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub lora_adapters: u64,
     /// Communication priced on the topology for this step (TP AllReduces, PP transfers),
     /// ms; 0 without a topology (the model prices them itself).
     pub comm_ms: f64,

@@ -93,6 +93,11 @@ pub struct Req {
     pub template_depth: u16,
     /// An attacker of `workload.adversarial` (the metrics' `adversarial` class).
     pub adversarial: bool,
+    /// The LoRA adapter it is served through, index + 1; 0 = the base model
+    /// (`workload.lora`).
+    pub lora: u16,
+    /// Multi-LoRA: it was passed over at least once because its adapter had no slot.
+    pub lora_waited: bool,
     /// When it last entered the router's dispatch queue: its arrival, or the moment a
     /// stopped replica's request found no live replica to move to. The dispatch timeout
     /// counts from here.

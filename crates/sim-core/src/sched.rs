@@ -73,6 +73,8 @@ pub struct PlanShape {
     pub decode_block_step_1024: u64,
     /// Speculative decoding: Σ over decode entries of the draft tokens verified (`n − 1`).
     pub spec_tokens: u64,
+    /// Multi-LoRA: distinct adapters of the plan's requests ([`SchedState::count_loras`]).
+    pub lora_adapters: u64,
 }
 
 /// Which victim a policy preempts when a running request cannot grow.
@@ -158,6 +160,8 @@ pub struct Params {
     /// (vLLM's `num_lookahead_tokens`: k for EAGLE and MTP, whose heads write KV; 0 for
     /// n-gram and draft models).
     pub lookahead: u32,
+    /// Multi-LoRA: most distinct adapters in one step (vLLM's `max_loras`); 0 = no LoRA.
+    pub max_loras: u32,
 }
 
 impl Params {
@@ -177,6 +181,7 @@ impl Params {
             bug: Bug::from_name(cfg.inject_bug.as_deref()),
             spec_k: cfg.speculative.as_ref().map_or(0, |sp| sp.num_tokens()),
             lookahead: cfg.speculative.as_ref().map_or(0, |sp| if sp.method.writes_kv() { sp.num_tokens() } else { 0 }),
+            max_loras: 0,
         };
         let base = if base.vllm_priority { Params { victim: Victim::PriorityArrival, ..base } } else { base };
         match cfg.policy {
@@ -300,6 +305,12 @@ pub struct SchedState {
     pub admitted_hits: Vec<(u32, u32)>,
     /// How this step's admission pass ended ([`Admission`]).
     pub admission: Admission,
+    /// Multi-LoRA: the adapters of the requests scheduled in this step (scratch of the
+    /// admission pass, vLLM's `scheduled_loras`).
+    pub step_loras: Vec<u16>,
+    /// Multi-LoRA: requests passed over at least once because their adapter could not join
+    /// a step (`max_loras` other adapters scheduled), over the run.
+    pub lora_waits: u64,
 }
 
 /// How a step's admission pass ended, for steady decode runs ([`crate::engine::steady`]): whether the
@@ -337,7 +348,22 @@ impl SchedState {
             step_hits: 0,
             admitted_hits: Vec::new(),
             admission: Admission::Other,
+            step_loras: Vec::new(),
+            lora_waits: 0,
         }
+    }
+
+    /// Multi-LoRA: the distinct adapters of the plan's requests into `shape.lora_adapters`
+    /// (what the step's LoRA kernels read), leaving them in `step_loras`.
+    pub fn count_loras(&mut self, reqs: &[Req]) {
+        self.step_loras.clear();
+        for &(id, _) in &self.plan {
+            let a = reqs[id as usize].lora;
+            if a > 0 && !self.step_loras.contains(&a) {
+                self.step_loras.push(a);
+            }
+        }
+        self.shape.lora_adapters = self.step_loras.len() as u64;
     }
 
     /// A request's key in the waiting queue (ties broken by id).
@@ -647,6 +673,17 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
     // `WAITING_FOR_REMOTE_KVS` requests and keeps them at the head): `skip` of them so far.
     let tiers = apc.offload.is_some();
     let mut skip = 0usize;
+    let lora = p.max_loras > 0;
+    if lora {
+        // vLLM: the adapters of the running requests scheduled so far this step.
+        st.step_loras.clear();
+        for &(id, _) in &st.plan {
+            let a = reqs[id as usize].lora;
+            if a > 0 && !st.step_loras.contains(&a) {
+                st.step_loras.push(a);
+            }
+        }
+    }
     while st.budget_left > 0 {
         if (st.running.len() as u32) >= p.max_num_seqs && !(p.priority_preemption && preempt_for_seat(st, p, reqs, apc)) {
             break;
@@ -659,7 +696,16 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
             skip += 1;
             continue;
         }
-        let r = &reqs[id as usize];
+        let r = &mut reqs[id as usize];
+        if lora && r.lora > 0 && st.step_loras.len() as u32 >= p.max_loras && !st.step_loras.contains(&r.lora) {
+            // vLLM: "scheduling would exceed max_loras": passed over, it keeps its place at
+            // the head; the requests behind it may still join.
+            st.lora_waits += u64::from(!r.lora_waited);
+            r.lora_waited = true;
+            st.admission = Admission::Other;
+            skip += 1;
+            continue;
+        }
         let len = r.num_tokens();
         // Orca reserves prompt + max output; paged managers check the whole current length.
         let need = if st.kv.mode == KvMode::Contiguous { r.prompt + r.output } else { len };
@@ -745,6 +791,9 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
             apc.set_cached_tokens(id, hit.tokens + ext_tokens);
         }
         st.running.push(id);
+        if lora && r.lora > 0 && !st.step_loras.contains(&r.lora) {
+            st.step_loras.push(r.lora);
+        }
         st.push_plan(&reqs[id as usize], n);
         st.budget_left = st.budget_left.saturating_sub(n);
         prefill_admitted = true;

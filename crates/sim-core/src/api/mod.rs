@@ -2,6 +2,7 @@
 //! slices), and collect the result as columns and JSON.
 
 mod offload;
+mod lora;
 mod pools;
 mod speculative;
 pub(crate) mod resources;
@@ -297,6 +298,11 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         deployment["placement"] = serde_json::json!(f.placement.iter().map(ids).collect::<Vec<_>>());
         engine.attach_fabric(f);
     }
+    if let Some(shapes) = lora::shapes(&scenario, &model, d.tp)? {
+        deployment["lora"] = lora::deployment_json(&scenario, &shapes);
+        let replicas = engine.replicas.len();
+        engine.attach_lora(lora::run(&scenario, &shapes, &gpu, replicas));
+    }
     if let Some(r) = speculative::resolve(&scenario, &model)? {
         deployment["speculative"] = speculative::deployment_json(&r);
         engine.attach_spec(&r.plan, scenario.seed);
@@ -384,6 +390,7 @@ pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<Strin
             sampled: shape.sampled,
             decode_blocks_1024: shape.decode_blocks_1024,
             spec_tokens: shape.spec_tokens,
+            lora_adapters: shape.lora_adapters,
         };
         let a = perf.anatomy(&b, shape.comm_ms * 1e-3, shape.decision_ms * 1e-3);
         let mut out = serde_json::to_value(&a).map_err(|e| SimError::Internal { message: e.to_string() })?;
@@ -676,6 +683,9 @@ fn collect(built: Built) -> SimResult {
     if reqs.iter().any(|r| r.adversarial) {
         summary["classes"] = crate::metrics::class_summary(reqs, REASON_NAMES);
         cols.adversarial = reqs.iter().map(|r| r.adversarial).collect();
+    }
+    if let Some((st, waits)) = engine.lora_stats() {
+        summary["lora"] = lora::summary(st, waits);
     }
     if let Some(st) = engine.spec_stats() {
         summary["speculative"] = speculative::summary(st);

@@ -84,6 +84,9 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
         if let Some(r) = &spec {
             super::speculative::charge(&mut plan, r, v.tp, precision.weight_bytes, precision.kv_bytes).map_err(named)?;
         }
+        if let Some(shapes) = super::lora::shapes(scenario, model, v.tp)? {
+            super::lora::charge(&mut plan, scenario, &shapes).map_err(named)?;
+        }
         let blocks = match s.num_gpu_blocks {
             Some(n) => n,
             None => plan.kv_capacity_tokens / u64::from(s.block_size),
@@ -143,6 +146,10 @@ pub(super) fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu
             })?;
             perf.with_drafter(drafter)
         }
+    };
+    let perf = match super::lora::shapes(scenario, model, pool.tp)? {
+        None => perf,
+        Some(shapes) => perf.with_lora(shapes)?,
     };
     Ok(match crate::sched::Params::for_policy(s).1 {
         crate::kv::KvMode::Contiguous => perf,

@@ -11,8 +11,6 @@ use crate::error::{Result, SimError};
 use crate::memory::{kv_values_per_token_per_gpu, MemoryPlan};
 use crate::perf::draft::{draft_network, draft_params, Drafter};
 
-const GIB: f64 = (1u64 << 30) as f64;
-
 /// The scenario's speculation, resolved against its model.
 pub(crate) struct Resolved {
     pub plan: SpecPlan,
@@ -68,23 +66,7 @@ pub(crate) fn charge(plan: &mut MemoryPlan, r: &Resolved, tp: u32, weight_bytes:
         (Some(net), m) if m != SpecMethod::Ngram => kv_values_per_token_per_gpu(net, tp, 1) * kv_bytes,
         _ => 0.0,
     };
-    let kv = plan.kv_gib * GIB - weights;
-    let per_token = plan.kv_bytes_per_token + net_kv;
-    if kv <= per_token {
-        return Err(SimError::Infeasible {
-            message: format!(
-                "the {} drafter's {:.2} GiB of weights per GPU leave no room for the KV cache ({:.2} GiB was left)",
-                r.plan.method.name(),
-                weights / GIB,
-                plan.kv_gib
-            ),
-        });
-    }
-    plan.weights_gib += weights / GIB;
-    plan.kv_gib = kv / GIB;
-    plan.kv_bytes_per_token = per_token;
-    plan.kv_capacity_tokens = libm::floor(kv / per_token) as u64;
-    Ok(())
+    plan.charge(weights, net_kv, &format!("the {} drafter's weights", r.plan.method.name()))
 }
 
 /// The drafter of a pool on `gpu` at `tp`; `parallel` applies the pool's DP/EP layout to a

@@ -489,6 +489,9 @@ fn req_fields(r: &Req) {
         arrival_ns: _,
         template_depth: _,
         adversarial: _,
+        lora: _,
+        // A metric, which no decision reads.
+        lora_waited: _,
         // Rebuilt by `decode` from the waiting queue's order.
         order: _,
         // Metrics and times, which no decision reads in a check (steps are unpriced, there
@@ -557,6 +560,9 @@ fn sched_fields(st: &SchedState) {
         step_hits: _,
         admitted_hits: _,
         admission: _,
+        step_loras: _,
+        // A counter (metrics), which no decision reads.
+        lora_waits: _,
     } = st;
 }
 

@@ -52,7 +52,7 @@ impl StepRec {
         let [prefill_tokens, decode_seqs, decode_context_sum, context_sum_after, sampled] = self.shape;
         // Replays are priced with one block size: per-request blocks (o1pro) see no remap here,
         // which only long contexts (far beyond a checked configuration) would have.
-        let shape = BatchShape { prefill: &[], prefill_tokens, decode_seqs, decode_context_sum, context_sum_after, sampled, decode_blocks_1024: 0, spec_tokens: 0 };
+        let shape = BatchShape { prefill: &[], prefill_tokens, decode_seqs, decode_context_sum, context_sum_after, sampled, decode_blocks_1024: 0, spec_tokens: 0, lora_adapters: 0 };
         perf.step_ns(&shape).clamp(1, MAX_TIME_NS)
     }
 }

@@ -38,7 +38,10 @@ impl Engine {
         kv_field: &'static str,
     ) -> Result<Engine> {
         let Workload { requests: specs, segments } = workload;
-        let (base, mode) = Params::for_policy(&scenario.scheduler);
+        let (mut base, mode) = Params::for_policy(&scenario.scheduler);
+        if scenario.workload.lora.is_some() {
+            base.max_loras = scenario.scheduler.effective_max_loras();
+        }
         let pool_params: Vec<Params> = pools.iter().map(|p| rank_params(base, p.dp)).collect();
         let params = pool_params[0];
         let bs = scenario.scheduler.block_size;
@@ -141,6 +144,7 @@ impl Engine {
             scaler: None,
             decision_ns: 0,
             spec: None,
+            lora: None,
             max_template_depth: scenario.scheduler.policy.info().o1pro_admission
                 .then_some(crate::workload::adversarial::O1PRO_MAX_TEMPLATE_DEPTH),
         })
@@ -228,6 +232,8 @@ fn requests(specs: &[RequestSpec], frontend: &Frontend, req_block: impl Fn(u32, 
             queued_ns: s.arrival_ns.saturating_add(u64::from(frontend.ingest_ns(s.prompt_tokens))),
             template_depth: s.template_depth,
             adversarial: s.adversarial,
+            lora: s.lora,
+            lora_waited: false,
         })
         .collect();
     v.sort_by_key(|r| r.id);

@@ -129,6 +129,7 @@ impl Engine {
             sampled: 1,
             decode_blocks_1024: 0,
             spec_tokens: 0,
+            lora_adapters: 0,
         };
         // Each pool prices the reference step on its own GPU.
         let compute: Vec<f64> = self.perfs.iter().map(|p| p.step_ns_plus(&shape, 0.0) as f64 * 1e-9).collect();

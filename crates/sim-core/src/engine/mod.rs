@@ -16,7 +16,9 @@ mod disagg;
 mod dispatch;
 mod run;
 mod scaling;
+mod lora;
 mod speculative;
+pub use lora::{LoraRun, LoraStats};
 pub use speculative::{SpecRun, SpecStats};
 pub(crate) mod sessions;
 pub(crate) mod steady;
@@ -189,4 +191,6 @@ pub struct Engine {
     pub(crate) decision_ns: u64,
     /// Speculative decoding's acceptance and counters (`[scheduler.speculative]`).
     pub(crate) spec: Option<Box<SpecRun>>,
+    /// Multi-LoRA's adapter slots and counters (`workload.lora`).
+    pub(crate) lora: Option<Box<LoraRun>>,
 }

@@ -33,8 +33,10 @@ impl Engine {
         }
         let (dur, comm_s) = price_step(&self.perfs[self.pool_of[rep] as usize], self.fabric.as_deref_mut(), rep, &replica.sched);
         let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
-        // Blocking tier loads of this step's admissions: the batch waits for them.
-        let stall = self.apc.offload.as_deref_mut().map_or(0, |o| o.take_stall(rep));
+        // Blocking tier loads of this step's admissions: the batch waits for them; so it
+        // does for adapters brought into GPU slots.
+        let stall = self.apc.offload.as_deref_mut().map_or(0, |o| o.take_stall(rep))
+            + self.lora.as_deref_mut().map_or(0, |l| l.activate(rep, &replica.sched.step_loras));
         let dur = dur + decision + stall;
         replica.last_comm_s = comm_s;
         replica.last_decision_ns = decision;
@@ -68,6 +70,9 @@ impl Engine {
                 return None;
             }
             st.settle_shape(&self.reqs);
+            if self.lora.is_some() {
+                st.count_loras(&self.reqs);
+            }
             // Not on prefill replicas of `disagg`: their completions hand requests off.
             if self.steady_ok && self.fabric.as_ref().is_none_or(|f| rep >= f.prefill_replicas) {
                 replica.steady.open(st, &self.reqs);
@@ -242,6 +247,7 @@ impl Engine {
                     sampled: st.shape.sampled,
                     decode_blocks_1024: st.shape.decode_blocks_1024,
                     spec_tokens: st.shape.spec_tokens,
+                    lora_adapters: st.shape.lora_adapters,
                     comm_ms: replica.last_comm_s * 1e3,
                     decision_ms: replica.last_decision_ns as f64 / 1e6,
                 },
@@ -275,6 +281,7 @@ fn price_step(perf: &StepCostModel, fabric: Option<&mut Fabric>, rep: usize, st:
         sampled: sh.sampled,
         decode_blocks_1024: sh.decode_blocks_1024,
         spec_tokens: sh.spec_tokens,
+        lora_adapters: sh.lora_adapters,
     };
     let mut comm_s = 0.0;
     let dur = match fabric {

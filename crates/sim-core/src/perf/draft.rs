@@ -193,6 +193,7 @@ impl Drafter {
             sampled: seqs,
             decode_blocks_1024: 0,
             spec_tokens: 0,
+            lora_adapters: 0,
         };
         net.forward_s(&first) + f64::from(self.k.saturating_sub(1)) * net.forward_s(&next)
     }

@@ -19,6 +19,7 @@
 
 pub mod draft;
 pub mod ep;
+pub mod lora;
 mod cost_spec;
 mod layer_mix;
 mod ops;
@@ -53,6 +54,19 @@ pub struct StepCostModel {
     inner: Inner,
     /// Speculative decoding's drafter, run after each step's forward pass ([`draft`]).
     draft: Option<Box<draft::Drafter>>,
+    /// Multi-LoRA's kernels in every layer ([`lora`]).
+    lora: Option<Box<LoraPart>>,
+}
+
+/// The LoRA kernels of a replica: the adapters' shapes on one GPU and the rates they run at.
+#[derive(Debug, Clone)]
+struct LoraPart {
+    shapes: lora::LoraShapes,
+    stream_bw: f64,
+    flops: f64,
+    floor: f64,
+    /// DP ranks: each runs its share of the step's rows.
+    dp: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -112,7 +126,7 @@ impl StepCostModel {
                 Inner::Step(Box::new(step::StepModel::new(s, tables, model, gpu, tp, pp, external_comm)))
             }
         };
-        Ok(StepCostModel { inner, draft: None })
+        Ok(StepCostModel { inner, draft: None, lora: None })
     }
 
     /// Data-parallel attention ranks and expert parallelism ([`ep`]): the step of one rank
@@ -200,10 +214,34 @@ impl StepCostModel {
         self
     }
 
-    /// Seconds the drafter adds to a step of shape `b` (0 without speculation).
+    /// Price the LoRA kernels of adapters shaped `shapes` in every step that uses any
+    /// ([`BatchShape::lora_adapters`]). A linear cost model has no layers to add them to:
+    /// an error naming `workload.lora`.
+    pub fn with_lora(mut self, shapes: lora::LoraShapes) -> Result<Self> {
+        let Inner::Step(s) = &self.inner else {
+            return Err(SimError::config("workload.lora", "LoRA kernels need a layer-level cost model (roofline or calibrated), not the linear one"));
+        };
+        let (stream_bw, flops, floor, dp) = s.lora_rates();
+        self.lora = Some(Box::new(LoraPart { shapes, stream_bw, flops, floor, dp }));
+        Ok(self)
+    }
+
+    /// Seconds the LoRA kernels add to a step of shape `b` (0 without adapters in it).
     #[inline]
-    fn draft_s(&self, b: &BatchShape) -> f64 {
-        self.draft.as_ref().map_or(0.0, |d| d.step_s(b))
+    fn lora_s(&self, b: &BatchShape) -> f64 {
+        match &self.lora {
+            Some(l) if b.lora_adapters > 0 => {
+                l.shapes.step_s(b.tokens() as f64 / l.dp.max(1.0), b.lora_adapters as f64, l.stream_bw, l.flops, l.floor)
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Seconds the drafter and the LoRA kernels add to a step of shape `b` (0 without
+    /// speculation or adapters).
+    #[inline]
+    fn extra_s(&self, b: &BatchShape) -> f64 {
+        self.draft.as_ref().map_or(0.0, |d| d.step_s(b)) + self.lora_s(b)
     }
 
     /// One forward pass of this model over `b`, s, as a replica runs it alone (DP/EP ranks
@@ -232,7 +270,7 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
             Inner::Step(s) => s.step_s(b),
-        } + self.draft_s(b);
+        } + self.extra_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -246,7 +284,7 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) => s.step_s(b),
         } + extra_s
-            + self.draft_s(b);
+            + self.extra_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -269,7 +307,7 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) => s.ep_step_s(b, a2a),
         } + extra_s
-            + self.draft_s(b);
+            + self.extra_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -301,7 +339,7 @@ impl StepCostModel {
         let seconds = match &self.inner {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3 + allreduce_s * f64::from(mb) + xfer_s,
             Inner::Step(s) => s.pipeline_s(b, mb, Some((allreduce_s, xfer_s))),
-        } + self.draft_s(b);
+        } + self.extra_s(b);
         round_u64(seconds * 1e9).max(1)
     }
 
@@ -313,6 +351,10 @@ impl StepCostModel {
         let (mut ops, graph) = self.breakdown_target(b);
         if let Some(d) = self.draft.as_ref().filter(|_| !b.is_empty()) {
             ops.push(OpCost { op: format!("drafter ({}, k = {})", d.method.name(), d.k), ms: d.step_s(b) * 1e3, source: Source::Model });
+        }
+        if let Some(l) = self.lora.as_ref().filter(|_| b.lora_adapters > 0) {
+            let op = format!("lora (rank {}, {} adapters)", l.shapes.rank(), b.lora_adapters);
+            ops.push(OpCost { op, ms: self.lora_s(b) * 1e3, source: Source::Model });
         }
         (ops, graph)
     }
@@ -344,6 +386,15 @@ impl StepCostModel {
             let ms = d.step_s(b) * 1e3;
             let start = a.step_ms * 1e3;
             let name = format!("drafter ({}, {} pass{})", d.method.name(), d.k, if d.k == 1 { "" } else { "es" });
+            a.kernels.push_span(name, start, start + ms * 1e3);
+            a.step_ms += ms;
+        }
+        if let Some(l) = self.lora.as_ref().filter(|_| b.lora_adapters > 0) {
+            // The LoRA kernels run beside each adapted projection; on the timeline they are
+            // one span of their summed time after the layers.
+            let ms = self.lora_s(b) * 1e3;
+            let start = a.step_ms * 1e3;
+            let name = format!("lora kernels (rank {}, {} adapters, {} a layer)", l.shapes.rank(), b.lora_adapters, l.shapes.kernels_per_layer());
             a.kernels.push_span(name, start, start + ms * 1e3);
             a.step_ms += ms;
         }

@@ -161,6 +161,7 @@ pub fn predict(req: &PredictRequest) -> Result<Prediction> {
         sampled,
         decode_blocks_1024: 0,
         spec_tokens: 0,
+        lora_adapters: 0,
     };
     let (breakdown, graph) = cost.breakdown(&shape);
     Ok(Prediction {

@@ -35,6 +35,9 @@ pub struct BatchShape<'a> {
     /// every dense layer and lm_head, and one more query of the decode's attention; 0
     /// without speculation.
     pub spec_tokens: u64,
+    /// Multi-LoRA: distinct adapters the step's requests use (0: no LoRA). Every row of the
+    /// step goes through the LoRA kernels, which read each adapter's weights once.
+    pub lora_adapters: u64,
 }
 
 impl BatchShape<'_> {

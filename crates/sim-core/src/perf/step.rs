@@ -1291,6 +1291,12 @@ impl StepModel {
         self.compose(&dense, epi, att, self.mode(b), self.other_kernels(b, s), seqs(b))
     }
 
+    /// What LoRA kernels are priced with ([`super::lora`]): the streaming bandwidth, the
+    /// large-GEMM rate and the kernel floor, and the DP ranks that share a step's rows.
+    pub(super) fn lora_rates(&self) -> (f64, f64, f64, f64) {
+        (self.r.stream_bw, self.r.gemm_flops, self.r.floor, self.dp)
+    }
+
     /// Data-parallel attention ranks of a DP/EP replica (`deployment.dp`); 0 without DP or EP.
     pub fn dp_ranks(&self) -> u32 {
         if self.dp > 1.0 || self.ep.is_some() {

@@ -36,6 +36,7 @@ pub(super) fn decode(seqs: u64, ctx: u64) -> BatchShape<'static> {
         sampled: seqs,
         decode_blocks_1024: 0,
         spec_tokens: 0,
+        lora_adapters: 0,
     }
 }
 
@@ -52,6 +53,7 @@ pub(super) fn prefill(items: &[PrefillItem]) -> BatchShape<'_> {
         sampled: items.len() as u64,
         decode_blocks_1024: 0,
         spec_tokens: 0,
+        lora_adapters: 0,
     }
 }
 
@@ -297,6 +299,7 @@ fn linear_exact() {
         sampled: 10,
         decode_blocks_1024: 0,
         spec_tokens: 0,
+        lora_adapters: 0,
     };
     // 2.5 + 12.5 + 2.5 + 5100/1024 = 22.48046875 ms = 22_480_468.75 ns, rounded once
     assert_eq!(c.step_ns(&b), 22_480_469);
@@ -474,7 +477,7 @@ fn vllm_attention_is_one_call_per_layer_for_the_whole_batch() {
     // vLLM's varlen call pays the fixed cost of one call, not of five.
     let (v, r) = (calibrated("llama-3-8b", "a100-80g", 1), reference("llama-3-8b", "a100-80g", 1));
     let items = [PrefillItem { new_tokens: 16, context_before: 576 }; 4];
-    let b = BatchShape { prefill: &items, prefill_tokens: 64, decode_seqs: 20, decode_context_sum: 20 * 700, context_sum_after: 20 * 700 + 4 * 592, sampled: 24, decode_blocks_1024: 0, spec_tokens: 0 };
+    let b = BatchShape { prefill: &items, prefill_tokens: 64, decode_seqs: 20, decode_context_sum: 20 * 700, context_sum_after: 20 * 700 + 4 * 592, sampled: 24, decode_blocks_1024: 0, spec_tokens: 0, lora_adapters: 0 };
     let merged = line(&v, &b, "attention").ms;
     let calls = line(&r, &b, "attention_prefill").ms + line(&r, &b, "attention_decode").ms;
     let floor_ms = 32.0 * crate::calib::Profile::builtin("a100-80g").unwrap().attention_decode(0.0).0;

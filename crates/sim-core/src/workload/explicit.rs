@@ -58,6 +58,10 @@ pub struct ExplicitRequest {
     /// over 8 at arrival (seed §4.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_depth: Option<i64>,
+    /// The LoRA adapter it is served through (0-based, below `workload.lora.adapters`);
+    /// absent: drawn by the adapters' popularity. Only with `workload.lora`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<u32>,
 }
 
 impl ExplicitRequest {

@@ -47,6 +47,7 @@ mod dist;
 mod explicit;
 pub mod keys;
 mod length;
+pub mod lora;
 mod request;
 mod sample;
 pub mod sessions;
@@ -58,6 +59,7 @@ pub use arrival::{ArrivalSpec, StageSpec, ARRIVAL_KINDS};
 pub use dist::{IdValue, Len, SecondsDist, SecondsSpec};
 pub use explicit::ExplicitRequest;
 pub use length::{LengthSpec, LENGTH_KINDS};
+pub use lora::{LoraSpec, Popularity, LORA_MODULES};
 pub use request::{output_key, After, RequestSpec, Segment, Workload, MAX_REQUESTS, OUTPUT_KEY_BIT};
 pub use sessions::SessionsSpec;
 pub use shared::SharedPrefixSpec;
@@ -119,6 +121,10 @@ pub struct WorkloadSpec {
     /// Attackers mixed into any of the forms above (seed §4.4; see [`adversarial`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adversarial: Option<AdversarialSpec>,
+    /// Requests served through LoRA adapters, any form ([`lora`]): `lora = { adapters = 32,
+    /// rank = 16, popularity = "zipf" }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<LoraSpec>,
 }
 
 impl Default for WorkloadSpec {
@@ -153,6 +159,7 @@ impl WorkloadSpec {
             trace: None,
             timeout_s: None,
             adversarial: None,
+            lora: None,
         }
     }
 
@@ -173,6 +180,9 @@ impl WorkloadSpec {
     /// An inline trace is parsed whole; a trace given by `path` cannot be checked here.
     pub fn validate(&self, max_model_len: u32) -> Result<()> {
         self.check_timeout()?;
+        if let Some(l) = &self.lora {
+            l.validate()?;
+        }
         match &self.trace {
             Some(t) if self.only_field() == "trace" && t.text.is_none() => TraceReader::new(t).map(|_| ()),
             _ => self.resolve(max_model_len).map(|_| ()),
@@ -218,6 +228,9 @@ impl WorkloadSpec {
         }
         if let Some(a) = &self.adversarial {
             a.mix(&mut w, seed, max_model_len, self.priority.unwrap_or(0)).map_err(|e| e.under("adversarial"))?;
+        }
+        if let Some(l) = &self.lora {
+            l.assign(&mut w, seed, self.requests.as_deref())?;
         }
         Ok(w)
     }
@@ -297,6 +310,16 @@ impl WorkloadSpec {
     /// (`timeout_s` goes with every form, so it is not among the fields a form excludes).
     fn resolve(&self, max_model_len: u32) -> Result<Resolved<'_>> {
         self.check_timeout()?;
+        if let Some(l) = &self.lora {
+            l.validate()?;
+        }
+        if let Some(list) = &self.requests {
+            if self.lora.is_none() {
+                if let Some(i) = list.iter().position(|r| r.lora.is_some()) {
+                    return Err(SimError::config(format!("requests[{i}].lora"), "names an adapter: add workload.lora (adapters, rank)"));
+                }
+            }
+        }
         if let Some(a) = &self.adversarial {
             a.validate(max_model_len).map_err(|e| e.under("adversarial"))?;
         }

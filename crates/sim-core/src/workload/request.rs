@@ -35,6 +35,8 @@ pub struct RequestSpec {
     pub template_depth: u16,
     /// An attacker of `workload.adversarial` (the `adversarial` class of the metrics).
     pub adversarial: bool,
+    /// The LoRA adapter it is served through, index + 1 (0: the base model; `workload.lora`).
+    pub lora: u16,
 }
 
 impl RequestSpec {
@@ -50,6 +52,7 @@ impl RequestSpec {
             after: None,
             template_depth: 0,
             adversarial: false,
+            lora: 0,
         }
     }
 }

@@ -244,6 +244,7 @@ impl StepModel {
                 sampled: div(b.sampled),
                 decode_blocks_1024: div(b.decode_blocks_1024),
                 spec_tokens: div(b.spec_tokens),
+                lora_adapters: b.lora_adapters,
             };
             return self.rank_anatomy(&rank, b.prefill.is_empty(), comm_s, decision_s);
         }

@@ -1,0 +1,125 @@
+//! Multi-LoRA serving end to end (`workload.lora`, `scheduler.max_loras` / `max_cpu_loras`):
+//! more adapters than GPU slots make requests wait for a slot and adapters load; raising
+//! `max_loras` removes the waits; the adapters' rank is visible in the step; bad settings
+//! are typed errors naming the field.
+
+use serde_json::{json, Value};
+use sim_core::{simulate, Format, SimError, SimOptions, SimResult};
+
+fn scenario(lora: Value, max_loras: Option<u32>) -> Value {
+    let mut v = json!({
+        "seed": 9, "model": "llama-3.1-8b", "gpu": "h100",
+        "scheduler": {"policy": "vllm"},
+        "workload": {
+            "num_requests": 400, "arrival": {"kind": "poisson", "rate": 12.0},
+            "prompt": {"kind": "uniform", "min": 256, "max": 1024},
+            "output": {"kind": "uniform", "min": 64, "max": 256},
+            "lora": lora,
+        }
+    });
+    if let Some(m) = max_loras {
+        v["scheduler"]["max_loras"] = json!(m);
+    }
+    v
+}
+
+fn run(v: &Value) -> SimResult {
+    simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(v: &Value) -> SimError {
+    match simulate(&v.to_string(), Format::Json, SimOptions::default()) {
+        Ok(_) => panic!("should fail: {v}"),
+        Err(e) => e,
+    }
+}
+
+fn u(r: &SimResult, k: &str) -> u64 {
+    r.summary["lora"][k].as_u64().unwrap_or_else(|| panic!("{k}: {}", r.summary["lora"]))
+}
+
+#[test]
+fn adapters_beyond_the_slots_wait_and_load_and_more_slots_remove_the_waits() {
+    let lora = json!({"adapters": 32, "rank": 16, "popularity": "zipf"});
+    let few = run(&scenario(lora.clone(), Some(2)));
+    let many = run(&scenario(lora.clone(), Some(32)));
+    eprintln!("{}\n{}", few.summary["lora"], many.summary["lora"]);
+    assert!(u(&few, "slot_waits") > 100, "{}", few.summary["lora"]);
+    // Adapters leave their slots and come back: more loads than adapters.
+    assert!(u(&few, "adapter_loads") > 40, "{}", few.summary["lora"]);
+    assert_eq!(u(&many, "slot_waits"), 0, "{}", many.summary["lora"]);
+    // With a slot and a host copy for every adapter, each is read from disk once.
+    assert!(u(&many, "adapter_loads") <= 32 && u(&many, "adapter_loads_from_disk") == u(&many, "adapter_loads"));
+    let ttft = |r: &SimResult| r.summary["ttft_ms"]["mean"].as_f64().unwrap();
+    assert!(ttft(&few) > 1.5 * ttft(&many), "{} vs {}", ttft(&few), ttft(&many));
+    // Every request counted once.
+    for r in [&few, &many] {
+        let done = r.summary["finished"].as_u64().unwrap() + r.summary["rejected"].as_u64().unwrap();
+        assert_eq!(done, 400);
+    }
+    // A host cache larger than the slots turns disk reads into host copies.
+    let mut v = scenario(lora, Some(2));
+    v["scheduler"]["max_cpu_loras"] = json!(32);
+    let cached = run(&v);
+    assert!(u(&cached, "adapter_loads_from_disk") <= 32, "{}", cached.summary["lora"]);
+    assert!(cached.summary["lora"]["load_ms"].as_f64() < few.summary["lora"]["load_ms"].as_f64());
+}
+
+#[test]
+fn rank_is_visible_in_the_step() {
+    let v = |rank: u32| scenario(json!({"adapters": 4, "rank": rank}), Some(4));
+    let shape = json!({"decode_seqs": 64, "decode_context_sum": 64 * 800, "context_sum_after": 64 * 800, "sampled": 64, "lora_adapters": 4});
+    let lora_ms = |rank: u32| {
+        let a = sim_core::step_anatomy(&v(rank).to_string(), Format::Json, &shape.to_string()).unwrap();
+        let a: Value = serde_json::from_str(&a).unwrap();
+        let k = &a["kernels"];
+        let i = k["name"].as_array().unwrap().iter().position(|n| n.as_str().unwrap().starts_with("lora kernels")).expect("a lora row");
+        (k["end_us"][i].as_f64().unwrap() - k["start_us"][i].as_f64().unwrap()) / 1e3
+    };
+    let (r8, r64) = (lora_ms(8), lora_ms(64));
+    // The kernels' floors are the same; rank 64 reads eight times the weights.
+    assert!(r64 > 1.3 * r8 && r64 - r8 > 0.2, "rank 8: {r8:.3} ms, rank 64: {r64:.3} ms");
+    let tpot = |r: &SimResult| r.summary["tpot_ms"]["mean"].as_f64().unwrap();
+    assert!(tpot(&run(&v(64))) > tpot(&run(&v(8))));
+    // The slots' memory comes out of the KV cache.
+    let blocks = |r: &SimResult| r.deployment["num_gpu_blocks"].as_u64().unwrap();
+    assert!(blocks(&run(&v(64))) < blocks(&run(&v(8))));
+}
+
+#[test]
+fn explicit_requests_name_their_adapter() {
+    let reqs: Vec<Value> = (0..6).map(|i| json!({"arrival_ms": 0.0, "prompt_tokens": 128, "output_tokens": 32, "lora": i % 3})).collect();
+    let v = json!({"model": "llama-3.1-8b", "gpu": "h100", "scheduler": {"max_loras": 1},
+                   "workload": {"requests": reqs, "lora": {"adapters": 3, "rank": 8}}});
+    let r = run(&v);
+    // One adapter at a time: three groups of two, each loaded once.
+    assert_eq!(u(&r, "adapter_loads"), 3);
+    assert!(u(&r, "slot_waits") > 0);
+    let same = run(&v);
+    assert_eq!(r.to_json(), same.to_json());
+}
+
+#[test]
+fn bad_settings_are_typed_errors_naming_the_field() {
+    let l = json!({"adapters": 8, "rank": 16});
+    let cases: Vec<(Value, &str)> = vec![
+        (scenario(json!({"adapters": 0}), None), "workload.lora.adapters"),
+        (scenario(json!({"adapters": 8, "rank": 1000}), None), "workload.lora.rank"),
+        (scenario(json!({"adapters": 8, "popularity": "pareto"}), None), "workload.lora"),
+        (scenario(json!({"adapters": 8, "popularity": "uniform", "zipf_s": 1.2}), None), "workload.lora.zipf_s"),
+        (scenario(json!({"adapters": 8, "target_modules": ["qkv"]}), None), "workload.lora.target_modules[0]"),
+        (scenario(l.clone(), Some(0)), "scheduler.max_loras"),
+        ({ let mut v = scenario(l.clone(), Some(4)); v["scheduler"]["max_cpu_loras"] = json!(2); v }, "scheduler.max_cpu_loras"),
+        ({ let mut v = scenario(l.clone(), None); v["workload"].as_object_mut().unwrap().remove("lora"); v["scheduler"]["max_loras"] = json!(2); v }, "scheduler.max_loras"),
+        ({ let mut v = scenario(l.clone(), None); v["scheduler"]["policy"] = json!("orca"); v }, "workload.lora"),
+        ({ let mut v = scenario(l.clone(), None); v["model"] = json!("mixtral-8x7b"); v["deployment"] = json!({"tp": 2}); v }, "workload.lora.target_modules"),
+        (json!({"model": "llama-3.1-8b", "gpu": "h100", "workload": {"requests": [{"arrival_ms": 0, "prompt_tokens": 8, "output_tokens": 8, "lora": 1}]}}), "workload.requests[0].lora"),
+        (json!({"model": "llama-3.1-8b", "gpu": "h100", "workload": {"lora": {"adapters": 2}, "requests": [{"arrival_ms": 0, "prompt_tokens": 8, "output_tokens": 8, "lora": 2}]}}), "workload.requests[0].lora"),
+    ];
+    for (v, field) in cases {
+        match err(&v) {
+            SimError::Config { path, .. } => assert!(path.starts_with(field), "{path} vs {field}"),
+            e => panic!("{field}: {e}"),
+        }
+    }
+}
