@@ -14,7 +14,7 @@ import pytest
 
 import o1sim
 from o1sim import _core
-from o1sim.api import STEP_COLUMNS
+from o1sim.api import OPTIONAL_SHAPE_COLUMNS, STEP_COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_steps_are_a_table_and_a_result_reruns_for_them() -> None:
     records = with_steps.step_records
     assert len(steps) == len(records) == with_steps.raw.num_steps() > 0
     # Every field the core records is a column (a new one fails here until it is added).
-    assert set(records[0]) - {"shape"} | set(records[0]["shape"]) == set(STEP_COLUMNS) - {"tokens", "batch_size"}
+    assert set(records[0]) - {"shape"} | set(records[0]["shape"]) == set(STEP_COLUMNS) - {"tokens", "batch_size"} - set(OPTIONAL_SHAPE_COLUMNS)
     assert (steps["end_ms"] >= steps["start_ms"]).all()
     assert steps["tokens"].tolist() == [sum(t for _, t in s["scheduled"]) for s in records]
     assert steps["batch_size"].tolist() == [len(s["scheduled"]) for s in records]

@@ -293,8 +293,11 @@ def _as_scenario(scenario: ScenarioLike) -> Scenario:
 #: The step's shape fields (``shape`` in :attr:`Result.step_records`), columns of :attr:`Result.steps`.
 STEP_SHAPE_COLUMNS: tuple[str, ...] = (
     "prefill", "decode_seqs", "decode_context_sum", "context_sum_after", "sampled", "decode_blocks_1024", "comm_ms",
-    "decision_ms",
+    "decision_ms", "spec_tokens", "lora_adapters",
 )
+#: Shape fields the core writes only when not 0: drafts verified (speculative decoding) and
+#: distinct LoRA adapters in the step.
+OPTIONAL_SHAPE_COLUMNS: tuple[str, ...] = ("spec_tokens", "lora_adapters")
 #: Columns of :attr:`Result.steps`, in order.
 STEP_COLUMNS: tuple[str, ...] = (
     "replica", "start_ms", "end_ms", "tokens", "batch_size", "free_blocks_after", "scheduled", "preempted", "finished",
@@ -418,7 +421,9 @@ class Result:
         ``cached`` (``[request, prefix-cache hit tokens]`` at admission), then the step's
         shape: ``prefill`` (``[new, context]`` tokens per prefill entry), ``decode_seqs``,
         ``decode_context_sum``, ``context_sum_after``, ``sampled``, ``decode_blocks_1024``,
-        ``comm_ms`` and ``decision_ms``. The same steps as dicts: :attr:`step_records`.
+        ``comm_ms``, ``decision_ms``, ``spec_tokens`` (drafts verified, speculative decoding)
+        and ``lora_adapters`` (distinct adapters in the step). The same steps as dicts:
+        :attr:`step_records`.
         A result run without ``record_steps=True`` is run again once to get them."""
         import pandas as pd
 
@@ -429,6 +434,8 @@ class Result:
                 cols[name] = [sum(int(t) for _, t in s["scheduled"]) for s in records]
             elif name == "batch_size":
                 cols[name] = [len(s["scheduled"]) for s in records]
+            elif name in OPTIONAL_SHAPE_COLUMNS:
+                cols[name] = [s["shape"].get(name, 0) for s in records]
             elif name in STEP_SHAPE_COLUMNS:
                 cols[name] = [s["shape"][name] for s in records]
             else:

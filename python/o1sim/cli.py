@@ -198,6 +198,20 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Co
         t.add_row("KV transfer ms mean / p99", f"{_num(_get(topo, 'kv_transfer_ms.mean'), 3)} / {_num(_get(topo, 'kv_transfer_ms.p99'), 3)}")
         out.print(t)
 
+    spec = _get(s, "speculative")
+    if isinstance(spec, Mapping):
+        per = ", ".join(_num(x, 3) for x in spec.get("acceptance_per_position") or [])
+        out.print(_counters("speculative decoding", [
+            ("drafts verified", _num(spec.get("draft_tokens"))), ("drafts accepted", _num(spec.get("accepted_tokens"))),
+            ("acceptance rate", _num(spec.get("acceptance_rate"), 3)),
+            ("tokens per verify", _num(spec.get("tokens_per_verify"), 3)), ("acceptance per position", per)]))
+    lora = _get(s, "lora")
+    if isinstance(lora, Mapping):
+        out.print(_counters("LoRA adapters", [
+            ("adapter loads", _num(lora.get("adapter_loads"))), ("of them from disk", _num(lora.get("adapter_loads_from_disk"))),
+            ("load time (ms)", _num(lora.get("load_ms"), 3)), ("steps that waited for a load", _num(lora.get("stalled_steps"))),
+            ("requests that waited for a slot", _num(lora.get("slot_waits")))]))
+
     rej = _get(s, "rejections")
     if isinstance(rej, Mapping) and any(rej.values()):
         t = Table(title="rejections by reason", title_justify="left")
@@ -206,6 +220,18 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Co
         for reason, count in sorted(rej.items()):
             t.add_row(str(reason) or "(none)", _num(count))
         out.print(t)
+
+
+def _counters(title: str, rows: Sequence[tuple[str, str]]) -> Any:
+    """A two-column table of a summary section's counters (label, value)."""
+    from rich.table import Table
+
+    t = Table(title=title, show_header=False, title_justify="left")
+    t.add_column("metric", style="bold")
+    t.add_column("value", justify="right")
+    for label, value in rows:
+        t.add_row(label, value)
+    return t
 
 
 def _compare_columns() -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:

@@ -410,6 +410,8 @@ pub const NOT_METRICS: &[(&str, &str)] = &[
     ("topology", "the fabric's counters (events, routes, KV transfers): the topology views show them"),
     ("scaling", "the autoscaler's table (events, peak replicas): the scaling views show it"),
     ("kv_offload", "the offload tiers' counters (hits, stores, evictions per tier, load times): a table of its own"),
+    ("speculative", "speculative decoding's counters (drafts, accepted, per-position acceptance): a table of its own"),
+    ("lora", "the LoRA adapters' counters (loads, loads from disk, load time, slot waits): a table of its own"),
 ];
 
 impl Serialize for MetricInfo {

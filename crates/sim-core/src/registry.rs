@@ -46,7 +46,25 @@ pub fn presets() -> Value {
         "topologies": crate::topo::presets::PRESET_NAMES,
         "chart_style": chart_style(),
         "summary_metrics": crate::metric_info::SUMMARY_METRICS,
+        "speculative_methods": spec_methods(),
+        "lora_popularities": ["zipf", "uniform"],
     })
+}
+
+/// The speculative-decoding methods (`scheduler.speculative.method`), each `{name,
+/// needs_acceptance, needs_draft_model}`: whether the scenario must give `acceptance_rate`
+/// (only MTP has a published default) and a `draft_model`.
+fn spec_methods() -> Value {
+    use crate::config::SpecMethod;
+    Value::Array(
+        SpecMethod::ALL
+            .iter()
+            .map(|m| {
+                json!({"name": m.name(), "needs_acceptance": *m != SpecMethod::Mtp,
+                       "needs_draft_model": *m == SpecMethod::DraftModel})
+            })
+            .collect(),
+    )
 }
 
 /// The charts' one language, for the dashboard, the report and the page alike (policies take
@@ -104,6 +122,27 @@ mod tests {
     /// Near misses of a valid name: each must be refused.
     fn near_misses(name: &str) -> Vec<String> {
         vec![format!("{name}x"), name[1..].to_string(), name.to_uppercase(), format!(" {name}"), String::new()]
+    }
+
+    #[test]
+    fn speculative_methods_are_what_the_parser_accepts() {
+        let reg = presets();
+        for m in reg["speculative_methods"].as_array().unwrap() {
+            let name = m["name"].as_str().unwrap();
+            let mut sp = json!({"method": name, "num_tokens": 2});
+            if m["needs_acceptance"] == json!(true) {
+                sp["acceptance_rate"] = json!(0.6);
+            }
+            if m["needs_draft_model"] == json!(true) {
+                sp["draft_model"] = json!("llama-3-8b");
+            }
+            let s = parse_json(&with(&["scheduler", "speculative"], sp)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s.scheduler.speculative.map(|x| x.method.name()), Some(name));
+            for bad in near_misses(name) {
+                assert!(parse_json(&with(&["scheduler", "speculative"], json!({"method": bad, "num_tokens": 2}))).is_err(), "{bad}");
+            }
+        }
+        assert_eq!(names(&reg["speculative_methods"]), crate::config::SpecMethod::ALL.map(|m| m.name().to_string()).to_vec());
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::config::{Scenario, SpecMethod, SpecPlan};
 use crate::engine::SpecStats;
 use crate::error::{Result, SimError};
 use crate::memory::{kv_values_per_token_per_gpu, MemoryPlan};
-use crate::perf::draft::{draft_network, draft_params, Drafter};
+use crate::perf::draft::{draft_network, draft_params};
+use crate::perf::Drafter;
 
 /// The scenario's speculation, resolved against its model.
 pub(crate) struct Resolved {

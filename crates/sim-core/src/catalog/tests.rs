@@ -7,7 +7,7 @@ fn rel(a: f64, b: f64) -> f64 {
 
 /// The published parameter count of every preset (the Hugging Face Hub's count of each
 /// repository's safetensors weights, "Model size" on its page, unless said otherwise).
-const PUBLISHED_PARAMS: [(&str, f64, &str); 26] = [
+const PUBLISHED_PARAMS: [(&str, f64, &str); 27] = [
     ("llama-3-8b", 8_030_261_248.0, "meta-llama/Meta-Llama-3-8B (Hub; model card: 8B)"),
     ("llama-3-70b", 70_553_706_496.0, "meta-llama/Meta-Llama-3-70B (Hub; model card: 70B)"),
     ("llama-3.1-405b", 405_853_388_800.0, "meta-llama/Llama-3.1-405B (Hub; model card: 405B)"),

@@ -99,18 +99,3 @@ impl LoraRun {
         wait
     }
 }
-
-impl super::Engine {
-    /// Serve adapters with `run` (from [`crate::api::build`]). Steady decode runs are off: the
-    /// scheduler re-plans every step (a passed-over request may join when a slot frees).
-    pub(crate) fn attach_lora(&mut self, run: LoraRun) {
-        self.lora = Some(Box::new(run));
-        self.steady_ok = false;
-    }
-
-    /// The run's LoRA counters, and the scheduler's slot waits over every replica.
-    pub fn lora_stats(&self) -> Option<(&LoraStats, u64)> {
-        let waits = self.replicas.iter().map(|r| r.sched.lora_waits).sum();
-        self.lora.as_deref().map(|l| (&l.stats, waits))
-    }
-}

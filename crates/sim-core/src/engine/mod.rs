@@ -14,6 +14,7 @@ pub use build::EnginePool;
 mod client;
 mod disagg;
 mod dispatch;
+mod features;
 mod run;
 mod scaling;
 mod lora;

@@ -68,17 +68,3 @@ impl SpecRun {
         kept
     }
 }
-
-impl super::Engine {
-    /// Speculate with `plan` (from [`crate::api::build`]). Steady decode runs assume one token
-    /// per decode step, so they are off.
-    pub(crate) fn attach_spec(&mut self, plan: &SpecPlan, seed: u64) {
-        self.spec = Some(Box::new(SpecRun::new(plan, seed)));
-        self.steady_ok = false;
-    }
-
-    /// The run's speculation counters, if it speculates.
-    pub fn spec_stats(&self) -> Option<&SpecStats> {
-        self.spec.as_deref().map(|s| &s.stats)
-    }
-}

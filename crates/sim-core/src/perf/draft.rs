@@ -21,15 +21,13 @@
 //! * `ngram` (prompt lookup): no GPU work; the proposer scans each sequence's tokens on the
 //!   CPU ([`NGRAM_NS_PER_TOKEN`]).
 //!
-//! Every draft pass is a step of its own network priced by [`StepCostModel`] (its own GEMMs,
+//! Every draft pass is a step of its own network priced by [`super::StepCostModel`] (its own GEMMs,
 //! attention, launch or CUDA-graph replay), so the drafter's cost follows the GPU, the TP
-//! degree and the batch like the target's does.
+//! degree and the batch like the target's does ([`super::Drafter`]: the drafter itself).
 
 use serde::{Deserialize, Serialize};
 
-use super::{BatchShape, CostModelSpec, StepCostModel};
-use crate::catalog::{Gpu, Model};
-use crate::error::Result;
+use crate::catalog::Model;
 
 /// A drafting method of `[scheduler.speculative]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -77,14 +75,6 @@ pub const EAGLE3_DRAFT_VOCAB: u32 = 32_000;
 /// nanosecond per int32 token compared), not a measurement: at 64 sequences of 2,000 tokens
 /// it adds 0.13 ms to a step.
 pub const NGRAM_NS_PER_TOKEN: f64 = 1.0;
-
-/// The drafter of one replica: its method, `k`, and the network it runs (none for n-gram).
-#[derive(Debug, Clone)]
-pub struct Drafter {
-    pub method: SpecMethod,
-    pub k: u32,
-    net: Option<StepCostModel>,
-}
 
 /// The network a method's drafter runs, as a [`Model`]: EAGLE's head and the MTP module as a
 /// one-layer model of the target's widths, the draft model as itself. `None` for n-gram.
@@ -144,57 +134,5 @@ pub fn draft_params(method: SpecMethod, target: &Model, net: Option<&Model>) -> 
         (SpecMethod::DraftModel, Some(d)) => d.params(),
         (SpecMethod::Eagle, Some(h)) => h.params_per_dense_layer() + 2.0 * hidden * hidden,
         (SpecMethod::Eagle3, Some(h)) => h.params_per_dense_layer() + 3.0 * hidden * hidden + f64::from(h.vocab) * hidden,
-    }
-}
-
-impl Drafter {
-    /// The drafter of `method` with `k` drafts for a replica of `target` on `gpu` at `tp`:
-    /// its network's step model built from the scenario's cost model (`net` from
-    /// [`draft_network`]); `parallel` applies the replica's DP/EP layout to it.
-    pub fn new(
-        method: SpecMethod,
-        k: u32,
-        net: Option<&Model>,
-        spec: &CostModelSpec,
-        gpu: &Gpu,
-        tp: u32,
-        parallel: impl FnOnce(StepCostModel, &Model) -> Result<StepCostModel>,
-    ) -> Result<Drafter> {
-        let net = match net {
-            None => None,
-            Some(m) => Some(parallel(StepCostModel::new(spec, m, gpu, tp, 1)?, m)?),
-        };
-        Ok(Drafter { method, k, net })
-    }
-
-    /// Seconds the drafter adds to a step of shape `b` (after the target's forward pass):
-    /// its first pass over the step's tokens and `k − 1` passes of one token per sampling
-    /// sequence, or the n-gram proposer's scan.
-    pub fn step_s(&self, b: &BatchShape) -> f64 {
-        // Sequences that sampled a token this step (each drafts for the next one).
-        let seqs = b.sampled.saturating_sub(b.spec_tokens);
-        if seqs == 0 {
-            return 0.0;
-        }
-        let Some(net) = &self.net else {
-            return NGRAM_NS_PER_TOKEN * 1e-9 * b.context_sum_after as f64;
-        };
-        // The first pass reads every token the target processed; only each sequence's last
-        // position goes through the head.
-        let first = BatchShape { sampled: seqs, ..*b };
-        let entries = (b.prefill.len() as u64 + b.decode_seqs).max(1);
-        let per_seq = b.context_sum_after / entries;
-        let next = BatchShape {
-            prefill: &[],
-            prefill_tokens: 0,
-            decode_seqs: seqs,
-            decode_context_sum: seqs * (per_seq + 1),
-            context_sum_after: seqs * (per_seq + 1),
-            sampled: seqs,
-            decode_blocks_1024: 0,
-            spec_tokens: 0,
-            lora_adapters: 0,
-        };
-        net.forward_s(&first) + f64::from(self.k.saturating_sub(1)) * net.forward_s(&next)
     }
 }

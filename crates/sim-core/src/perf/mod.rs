@@ -53,7 +53,7 @@ const LINEAR_NAMES: [&str; 4] = ["base", "prefill_tokens", "decode_seqs", "conte
 pub struct StepCostModel {
     inner: Inner,
     /// Speculative decoding's drafter, run after each step's forward pass ([`draft`]).
-    draft: Option<Box<draft::Drafter>>,
+    draft: Option<Box<Drafter>>,
     /// Multi-LoRA's kernels in every layer ([`lora`]).
     lora: Option<Box<LoraPart>>,
 }
@@ -209,7 +209,7 @@ impl StepCostModel {
     /// Run `drafter` after every step's forward pass (speculative decoding): its passes are
     /// added to each step's price, its line to the breakdown and its kernels' span to the
     /// anatomy.
-    pub fn with_drafter(mut self, drafter: draft::Drafter) -> Self {
+    pub fn with_drafter(mut self, drafter: Drafter) -> Self {
         self.draft = Some(Box::new(drafter));
         self
     }
@@ -423,6 +423,66 @@ impl StepCostModel {
             ],
             Inner::Step(_) => [0.0; 4],
         }
+    }
+}
+
+/// Speculative decoding's drafter of one replica ([`draft`]).
+#[derive(Debug, Clone)]
+pub struct Drafter {
+    pub method: draft::SpecMethod,
+    pub k: u32,
+    net: Option<StepCostModel>,
+}
+
+impl Drafter {
+    /// The drafter of `method` with `k` drafts for a replica of `target` on `gpu` at `tp`:
+    /// its network's step model built from the scenario's cost model (`net` from
+    /// [`draft::draft_network`]); `parallel` applies the replica's DP/EP layout to it.
+    pub fn new(
+        method: draft::SpecMethod,
+        k: u32,
+        net: Option<&Model>,
+        spec: &CostModelSpec,
+        gpu: &Gpu,
+        tp: u32,
+        parallel: impl FnOnce(StepCostModel, &Model) -> Result<StepCostModel>,
+    ) -> Result<Drafter> {
+        let net = match net {
+            None => None,
+            Some(m) => Some(parallel(StepCostModel::new(spec, m, gpu, tp, 1)?, m)?),
+        };
+        Ok(Drafter { method, k, net })
+    }
+
+    /// Seconds the drafter adds to a step of shape `b` (after the target's forward pass):
+    /// its first pass over the step's tokens and `k − 1` passes of one token per sampling
+    /// sequence, or the n-gram proposer's scan.
+    pub fn step_s(&self, b: &BatchShape) -> f64 {
+        // Sequences that sampled a token this step (each drafts for the next one).
+        let seqs = b.sampled.saturating_sub(b.spec_tokens);
+        if seqs == 0 {
+            return 0.0;
+        }
+        let Some(net) = &self.net else {
+            return draft::NGRAM_NS_PER_TOKEN * 1e-9 * b.context_sum_after as f64;
+        };
+        // The first pass reads every token the target processed; only each sequence's last
+        // position goes through the head.
+        let first = BatchShape { sampled: seqs, ..*b };
+        let entries = (b.prefill.len() as u64 + b.decode_seqs).max(1);
+        let per_seq = b.context_sum_after / entries;
+        let next = BatchShape {
+            prefill: &[],
+            prefill_tokens: 0,
+            decode_seqs: seqs,
+            decode_context_sum: seqs * (per_seq + 1),
+            context_sum_after: seqs * (per_seq + 1),
+            sampled: seqs,
+            decode_blocks_1024: 0,
+            spec_tokens: 0,
+            lora_adapters: 0,
+        };
+        net.forward_s(&first) + f64::from(self.k.saturating_sub(1)) * net.forward_s(&next)
     }
 }
 
