@@ -83,7 +83,7 @@ fn acceptance_is_drawn_as_configured_and_reported() {
     let accepted = s["accepted_tokens"].as_u64().unwrap();
     let verifies = s["verifies"].as_u64().unwrap();
     let made = accepted + verifies + 16;
-    assert!(made <= 16 * 256 && made >= 16 * 255, "{s}");
+    assert!((16 * 255..=16 * 256).contains(&made), "{s}");
     assert_eq!(r.deployment["speculative"]["expected_tokens_per_step"].as_f64().unwrap(), 2.8);
 }
 
