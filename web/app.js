@@ -145,6 +145,7 @@ function writeForm(flat, policies, preset) {
   $$("#policies input").forEach((el) => (el.checked = policies.includes(el.value)));
   if (preset !== undefined) $("#preset").value = preset;
   form.classList.toggle("gamma", flat["workload.arrival.kind"] === "gamma");
+  form.classList.toggle("draft", flat["scheduler.speculative.method"] === "draft_model");
 }
 
 /** The policies that need a topology follow the fabric: offered once one is chosen, else
@@ -231,7 +232,17 @@ function scenarios(state) {
   }
   base.workload.prompt = { kind: "lognormal", ...base.workload.prompt };
   base.workload.output = { kind: "lognormal", ...base.workload.output };
-  if (trace) base.workload = { trace: traceSpec() };
+  // Speculative decoding and LoRA: off (their section left out) unless a method / adapters
+  // are chosen; a draft model only with the method that runs one.
+  const spec = base.scheduler?.speculative;
+  if (spec && !spec.method) delete base.scheduler.speculative;
+  else if (spec && spec.method !== "draft_model") delete spec.draft_model;
+  const lora = base.workload.lora;
+  if (!lora || !lora.adapters) {
+    delete base.workload.lora;
+    if (base.scheduler) delete base.scheduler.max_loras;
+  }
+  if (trace) base.workload = { trace: traceSpec(), ...(base.workload.lora ? { lora: base.workload.lora } : {}) };
   base.name = `web: ${state.preset}`;
   const hf = hfConfig(state);
   if (hf !== null) base.model = { hf_config: hf };
@@ -373,6 +384,7 @@ async function run() {
     $("#results").classList.toggle("stale", n === 0);
     if (n > 0) {
       renderSummary(results);
+      renderFeatures(results);
       charts.render(results.filter((r) => r.ok));
       steps.setRuns(list.filter((_, i) => results[i].ok));
       topology.showResult(results.find((r) => r.ok)?.links);
@@ -442,6 +454,36 @@ function renderSummary(results) {
   }
 }
 
+/** Speculative decoding's and LoRA's counters, one row per policy that ran with either. */
+function renderFeatures(results) {
+  const table = $("#features");
+  const body = $("tbody", table);
+  body.textContent = "";
+  for (const r of results) {
+    const sp = r.ok && r.summary.speculative;
+    const lo = r.ok && r.summary.lora;
+    if (!sp && !lo) continue;
+    const tr = document.createElement("tr");
+    tr.dataset.policy = r.label;
+    const cells = [
+      r.label,
+      sp ? `acceptance ${fmt(sp.acceptance_rate, 3)} · ${fmt(sp.tokens_per_verify, 2)} tokens per verify · ` +
+        `${sp.accepted_tokens.toLocaleString("en")} of ${sp.draft_tokens.toLocaleString("en")} drafts accepted` : "—",
+      lo ? `${lo.slot_waits.toLocaleString("en")} requests waited for a slot · ${lo.adapter_loads.toLocaleString("en")} ` +
+        `adapter loads (${lo.adapter_loads_from_disk.toLocaleString("en")} from disk, ${fmt(lo.load_ms, 1)} ms)` : "—",
+    ];
+    for (const [i, text] of cells.entries()) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (i === 1 && sp) td.dataset.acceptance = String(sp.acceptance_rate);
+      if (i === 2 && lo) td.dataset.slotWaits = String(lo.slot_waits);
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+  table.hidden = body.children.length === 0;
+}
+
 // ---------------------------------------------------------------------------------------
 const steps = (window.o1simSteps = new StepsPanel({ root: $("#steps"), ask }));
 
@@ -492,6 +534,10 @@ async function main() {
   opts($("[name=gpu]"), catalog.gpus.map((g) => g.name));
   opts($("[name='deployment.router']"), catalog.routers);
   opts($("[name='workload.arrival.kind']"), catalog.arrival_kinds);
+  $("[name='scheduler.speculative.method']").innerHTML = `<option value="">off</option>` +
+    (catalog.speculative_methods || []).map((m) => `<option>${m.name}</option>`).join("");
+  opts($("[name='scheduler.speculative.draft_model']"), catalog.models.map((m) => m.name));
+  defaults["scheduler.speculative.draft_model"] = "llama-3.2-1b";
   opts($("#preset"), Object.keys(PRESETS));
   $("#policies").innerHTML = POLICY_INFO
     .map((p) => `<label title="${p.label}: ${p.summary}">` +
@@ -519,6 +565,7 @@ async function main() {
     if (e.target.id === "preset" || e.target.id === "live" || e.target.id === "topology-preset") return;
     if (e.target.id.startsWith("trace-")) return; // the trace's own handlers re-read it first
     form.classList.toggle("gamma", $("[name='workload.arrival.kind']").value === "gamma");
+    form.classList.toggle("draft", $("[name='scheduler.speculative.method']").value === "draft_model");
     updateDisagg();
     schedule();
   });
