@@ -31,6 +31,7 @@ from o1sim._files import refuse_files
 from o1sim.dashboard import charts
 from o1sim.dashboard.capacity_tab import capacity_tab
 from o1sim.dashboard.check_tab import check_tab
+from o1sim.dashboard.features import ERROR_SLOT_FEATURES, FEATURE_KINDS, features_sidebar, features_table
 from o1sim.dashboard.scenarios import (
     FIELDS,
     MAX_URL_TEXT,
@@ -135,6 +136,9 @@ def _error_slot_for(field: Optional[str], slots: Mapping[str, Any]) -> Any:
             m = re.match(r"events\[(\d+)\]", field)
             index = int(m.group(1)) - int(slots.get("_text_events", 0)) if m else -1
             return slots.get(f"_event{index}", slots[ERROR_SLOT_EVENTS])
+        if ERROR_SLOT_FEATURES in slots and field.startswith(("scheduler.speculative", "workload.lora", "scheduler.max_loras",
+                                                                "scheduler.max_cpu_loras")):
+            return slots[ERROR_SLOT_FEATURES]
         if ERROR_SLOT_TOPOLOGY in slots and (field.startswith("topology") or field == "deployment"
                                              or field.startswith("deployment.placement")):
             return slots[ERROR_SLOT_TOPOLOGY]
@@ -181,7 +185,7 @@ def _seed(key: str, value: Any) -> None:
 
 def _reset_widgets() -> None:
     """Forget every override widget's value: they are seeded again from the scenario."""
-    for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS):
+    for key in (*(f.key for f in FIELDS), *TOPOLOGY_KEYS, *FEATURE_KINDS):
         st.session_state.pop(key, None)
 
 
@@ -319,7 +323,7 @@ def read_url() -> None:
     if q.get("preset") in PRESET_SLUGS:
         st.session_state["preset"] = PRESET_SLUGS[q["preset"]]
     kinds = {f.key: f.kind for f in FIELDS}
-    kinds.update({"topology": "select", "n_events": "int"})
+    kinds.update({"topology": "select", "n_events": "int", **FEATURE_KINDS})
     for i in range(MAX_EVENTS):
         kinds.update({f"ev{i}_kind": "select", f"ev{i}_link": "select", f"ev{i}_at": "float", f"ev{i}_pct": "float"})
     values: dict[str, Any] = {}
@@ -469,6 +473,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
             compare = st.sidebar.multiselect("Compare with", options["policy"], key="compare")
 
     topo_url = topology_sidebar(data, catalog, slots)
+    topo_url.update(features_sidebar(data, catalog, slots, _seed))
 
     # The experiment in the URL: what differs from the preset (an upload cannot go in it).
     url: dict[str, str] = {}
@@ -836,6 +841,7 @@ def render(scenario: o1sim.Scenario, label: str, name: Optional[str], primary: s
         frame = charts.summary_frame({n: r.summary for n, r in results.items()})
         st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format=f)
                                                            for c, f in charts.summary_formats().items()})
+        features_table({n: r.summary for n, r in results.items()})
         cols = st.columns(3)
         for col, (metric, _) in zip(cols, charts.LATENCIES):
             _show(col, charts.latency_cdf_chart(results, metric))
