@@ -649,3 +649,20 @@ def test_capacity_and_plan_scale_an_uploaded_trace(monkeypatch: pytest.MonkeyPat
                for c in captions), captions
     assert any(f"{int(plan.configs['feasible'].sum())} of 4 configurations meet the SLO and sustain the load" in c
                for c in captions), captions
+
+
+def test_speculation_and_lora_on_a_text_without_a_workload_section() -> None:
+    """The section's widgets add to the scenario as written: a text with no `workload` runs
+    the core's default workload, with adapters added to it (not a workload of adapters alone)."""
+    at = _app()
+    at.text_area(key="scenario_text").input("model = 'llama-3-8b'\ngpu = 'h100'\n").run()
+    _no_exception(at)
+    at.number_input(key="lora_adapters").set_value(4).run()
+    at.selectbox(key="spec_method").set_value("ngram").run()
+    _no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    columns = [c for t in at.table for c in t.value.columns]
+    assert "tokens per verify" in columns and "requests that waited for a LoRA slot" in columns, columns
+    at.selectbox(key="spec_method").set_value("off").run()
+    at.number_input(key="lora_adapters").set_value(0).run()
+    assert not at.error and not at.table

@@ -473,7 +473,7 @@ def sidebar() -> tuple[Optional[o1sim.Scenario], str, list[str], dict[str, Any]]
             compare = st.sidebar.multiselect("Compare with", options["policy"], key="compare")
 
     topo_url = topology_sidebar(data, catalog, slots)
-    topo_url.update(features_sidebar(data, catalog, slots, _seed))
+    topo_url.update(features_sidebar(data, resolved, catalog, slots, _seed))
 
     # The experiment in the URL: what differs from the preset (an upload cannot go in it).
     url: dict[str, str] = {}

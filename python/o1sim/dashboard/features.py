@@ -5,10 +5,14 @@ URL; ``FEATURE_KINDS`` tells the URL reader how to parse them back."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from typing import Any, Callable
 
 import streamlit as st
+
+import o1sim
 
 OFF = "off"
 #: Widget key → kind, for the URL (see ``app.read_url``).
@@ -23,17 +27,36 @@ DEFAULT_DRAFT = "llama-3.2-1b"
 
 
 def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """``data[name]`` when it is a table, else a new one (put in ``data`` only once written)."""
     node = data.get(name)
-    if not isinstance(node, dict):
-        node = {}
-    data[name] = node
-    return node
+    return node if isinstance(node, dict) else {}
 
 
-def features_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: dict[str, Any],
-                     seed: Callable[[str, Any], None]) -> dict[str, str]:
-    """The controls (seeded by ``seed`` from the scenario's own values); edits ``data``."""
-    sched, work = _section(data, "scheduler"), _section(data, "workload")
+def _put(data: dict[str, Any], name: str, node: dict[str, Any]) -> None:
+    """Write a section back when it holds anything or the scenario had it."""
+    if node or name in data:
+        data[name] = node
+
+
+@functools.lru_cache(maxsize=1)
+def _default_workload_json() -> str:
+    resolved = o1sim.Scenario({"model": "llama-3-8b", "gpu": "h100"}).validate()["scenario"]
+    return json.dumps(resolved["workload"])
+
+
+def default_workload() -> dict[str, Any]:
+    """The workload the core runs when a scenario has no `workload` section."""
+    workload: dict[str, Any] = json.loads(_default_workload_json())
+    return workload
+
+
+def features_sidebar(data: dict[str, Any], resolved: Mapping[str, Any], catalog: Mapping[str, Any],
+                     slots: dict[str, Any], seed: Callable[[str, Any], None]) -> dict[str, str]:
+    """The controls (seeded by ``seed`` from the scenario's own values); edits ``data``.
+    ``resolved``: the scenario with its defaults, whose workload adapters are added to when
+    the text has no workload section of its own."""
+    sched = _section(data, "scheduler")
+    work = _section(data, "workload") if "workload" in data else dict(resolved.get("workload") or default_workload())
     spec = sched.get("speculative") if isinstance(sched.get("speculative"), dict) else None
     lora = work.get("lora") if isinstance(work.get("lora"), dict) else None
     methods = [OFF, *(m["name"] for m in catalog.get("speculative_methods", []))]
@@ -85,6 +108,9 @@ def features_sidebar(data: dict[str, Any], catalog: Mapping[str, Any], slots: di
     else:
         work.pop("lora", None)
         sched.pop("max_loras", None)
+    _put(data, "scheduler", sched)
+    if "workload" in data or "lora" in work:
+        data["workload"] = work
     values = {"spec_method": method, "spec_k": int(k), "spec_accept": float(accept), "spec_draft": draft,
               "lora_adapters": int(adapters), "lora_rank": int(rank), "max_loras": int(max_loras)}
     return {key: (f"{v:.15g}" if isinstance(v, float) else str(v)) for key, v in values.items()
