@@ -123,3 +123,19 @@ fn bad_settings_are_typed_errors_naming_the_field() {
         }
     }
 }
+
+#[test]
+fn the_model_checker_explores_the_slot_rule() {
+    // Three requests on two adapters with one slot: every order of arrivals and steps ends
+    // with each request finished, none stuck behind the slot.
+    let v = json!({"model": "llama-3-8b", "gpu": "h200",
+        "scheduler": {"policy": "vllm", "block_size": 4, "num_gpu_blocks": 16, "max_num_batched_tokens": 16,
+                      "max_num_seqs": 8, "max_loras": 1},
+        "workload": {"lora": {"adapters": 2, "rank": 8}, "requests": [
+            {"arrival_ms": 0, "prompt_tokens": 6, "output_tokens": 3, "lora": 0},
+            {"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 2, "lora": 1},
+            {"arrival_ms": 1, "prompt_tokens": 4, "output_tokens": 3, "lora": 1}]}});
+    let r = sim_core::check::check(&v.to_string(), Format::Json, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.ok && r.complete, "{:?}", r.violations.iter().map(|v| (&v.property, &v.message)).collect::<Vec<_>>());
+    assert!(r.states > 10, "{}", r.states);
+}

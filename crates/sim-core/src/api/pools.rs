@@ -149,7 +149,7 @@ pub(super) fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu
     };
     let perf = match super::lora::shapes(scenario, model, pool.tp)? {
         None => perf,
-        Some(shapes) => perf.with_lora(shapes)?,
+        Some(shapes) => perf.with_lora(shapes),
     };
     Ok(match crate::sched::Params::for_policy(s).1 {
         crate::kv::KvMode::Contiguous => perf,

@@ -206,13 +206,14 @@ fn replay_scenario(base: &Scenario, e: &Engine, path: &[Action], plan: &Plan, pr
                 prompt_tokens: Some(r.prompt),
                 output_tokens: Some(r.output),
                 priority: (r.priority != 0).then_some(r.priority),
+                lora: (r.lora > 0).then(|| u32::from(r.lora) - 1),
                 ..Default::default()
             }
         })
         .collect();
     let mut sc = base.clone();
     sc.name = Some(format!("counterexample: {property}"));
-    sc.workload = WorkloadSpec::explicit(requests);
+    sc.workload = WorkloadSpec { lora: base.workload.lora.clone(), ..WorkloadSpec::explicit(requests) };
     sc.cost_model = plan.cost.spec()?;
     sc.deployment.dispatch_timeout_ms = 1e9;
     // As checked: without prefix caching.

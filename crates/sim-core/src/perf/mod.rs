@@ -215,15 +215,14 @@ impl StepCostModel {
     }
 
     /// Price the LoRA kernels of adapters shaped `shapes` in every step that uses any
-    /// ([`BatchShape::lora_adapters`]). A linear cost model has no layers to add them to:
-    /// an error naming `workload.lora`.
-    pub fn with_lora(mut self, shapes: lora::LoraShapes) -> Result<Self> {
-        let Inner::Step(s) = &self.inner else {
-            return Err(SimError::config("workload.lora", "LoRA kernels need a layer-level cost model (roofline or calibrated), not the linear one"));
-        };
-        let (stream_bw, flops, floor, dp) = s.lora_rates();
-        self.lora = Some(Box::new(LoraPart { shapes, stream_bw, flops, floor, dp }));
-        Ok(self)
+    /// ([`BatchShape::lora_adapters`]). A linear cost model has no layers to add them to: its
+    /// coefficients are the whole step (the adapters' slots and loads still apply).
+    pub fn with_lora(mut self, shapes: lora::LoraShapes) -> Self {
+        if let Inner::Step(s) = &self.inner {
+            let (stream_bw, flops, floor, dp) = s.lora_rates();
+            self.lora = Some(Box::new(LoraPart { shapes, stream_bw, flops, floor, dp }));
+        }
+        self
     }
 
     /// Seconds the LoRA kernels add to a step of shape `b` (0 without adapters in it).
