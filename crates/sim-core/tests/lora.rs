@@ -139,3 +139,34 @@ fn the_model_checker_explores_the_slot_rule() {
     assert!(r.ok && r.complete, "{:?}", r.violations.iter().map(|v| (&v.property, &v.message)).collect::<Vec<_>>());
     assert!(r.states > 10, "{}", r.states);
 }
+
+#[test]
+fn a_traces_lora_column_names_each_rows_adapter() {
+    let trace = |rows: &str| format!("arrival_ms,prompt_tokens,output_tokens,lora\n{rows}");
+    let v = |text: String, lora: Option<Value>| {
+        let mut w = json!({"trace": {"text": text, "format": "csv"}});
+        if let Some(l) = lora {
+            w["lora"] = l;
+        }
+        json!({"model": "llama-3.1-8b", "gpu": "h100", "scheduler": {"max_loras": 1}, "workload": w})
+    };
+    let rows = "0,100,10,0\n0,100,10,1\n0,100,10,2\n1,100,10,0\n";
+    let r = run(&v(trace(rows), Some(json!({"adapters": 3, "rank": 8}))));
+    // Three adapters named, one slot: each is loaded once, two requests wait for the slot.
+    assert!(u(&r, "adapter_loads") >= 3 && u(&r, "slot_waits") >= 2, "{}", r.summary["lora"]);
+    match err(&v(trace("0,100,10,0\n0,100,10,5\n"), Some(json!({"adapters": 3})))) {
+        SimError::Config { path, message } => assert!(path == "workload.trace" && message.contains("row 2"), "{path}: {message}"),
+        e => panic!("{e}"),
+    }
+    // Rows naming adapters with no workload.lora: max_loras is named first, then the trace.
+    match err(&v(trace(rows), None)) {
+        SimError::Config { path, .. } => assert_eq!(path, "scheduler.max_loras"),
+        e => panic!("{e}"),
+    }
+    let mut no_slots = v(trace(rows), None);
+    no_slots["scheduler"] = json!({});
+    match err(&no_slots) {
+        SimError::Config { path, .. } => assert_eq!(path, "workload.trace"),
+        e => panic!("{e}"),
+    }
+}

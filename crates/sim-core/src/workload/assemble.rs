@@ -51,6 +51,8 @@ pub(crate) struct Row {
     pub turn: u32,
     /// Closed-loop delay after the previous turn finishes (ignored on a first turn).
     pub think_ns: u64,
+    /// The LoRA adapter the row names, index + 1 (0: none named; `workload.lora` draws one).
+    pub lora: u16,
 }
 
 /// Listed requests plus what their rows index.
@@ -117,7 +119,7 @@ impl Rows {
                 Own::Segs { start, count } => (start, count),
             };
             let arrival_ns = row.arrival_ns.ok_or_else(|| self.error(i, "arrival_ms", "required"))?;
-            reqs.push(RequestSpec { segs, ..RequestSpec::new(i as u32, arrival_ns, row.prompt, row.output, row.priority) });
+            reqs.push(RequestSpec { segs, lora: row.lora, ..RequestSpec::new(i as u32, arrival_ns, row.prompt, row.output, row.priority) });
         }
         for (s, mut idxs) in turns.into_iter().enumerate() {
             self.order_turns(s, &mut idxs)?;
@@ -204,7 +206,7 @@ impl Rows {
                 arena.push(Segment { key: turn_key, len: new_tokens });
             }
             let segs = (start as u32, (arena.len() - start) as u32);
-            reqs.push(RequestSpec { segs, after, ..RequestSpec::new(i as u32, arrival_ns, row.prompt, row.output, row.priority) });
+            reqs.push(RequestSpec { segs, after, lora: row.lora, ..RequestSpec::new(i as u32, arrival_ns, row.prompt, row.output, row.priority) });
             prev = Some(i);
         }
         Ok(())
@@ -311,6 +313,12 @@ pub(super) fn explicit_rows(list: &[ExplicitRequest], max_model_len: u32, block_
             session,
             turn: r.turn.unwrap_or(NO_TURN),
             think_ns,
+            lora: match r.lora {
+                None => 0,
+                Some(a) => u16::try_from(a).ok().filter(|&a| a < u16::MAX).map(|a| a + 1).ok_or_else(|| {
+                    SimError::config(format!("requests[{i}].lora"), format!("adapter {a} is out of range (at most 65,534)"))
+                })?,
+            },
         });
     }
     Ok(rows)

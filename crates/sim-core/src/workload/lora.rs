@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExplicitRequest, Workload};
+use super::Workload;
 use crate::error::{check, Result, SimError};
 use crate::rng::SimRng;
 
@@ -91,10 +91,11 @@ impl LoraSpec {
         self.target_modules.as_ref().is_none_or(|m| m.iter().any(|x| x == name))
     }
 
-    /// Give every request of `w` its adapter (`lora` = index + 1): an explicit request's own
-    /// `lora` where it names one (checked against `adapters`, the error naming
-    /// `requests[i].lora`), else a draw by popularity keyed by the request's id.
-    pub fn assign(&self, w: &mut Workload, seed: u64, explicit: Option<&[ExplicitRequest]>) -> Result<()> {
+    /// Give every request of `w` its adapter (`lora` = index + 1): the one its explicit
+    /// request or trace row names (checked against `adapters`), else a draw by popularity
+    /// keyed by the request's id. `trace`: the requests came from a trace (errors name its
+    /// row, else `requests[i].lora`).
+    pub fn assign(&self, w: &mut Workload, seed: u64, trace: bool) -> Result<()> {
         let n = self.adapters as usize;
         // Cumulative weights of the adapters' popularity.
         let s = self.zipf_s.unwrap_or(1.0);
@@ -113,17 +114,19 @@ impl LoraSpec {
         order.sort_by_key(|&i| w.requests[i].id);
         for i in order {
             let r = &mut w.requests[i];
-            let named = explicit.and_then(|l| l.get(r.id as usize)).and_then(|x| x.lora);
             let u = rng.uniform();
-            let pick = match named {
-                Some(a) if a >= self.adapters => {
-                    return Err(SimError::config(
-                        format!("requests[{}].lora", r.id),
-                        format!("adapter {a} of {} (0-based: at most {})", self.adapters, self.adapters - 1),
-                    ))
+            let pick = match u32::from(r.lora) {
+                0 => cdf.partition_point(|&c| c < u * total).min(n - 1),
+                named if named > self.adapters => {
+                    let (a, id) = (named - 1, r.id);
+                    let (field, what) = if trace {
+                        ("trace".to_string(), format!("row {} of the trace (request {id}) names adapter {a}", id + 1))
+                    } else {
+                        (format!("requests[{id}].lora"), format!("adapter {a}"))
+                    };
+                    return Err(SimError::config(field, format!("{what} of {} (0-based: at most {})", self.adapters, self.adapters - 1)));
                 }
-                Some(a) => a as usize,
-                None => cdf.partition_point(|&c| c < u * total).min(n - 1),
+                named => named as usize - 1,
             };
             r.lora = (pick + 1) as u16;
         }

@@ -229,8 +229,12 @@ impl WorkloadSpec {
         if let Some(a) = &self.adversarial {
             a.mix(&mut w, seed, max_model_len, self.priority.unwrap_or(0)).map_err(|e| e.under("adversarial"))?;
         }
-        if let Some(l) = &self.lora {
-            l.assign(&mut w, seed, self.requests.as_deref())?;
+        match &self.lora {
+            Some(l) => l.assign(&mut w, seed, self.trace.is_some())?,
+            None if self.trace.is_some() && w.requests.iter().any(|r| r.lora > 0) => {
+                return Err(SimError::config("trace", "its rows name LoRA adapters (the lora column): add workload.lora (adapters, rank)"));
+            }
+            None => {}
         }
         Ok(w)
     }

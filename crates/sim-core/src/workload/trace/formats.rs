@@ -65,8 +65,9 @@ enum F {
     Session,
     Turn,
     Think,
+    Lora,
 }
-const NF: usize = 12;
+const NF: usize = 13;
 
 /// How a time cell reads.
 #[derive(Debug, Clone, Copy)]
@@ -149,7 +150,7 @@ impl Plan {
             }
             Fmt::Csv | Fmt::Jsonl => {
                 let fields =
-                    [F::Time, F::Prompt, F::Output, F::Priority, F::Group, F::PrefixLen, F::Hash, F::Session, F::Turn, F::Think];
+                    [F::Time, F::Prompt, F::Output, F::Priority, F::Group, F::PrefixLen, F::Hash, F::Session, F::Turn, F::Think, F::Lora];
                 for (f, name) in fields.iter().zip(TRACE_FIELDS) {
                     let default = if *f == F::Time { "arrival_ms" } else { name };
                     set(*f, options.columns.get(*name).map_or(default, String::as_str));
@@ -291,6 +292,9 @@ impl Plan {
         raw.output = need(F::Output)?.count(name(F::Output))?;
         if let Some(p) = get(F::Priority) {
             raw.priority = p.int(name(F::Priority))?;
+        }
+        if let Some(a) = get(F::Lora) {
+            raw.lora = Some(a.count(name(F::Lora))?);
         }
         if let Some(g) = get(F::Group) {
             let len = need(F::PrefixLen)?.count(name(F::PrefixLen))?;

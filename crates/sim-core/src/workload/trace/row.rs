@@ -23,6 +23,8 @@ pub(crate) struct RawRow {
     pub session: Option<String>,
     pub turn: Option<u64>,
     pub think_ns: u64,
+    /// The LoRA adapter the row names (0-based), if its trace has the column.
+    pub lora: Option<u64>,
 }
 
 impl RawRow {
@@ -31,6 +33,7 @@ impl RawRow {
         self.prompt = 0;
         self.output = 0;
         self.priority = 0;
+        self.lora = None;
         self.group = None;
         self.has_hash = false;
         self.hash_ids.clear();
@@ -188,7 +191,12 @@ impl Pipeline {
             }
             None => NO_SESSION,
         };
-        self.rows.rows.push(Row { arrival_ns, prompt, output, priority, own, session, turn, think_ns: self.raw.think_ns });
+        let lora = match raw.lora {
+            None => 0,
+            Some(a) if a < u64::from(u16::MAX) => a as u16 + 1,
+            Some(a) => return Err(err("lora", format!("adapter {a} is out of range (at most 65,534)"))),
+        };
+        self.rows.rows.push(Row { arrival_ns, prompt, output, priority, own, session, turn, think_ns: self.raw.think_ns, lora });
         self.rows.lines.push(u32::try_from(at).unwrap_or(u32::MAX));
         if !self.unsorted && self.rows.rows.len() as u64 >= self.options.max_requests {
             self.done = true;

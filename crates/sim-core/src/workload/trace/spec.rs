@@ -26,6 +26,7 @@ pub const TRACE_FIELDS: &[&str] = &[
     "session_id",
     "turn",
     "think_ms",
+    "lora",
 ];
 
 /// Units `trace.time_unit` accepts.
