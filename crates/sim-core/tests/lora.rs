@@ -4,7 +4,10 @@
 //! are typed errors naming the field.
 
 use serde_json::{json, Value};
-use sim_core::{simulate, Format, SimError, SimOptions, SimResult};
+mod common;
+
+use common::{err, run};
+use sim_core::{Format, SimError, SimResult};
 
 fn scenario(lora: Value, max_loras: Option<u32>) -> Value {
     let mut v = json!({
@@ -23,16 +26,6 @@ fn scenario(lora: Value, max_loras: Option<u32>) -> Value {
     v
 }
 
-fn run(v: &Value) -> SimResult {
-    simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(v: &Value) -> SimError {
-    match simulate(&v.to_string(), Format::Json, SimOptions::default()) {
-        Ok(_) => panic!("should fail: {v}"),
-        Err(e) => e,
-    }
-}
 
 fn u(r: &SimResult, k: &str) -> u64 {
     r.summary["lora"][k].as_u64().unwrap_or_else(|| panic!("{k}: {}", r.summary["lora"]))

@@ -6,7 +6,10 @@
 //! naming the field.
 
 use serde_json::{json, Value};
-use sim_core::{simulate, Format, SimError, SimOptions, SimResult};
+mod common;
+
+use common::{err, run};
+use sim_core::{SimError, SimResult};
 
 /// 24 system prompts of 2,048 tokens (128 blocks each: ~3,200 blocks with their
 /// questions) shared by their users, on a GPU of 900 blocks; every request is sent twice.
@@ -43,16 +46,6 @@ fn merge(v: &mut Value, patch: &Value) {
     }
 }
 
-fn run(v: &Value) -> SimResult {
-    simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(v: &Value) -> SimError {
-    match simulate(&v.to_string(), Format::Json, SimOptions::default()) {
-        Ok(_) => panic!("should fail: {v}"),
-        Err(e) => e,
-    }
-}
 
 fn no_tier() -> Value {
     let mut v = scenario(json!({}));

@@ -4,6 +4,9 @@
 //! deterministic; bad settings are typed errors naming the field.
 
 use serde_json::{json, Value};
+mod common;
+
+use common::{err, run};
 use sim_core::{simulate, Format, SimError, SimOptions, SimResult};
 
 /// `n` requests arriving together (a batch of `n` decoding side by side), each a
@@ -22,16 +25,6 @@ fn batch(model: &str, gpu: &str, tp: u32, n: usize, spec: Option<Value>) -> Valu
     v
 }
 
-fn run(v: &Value) -> SimResult {
-    simulate(&v.to_string(), Format::Json, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(v: &Value) -> SimError {
-    match simulate(&v.to_string(), Format::Json, SimOptions::default()) {
-        Ok(_) => panic!("should fail: {v}"),
-        Err(e) => e,
-    }
-}
 
 fn tpot(r: &SimResult) -> f64 {
     r.summary["tpot_ms"]["mean"].as_f64().unwrap()
