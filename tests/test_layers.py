@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "o1sim.dashboard", "o1sim.dashboard.charts", "o1sim.dashboard.scenarios"),
     ("o1sim",),
     ("o1sim.cli", "o1sim.cli_search", "o1sim._cli_io", "o1sim._cli_args", "o1sim.__main__",
-     "o1sim.dashboard.app", "o1sim.dashboard.capacity_tab", "o1sim.dashboard.check_tab",
+     "o1sim.dashboard.app", "o1sim.dashboard.capacity_tab", "o1sim.dashboard.check_tab", "o1sim.dashboard.features",
      "o1sim.seed_report", "o1sim.seed_report._claim", "o1sim.seed_report.mechanisms",
      "o1sim.seed_report.serving"),
 )
