@@ -19,7 +19,8 @@ def test_speculation_and_lora_in_the_sidebar(app: Any) -> None:  # noqa: F811
     choose(app, "preset", "small · 8B on 1 H100, tight KV")
     assert "Ran: llama-3-8b on 1 × h100" in ran(app)
     assert features_text(app) == ""
-    app.get_by_text("Speculative decoding & LoRA").first.click()
+    app.locator("[data-testid=stExpander] summary", has_text="Speculative decoding & LoRA").click()
+    app.locator(".st-key-spec_method input[role=combobox]").wait_for(state="visible")
     choose(app, "spec_method", "eagle3")
     text = features_text(app)
     assert "tokens per verify" in text, text
