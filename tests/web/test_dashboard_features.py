@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pagekit import OUT
 from test_dashboard_browser import app, choose, ran, settle  # noqa: F401  (the fixture)
+
+from pagekit import OUT
 
 
 def features_text(pg: Any) -> str:
