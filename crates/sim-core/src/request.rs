@@ -73,6 +73,11 @@ pub struct Req {
     pub blocks: Vec<u32>,
     pub status: Status,
     pub first_sched_ns: u64,
+    /// Prefix caching: the length (in tokens computed) from which a step has shared blocks of
+    /// this request to cache ([`crate::kv::prefix::Apc::cache_shared`]), so that the
+    /// scheduler's hot loop asks the cache only then; `u32::MAX`: none are left; 0: unknown
+    /// (ask).
+    pub apc_gate: u32,
     // --- cold ---
     pub id: u32,
     /// Lower is more urgent (vLLM's convention).

@@ -601,7 +601,7 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
                     failed = true;
                     break;
                 }
-                if share {
+                if share && len.min(r.num_tokens()) >= r.apc_gate {
                     // Drafts are not cached: only tokens the request holds (vLLM caches up to
                     // `request.num_tokens`).
                     apc.cache_shared(kv, r, len.min(r.num_tokens()));

@@ -504,6 +504,7 @@ fn req_fields(r: &Req) {
         queued_ns: _,
         // Prefix caching only, which is off in every check.
         apc_private: _,
+        apc_gate: _,
     } = r;
 }
 

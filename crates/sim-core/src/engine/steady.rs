@@ -180,7 +180,7 @@ impl Steady {
             let r = &mut reqs[id as usize];
             r.computed += self.owed;
             r.generated += self.owed;
-            if apc.shared {
+            if apc.shared && r.computed.min(r.num_tokens()) >= r.apc_gate {
                 apc.cache_shared(&mut st.kv, r, r.computed);
             }
         }

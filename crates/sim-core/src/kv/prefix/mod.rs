@@ -48,12 +48,12 @@ mod cache;
 use crate::kv::offload::{Offload, TierHit, PRIVATE};
 use crate::kv::KvPool;
 use crate::request::Req;
-use crate::workload::{output_key, RequestSpec, Segment, OUTPUT_KEY_BIT};
+use crate::workload::{output_key, RequestSpec, Segment};
 
 pub use cache::{BlockCache, KeyHasher, RunKey};
 use cache::Seg;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 /// The bits a content hash keeps clear (the literal test's unique-token stream keys set
@@ -141,6 +141,12 @@ pub struct Apc {
     probe_segs: Vec<Seg>,
     /// KV tiers below HBM (`[scheduler.kv_offload]`), if any ([`crate::kv::offload`]).
     pub offload: Option<Box<Offload>>,
+    /// Per request id: its family (the requests whose streams begin with the same piece
+    /// and share a block with another of them), or [`NO_FAMILY`].
+    family: Vec<u32>,
+    /// Each family's members (ids, ascending): `fam_members[fam_start[f]..fam_start[f + 1]]`.
+    fam_start: Vec<u32>,
+    fam_members: Vec<u32>,
     /// Scratch: a request's blocks as tier pieces (key, first index, end index).
     tier_pieces: Vec<(u64, u32, u32)>,
 }
@@ -170,62 +176,87 @@ impl Apc {
         if !on || !specs.iter().any(|s| s.segs.1 > 0) {
             return a;
         }
-        let segs_of = |s: &RequestSpec| {
-            let (lo, n) = s.segs;
-            segments.get(lo as usize..(lo as usize).saturating_add(n as usize)).unwrap_or(&[])
-        };
-        // Which keys two requests or more name: a block is shared only if another request
-        // can hold the same tokens, i.e. names every key under it (an output key: some
-        // request repeats that output). Every request's keys once each, as 32-bit
-        // fingerprints, sorted, counted in runs: a 1M-request trace names tens of millions
-        // of keys, and a map counting them cost seconds of cache misses and twice its size
-        // while it grew; the sort is a fraction of that and the set holds only the
-        // fingerprints named twice. Two keys with one fingerprint may make a block count
-        // as shared that is not: that only costs time (a shared block is hashed and cached
-        // as scheduled, which is what vLLM does with every block; the literal-algorithm
-        // property test checks the results are the same), never a result.
-        let fp = |k: u64| (mix(0x5EED_0F1D, k) >> 32) as u32;
-        let mut all: Vec<u32> = Vec::with_capacity(specs.iter().map(|s| s.segs.1 as usize).sum());
-        let mut mine: Vec<u64> = Vec::new();
-        let mut outputs: HashSet<u64, BuildHasherDefault<KeyHasher>> = HashSet::default();
-        for s in specs {
-            mine.clear();
-            mine.extend(segs_of(s).iter().map(|g| g.key));
-            mine.sort_unstable();
-            mine.dedup();
-            all.extend(mine.iter().map(|&k| fp(k)));
-            outputs.extend(mine.iter().filter(|&&k| k & OUTPUT_KEY_BIT != 0));
-        }
-        all.sort_unstable();
-        let twice = |i: usize| i > 0 && all[i - 1] == all[i] && (i < 2 || all[i - 2] != all[i]);
-        let mut named_twice: HashSet<u32, BuildHasherDefault<KeyHasher>> = HashSet::default();
-        named_twice.reserve((0..all.len()).filter(|&i| twice(i)).count());
-        named_twice.extend((0..all.len()).filter(|&i| twice(i)).map(|i| all[i]));
-        drop(all);
-        // How many requests name `key` (2 is enough; at least as many as do).
-        let named = |key: u64| if named_twice.contains(&fp(key)) { 2u8 } else { u8::from(key & OUTPUT_KEY_BIT == 0 || outputs.contains(&key)) };
-        a.segs = vec![(0, 0); specs.len()];
-        a.per = vec![ApcReq::default(); specs.len()];
-        for s in specs {
-            // Leading tokens in segments some other request names too.
-            let prompt = u64::from(s.prompt_tokens);
-            let mut shared = 0u64;
-            for g in segs_of(s) {
-                // Another request holds these tokens: one that names the key too, or, for
-                // an output key, the request that generates it.
-                let others = named(g.key) - 1 + u8::from(g.key & OUTPUT_KEY_BIT != 0);
-                if shared >= prompt || others == 0 {
-                    break;
-                }
-                shared += u64::from(g.len);
+        // A block of request M can be hit by another request N only if N's token stream
+        // begins with the same tokens up to that block's end (a block's hash chains its
+        // prefix). So M's shared blocks are those inside its longest common prefix with any
+        // other request, and only requests whose streams begin with the same piece — a
+        // *family* — can share anything. Requests are grouped by their first piece (a sort
+        // of one pair per request), and within a family sorted by their streams: the
+        // longest common prefix with any other member is the one with a neighbour in that
+        // order (a longer common run of pieces beats any partial piece after a shorter
+        // one, and among members agreeing on as many pieces the neighbours come closest
+        // on the next one).
+        let mut firsts: Vec<(u64, u32)> = specs
+            .iter()
+            .filter_map(|s| {
+                let mut first = None;
+                stream_of(s, &segments, |key, _| {
+                    first = Some(key);
+                    false
+                });
+                first.map(|k| (k, s.id))
+            })
+            .collect();
+        firsts.sort_unstable();
+        let by_id: Vec<u32> = {
+            // Specs are by id in the engine, but need not be here.
+            let mut v = vec![u32::MAX; specs.iter().map(|s| s.id as usize + 1).max().unwrap_or(0)];
+            for (i, s) in specs.iter().enumerate() {
+                v[s.id as usize] = i as u32;
             }
-            let b = u64::from(block_of(s).max(1));
+            v
+        };
+        let n = by_id.len();
+        a.segs = vec![(0, 0); n];
+        a.per = vec![ApcReq::default(); n];
+        a.family = vec![NO_FAMILY; n];
+        a.fam_start.push(0);
+        let (mut pieces, mut starts, mut members): (Vec<(u64, u64)>, Vec<usize>, Vec<u32>) = (Vec::new(), Vec::new(), Vec::new());
+        let mut lcp: Vec<u64> = Vec::new();
+        let mut i = 0;
+        while i < firsts.len() {
+            let j = i + firsts[i..].iter().take_while(|f| f.0 == firsts[i].0).count();
+            if j - i >= 2 {
+                // The family's streams, sorted.
+                pieces.clear();
+                starts.clear();
+                members.clear();
+                for &(_, id) in &firsts[i..j] {
+                    starts.push(pieces.len());
+                    stream_of(&specs[by_id[id as usize] as usize], &segments, |key, len| {
+                        pieces.push((key, len));
+                        true
+                    });
+                    members.push(id);
+                }
+                starts.push(pieces.len());
+                let of = |k: usize| &pieces[starts[k]..starts[k + 1]];
+                let mut order: Vec<usize> = (0..members.len()).collect();
+                order.sort_by(|&x, &y| of(x).cmp(of(y)).then(members[x].cmp(&members[y])));
+                lcp.clear();
+                lcp.extend(order.windows(2).map(|w| common_tokens(of(w[0]), of(w[1]))));
+                let fam = a.fam_start.len() as u32 - 1;
+                for (k, &m) in order.iter().enumerate() {
+                    let best = lcp.get(k).copied().unwrap_or(0).max(if k > 0 { lcp[k - 1] } else { 0 });
+                    let s = &specs[by_id[members[m] as usize] as usize];
+                    let b = u64::from(block_of(s).max(1));
+                    let share = (best / b).min(u64::from(u32::MAX - 1)) as u32;
+                    if share > 0 {
+                        a.per[s.id as usize].share_blocks = share;
+                        a.family[s.id as usize] = fam;
+                        a.fam_members.push(s.id);
+                    }
+                }
+                if a.fam_members.len() as u32 > *a.fam_start.last().unwrap_or(&0) {
+                    a.fam_members[*a.fam_start.last().unwrap_or(&0) as usize..].sort_unstable();
+                    a.fam_start.push(a.fam_members.len() as u32);
+                }
+            }
+            i = j;
+        }
+        drop(firsts);
+        for s in specs {
             a.segs[s.id as usize] = s.segs;
-            a.per[s.id as usize].share_blocks = if shared >= prompt && named(output_key(s.id)) >= 1 {
-                u32::MAX
-            } else {
-                (shared.min(prompt) / b) as u32
-            };
             a.shared |= a.per[s.id as usize].share_blocks > 0;
         }
         a.segments = segments;
@@ -523,18 +554,23 @@ impl Apc {
         if let Some(p) = self.per.get_mut(r.id as usize) {
             p.cached_shared = (self.hits.len() as u32 / per).min(p.share_blocks);
         }
+        r.apc_gate = 0;
     }
 
     /// vLLM's `cache_blocks` in `allocate_slots`: `r` now holds units for `alloc_tokens`
     /// tokens about to be computed; its shared full blocks among them are cached at once
     /// (a request admitted later in the same step hits them). Private ones wait for
     /// [`Apc::release`].
-    pub fn cache_shared(&mut self, kv: &mut KvPool, r: &Req, alloc_tokens: u32) {
-        let Some(p) = self.per.get(r.id as usize) else { return };
+    pub fn cache_shared(&mut self, kv: &mut KvPool, r: &mut Req, alloc_tokens: u32) {
+        let Some(p) = self.per.get(r.id as usize) else {
+            r.apc_gate = u32::MAX;
+            return;
+        };
         let (b, per) = Self::block_of(kv, r);
         let upto = (alloc_tokens.min(r.num_tokens()) / b).min(p.share_blocks);
         let from = p.cached_shared;
         if upto <= from {
+            r.apc_gate = Self::gate(from, p.share_blocks, b);
             return;
         }
         self.hash_upto(r, b, upto);
@@ -560,7 +596,21 @@ impl Apc {
             held.push((run, idx, k * per, units.len() as u32));
             k = e;
         }
-        self.per[r.id as usize].cached_shared = upto;
+        let p = &mut self.per[r.id as usize];
+        p.cached_shared = upto;
+        r.apc_gate = Self::gate(upto, p.share_blocks, b);
+    }
+
+    /// The length from which [`Apc::cache_shared`] has work for a request with `cached`
+    /// of its `share` leading shared blocks of `b` tokens cached (`u32::MAX`: none left):
+    /// the end of its next shared block.
+    #[inline]
+    fn gate(cached: u32, share: u32, b: u32) -> u32 {
+        if cached >= share {
+            u32::MAX
+        } else {
+            cached.saturating_add(1).saturating_mul(b)
+        }
     }
 
     /// Free `r`'s units, last first so that its tail is evicted first (vLLM's
@@ -614,6 +664,7 @@ impl Apc {
         if let Some(p) = self.per.get_mut(r.id as usize) {
             p.cached_shared = 0;
         }
+        r.apc_gate = 0;
         // The table's units past its full blocks hold no hash: the free queue takes them at
         // its front.
         let hashed = ((full * per).max(cached) as usize).min(r.blocks.len());
@@ -708,6 +759,50 @@ fn trim_segs(segs: &mut Vec<Seg>, from: usize, mut n: u32) {
         keep += 1;
     }
     segs.truncate(keep);
+}
+
+/// No family: the request shares no block with any other.
+const NO_FAMILY: u32 = u32::MAX;
+
+/// Request `s`'s token stream as pieces `(key, tokens)`, as [`Apc::hash_upto`] hashes it:
+/// its segments clamped to the prompt, then (when they cover it) its own output; `each`
+/// returns `false` to stop.
+fn stream_of(s: &RequestSpec, segments: &[Segment], mut each: impl FnMut(u64, u64) -> bool) {
+    let (lo, n) = s.segs;
+    let segs = segments.get(lo as usize..(lo as usize).saturating_add(n as usize)).unwrap_or(&[]);
+    let prompt = u64::from(s.prompt_tokens);
+    let mut pos = 0u64;
+    for g in segs {
+        if pos >= prompt {
+            break;
+        }
+        let len = u64::from(g.len).min(prompt - pos);
+        if len > 0 {
+            if !each(g.key, len) {
+                return;
+            }
+            pos += len;
+        }
+    }
+    if pos >= prompt {
+        each(output_key(s.id), u64::from(s.output_tokens));
+    }
+}
+
+/// Tokens two streams begin with in common: whole equal pieces, then the shorter part of
+/// a piece of the same key (a key names one token sequence; a length takes its start).
+fn common_tokens(x: &[(u64, u64)], y: &[(u64, u64)]) -> u64 {
+    let mut n = 0;
+    for (&(kx, lx), &(ky, ly)) in x.iter().zip(y) {
+        if kx != ky {
+            break;
+        }
+        n += lx.min(ly);
+        if lx != ly {
+            break;
+        }
+    }
+    n
 }
 
 #[cfg(test)]
