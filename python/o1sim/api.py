@@ -24,7 +24,6 @@ from ._input import join_path as _join
 from ._input import jsonable as _jsonable
 from ._memory import refresh_memory_ceiling
 from .errors import StepsNotRecordedError, config_error
-from .exports import prometheus_text, vllm_bench, write_chrome_trace
 from .topology import resolve_topology
 from .workload import trace_for
 
@@ -523,6 +522,8 @@ class Result:
         also lay out the kernels of the steps given by index (``True``: every step; a long
         run has thousands of kernels per step) on per-replica kernel tracks
         (:meth:`step_anatomy`). See :func:`o1sim.exports.chrome_trace`."""
+        from .exports import write_chrome_trace  # loaded when exported, not with the API
+
         self._need_steps("to_chrome_trace()")
         return write_chrome_trace(self, path, kernels=kernels)
 
@@ -533,6 +534,8 @@ class Result:
         latencies): a result run without ``record_steps=True`` raises
         :class:`~o1sim.errors.StepsNotRecordedError` (see :meth:`with_steps`). See
         :func:`o1sim.exports.prometheus_text`."""
+        from .exports import prometheus_text
+
         self._need_steps("to_prometheus()")
         return prometheus_text(self, model_name=model_name)
 
@@ -543,6 +546,8 @@ class Result:
         failed ones. Needs the steps (for the ITLs): a result run without
         ``record_steps=True`` raises :class:`~o1sim.errors.StepsNotRecordedError` (see
         :meth:`with_steps`). Keyword arguments: see :func:`o1sim.exports.vllm_bench`."""
+        from .exports import vllm_bench
+
         self._need_steps("to_vllm_bench()")
         data = vllm_bench(self, **kwargs)
         if path is not None:
