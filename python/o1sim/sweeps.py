@@ -240,8 +240,11 @@ def ship(base: dict[str, Any], params: Sequence[Mapping[str, Any]] = ({},), kind
         tag = json.dumps(touched, sort_keys=True, default=str)
         if tag not in seen:
             data = {"workload": json.loads(json.dumps(base.get("workload")))}
-            for k, v in touched.items():
-                _set_dotted(data, k, v)
+            try:
+                for k, v in touched.items():
+                    _set_dotted(data, k, v)
+            except ConfigError:
+                continue  # a value that cannot apply: validate_axes names it
             seen[tag] = trace_path(data)
             path = seen[tag]
             if path is not None:
