@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import pickle
+import secrets
 import shutil
 import statistics
 import tempfile
@@ -33,7 +34,7 @@ import numpy as np
 import o1sim
 from o1sim import _core
 from o1sim.backends import batch_size, default_workers, run_local, run_one, run_ray
-from o1sim.sweeps import base_dict, expand, payload, run_point, ship
+from o1sim.sweeps import base_dict, expand, outcome_metrics, payload, rows_frame, run_point, ship, validate_axes
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -73,9 +74,32 @@ def thousand_points(base_s: float) -> None:
         print(f"speed-up on {cpus} cores: {w1 / wn:.2f}×; rows identical byte for byte: {same}")
 
 
-def _old_style(_: object, text: str) -> object:
-    """A Ray task's run as before issue 30: the whole scenario's JSON text shipped per point."""
-    return run_one(text)
+def _old_chunk(texts: list[str]) -> list[object]:
+    return [run_one(t) for t in texts]
+
+
+def sweep_as_before(sc: o1sim.Scenario, grid: dict[str, list[object]], seeds: int, cpus: int) -> str:
+    """The Ray sweep as it ran before issue 30, its rows as CSV: every point's whole scenario
+    text built here and shipped with it, in contiguous chunks of about four tasks per CPU."""
+    import ray
+
+    data = base_dict(sc)
+    points = expand(grid)
+    validate_axes(data, points)
+    jobs = [(p, s) for p in points for s in range(seeds)]
+    texts = [payload(data, p.params, s) for p, s in jobs]
+    chunk = max(1, -(-len(texts) // (4 * cpus)))
+    remote = ray.remote(num_cpus=1)(_old_chunk)
+    refs = [remote.remote(texts[lo:lo + chunk]) for lo in range(0, len(texts), chunk)]
+    pending = list(refs)
+    while pending:
+        _, pending = ray.wait(pending, num_returns=1)
+    outcomes = [o for r in refs for o in ray.get(r)]
+    rows = []
+    for (p, s), o in zip(jobs, outcomes):
+        metrics, error, _ = outcome_metrics(o)
+        rows.append({**p.params, "seed": s, **metrics, "error": error})
+    return str(rows_frame(rows, list(points[0].params)).to_csv(index=False))
 
 
 def ray_overhead(repeats: int) -> None:
@@ -84,7 +108,6 @@ def ray_overhead(repeats: int) -> None:
     cpus = default_workers()
     print(f"\n## Ray against local threads, the same {cpus} CPUs (a local Ray cluster of this machine)")
     tmp = tempfile.mkdtemp(prefix="o1rb")  # a private cluster: no other session's ray.init() finds it
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     t0 = time.perf_counter()
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False, _temp_dir=tmp)
     print(f"ray.init (a new local cluster): {time.perf_counter() - t0:.2f} s, {int(ray.cluster_resources()['CPU'])} CPUs "
@@ -97,9 +120,7 @@ def ray_overhead(repeats: int) -> None:
         data = base_dict(sc)
         points = expand(grid)
         jobs = [(p.params, s) for p in points for s in range(10)]
-        texts = [payload(data, p, s) for p, s in jobs]
         shipment = ship(data, [p.params for p in points])
-        old_batch = max(1, -(-len(jobs) // (4 * cpus)))  # about four tasks per CPU, as before
         times: dict[str, list[float]] = {"local": [], "ray": [], "ray, as before": []}
         rows: dict[str, str] = {}
         for _ in range(repeats):  # interleaved: every variant sees the same machine load
@@ -110,7 +131,7 @@ def ray_overhead(repeats: int) -> None:
             rows["ray"] = o1sim.sweep(sc, grid, seeds=10, backend="ray").to_csv(index=False)
             times["ray"].append(time.perf_counter() - t)
             t = time.perf_counter()
-            run_ray(None, texts, _old_style, batch=old_batch)
+            rows["ray, as before"] = sweep_as_before(sc, grid, 10, cpus)
             times["ray, as before"].append(time.perf_counter() - t)
         n = len(jobs)
         local = min(times["local"])
@@ -121,7 +142,8 @@ def ray_overhead(repeats: int) -> None:
                 "  (target ≤ 1.2× local ✗)" if name == "ray" else "")
             print(f"  {name:<15} {min(ts):6.2f} s ({statistics.median(ts):.2f}) = {min(ts) / n * 1e3:5.2f} ms per point, "
                   f"{ratio:.2f}× local{mark}")
-        print(f"  rows of Ray = rows of local, byte for byte: {rows['ray'] == rows['local']}")
+        print(f"  rows of Ray (now, and as before) = rows of local, byte for byte: "
+              f"{rows['ray'] == rows['local'] == rows['ray, as before']}")
 
         batch = batch_size(n, cpus)
         task_bytes = [len(pickle.dumps(jobs[lo:lo + batch])) for lo in range(0, n, batch)]
@@ -216,6 +238,12 @@ def main() -> None:
         thousand_points(base)
         vidur_search(base)
     if not args.no_ray:
+        # Each Ray cluster here is private: a token of its own, read by the nodes and this
+        # driver from the environment (set before Ray is imported), so nothing is written to
+        # ~/.ray/auth_token, which Ray would then use for every later cluster on the machine.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         try:
             import ray  # noqa: F401
         except ImportError:

@@ -79,7 +79,11 @@ def _wait(what: str, done: object, procs: list[subprocess.Popen[bytes]], logs: l
 def cluster() -> Iterator[str]:
     """A head node and a worker node, the driver connected; yields the head's address."""
     tmp = Path(tempfile.mkdtemp(prefix="o1ray"))  # short: Ray's socket paths live under it
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
+           # The nodes authenticate as this driver does: Ray reads RAY_AUTH_MODE when it is
+           # imported (unset: no token), while `ray start` would turn tokens on whenever a
+           # ~/.ray/auth_token exists (any earlier `ray.init()` writes one).
+           "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "disabled")}
     env.pop("RAY_ADDRESS", None)
     address = f"127.0.0.1:{_free_port()}"
     procs: list[subprocess.Popen[bytes]] = []

@@ -11,8 +11,9 @@ of workers or the order in which runs finish.
 * ``ray``: Ray tasks (``pip install 'o1sim[ray]'``). ``shared`` goes into Ray's object
   store once (``ray.put``): each node fetches it once, whatever the number of runs, and
   numpy arrays in it (a trace's bytes) are read there without a copy. Items travel in
-  batches, one task each (:func:`batch_size`), so that a task's cost is spread over many
-  runs; each batch's outcomes come back as it finishes (``tick``). A task whose worker dies
+  batches, one task each (:func:`batch_size`; strided, so that every batch holds the same
+  mix of cheap and costly runs), so that a task's cost is spread over many runs; each
+  batch's outcomes come back as it finishes (``tick``). A task whose worker dies
   is retried (``max_retries``), and one lost for good raises :class:`BackendError` naming
   the runs it held.
 """
@@ -127,6 +128,13 @@ def batch_size(n: int, cpus: int) -> int:
     return max(1, min(MAX_BATCH, -(-n // (TASKS_PER_CPU * max(1, cpus)))))
 
 
+def _runs_text(held: range) -> str:
+    """The runs a batch held, for an error: ``0..62``, or strided ``3, 19, … 995``."""
+    if held.step == 1 or len(held) == 1:
+        return f"{held[0]}..{held[-1]}" if len(held) > 1 else str(held[0])
+    return ", ".join(map(str, held)) if len(held) <= 3 else f"{held[0]}, {held[1]}, … {held[-1]}"
+
+
 def run_batch(fn: RunFn, shared: Any, items: list[Any]) -> list[Outcome]:
     """A Ray task's body: run a batch of items one after another."""
     return [fn(shared, item) for item in items]
@@ -162,26 +170,30 @@ def run_ray(
     # (Ray's default packs the driver's node first) and fetches the shipment once, early.
     remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False,
                         scheduling_strategy="SPREAD")(task)
-    spans = [(lo, min(n, lo + batch)) for lo in range(0, n, batch)]
-    refs = {remote.remote(fn, ref, list(items[lo:hi])): (lo, hi) for lo, hi in spans}
+    # Batch k holds runs k, k + tasks, k + 2·tasks, …: neighbouring points (a rising rate, a
+    # slower policy) cost alike, so striding gives every batch the same mix and the last
+    # batches to finish do not hold the slowest runs.
+    tasks = -(-n // batch)
+    refs = {remote.remote(fn, ref, [items[i] for i in range(k, n, tasks)]): range(k, n, tasks) for k in range(tasks)}
     out: list[Optional[Outcome]] = [None] * n
     pending = list(refs)
     done_runs = 0
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
         for r in ready:
-            lo, hi = refs[r]
+            held = refs[r]
             try:
                 results = ray.get(r)
             except ray.exceptions.RayError as e:
                 for other in pending:
                     ray.cancel(other, force=True)
                 raise BackendError(
-                    f"runs {lo}..{hi - 1} were lost: their Ray task failed after {max_retries} retries "
+                    f"runs {_runs_text(held)} were lost: their Ray task failed after {max_retries} retries "
                     f"({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else e!r})"
                 ) from e
-            out[lo:hi] = results
-            done_runs += hi - lo
+            for i, o in zip(held, results):
+                out[i] = o
+            done_runs += len(held)
             if tick:
                 tick(done_runs, n)
     return [o for o in out if o is not None]
