@@ -239,6 +239,9 @@ def test_sweeps_capacity_and_plans_replay_a_trace_file(tmp_path, monkeypatch) ->
     assert c.status == "found" and c.rate_scale is not None and c.rate_scale > 1
     p = o1sim.plan(sc, {"scheduler.policy": ["vllm", "sarathi"]}, {"ttft_p99_ms": 500}, load=c.rate, seeds=1)
     assert p.rate_scale == pytest.approx(c.rate_scale) and p.configs["why"].isna().any()
+    # Every point names its own trace: the base's is still there to judge the other axes on.
+    both = o1sim.sweep(sc, {"workload.trace.path": ["half.jsonl"], "scheduler.policy": ["vllm", "sarathi"]})
+    assert both["error"].isna().all() and (both["num_requests"] == 150).all()
     # A trace file that is not there is an error naming where it came from, before any run.
     with pytest.raises(o1sim.ConfigError) as e:
         o1sim.sweep(sc, {"workload.trace.path": ["missing.jsonl"]})

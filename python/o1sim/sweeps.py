@@ -219,10 +219,10 @@ class Shipment:
         return load_trace_data(data["workload"]["trace"], self.traces[path], prefix="workload")
 
 
-def ship(base: dict[str, Any], params: Sequence[Mapping[str, Any]] = ({},), kind: str = "grid",
+def ship(base: dict[str, Any], params: Sequence[Mapping[str, Any]] = (), kind: str = "grid",
          have: Optional[Mapping[str, Any]] = None) -> Shipment:
     """The :class:`Shipment` of a sweep of ``base`` over the points ``params`` (default: the
-    base alone): every trace file the base or a point names read once (an axis value's
+    base alone): every trace file the base or a point names, read once (an axis value's
     relative path is relative to the working directory; an unreadable file is a
     ``ConfigError`` naming the axis, or ``workload.trace.path``). ``have``: traces already
     read (an earlier shipment's), not read again."""
@@ -230,12 +230,12 @@ def ship(base: dict[str, Any], params: Sequence[Mapping[str, Any]] = ({},), kind
 
     wanted: dict[str, str] = {}  # path → the field that named it first
     own = trace_path(base)
+    if own is not None:  # the base's own, even when every point names another: each axis value is judged on it
+        wanted[own] = "workload.trace.path"
     seen: dict[str, Optional[str]] = {}  # the point's workload values (as text) → its trace path
     for p in params:
         touched = {k: v for k, v in p.items() if k == "workload" or k.startswith("workload.")}
         if not touched:
-            if own is not None:
-                wanted.setdefault(own, "workload.trace.path")
             continue
         tag = json.dumps(touched, sort_keys=True, default=str)
         if tag not in seen:
@@ -361,7 +361,11 @@ def sweep(
     ``seeds``: None (the scenario's seed), a count n (the scenario's seed and the n−1 after
     it) or a list. ``backend="local"`` runs on ``workers`` threads (default: every CPU this
     process may use); ``"ray"`` on a Ray cluster (``address``; None starts a local one;
-    ``pip install 'o1sim[ray]'``). ``progress(done, total)`` is called as runs finish.
+    ``pip install 'o1sim[ray]'``), the scenario and the trace files it names shipped once
+    through Ray's object store and the points in batches (:func:`o1sim.backends.run_ray`).
+    A trace file (``workload.trace.path``, or an axis of paths, relative to the working
+    directory) is read once, here, for either backend. ``progress(done, total)`` is called
+    as runs finish (on Ray, as each batch does).
 
     Every axis value is checked on its own first: an unknown field raises ``ConfigError``
     naming the axis with the closest valid names, as does an empty axis or a bad value. A
