@@ -20,12 +20,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import o1sim
-from o1sim.backends import BackendError, run_batch, run_ray
-from o1sim.sweeps import base_dict, ship
+from o1sim.backends import BackendError, Outcome, RunFn, run_batch, run_ray
+from o1sim.sweeps import Shipment, base_dict, expand, outcome_metrics, run_point, seed_list, ship
 
 ray = pytest.importorskip("ray", reason="Ray is not installed here (pip install 'o1sim[ray]'), so the Ray backend is not tested")
 
@@ -36,6 +37,8 @@ SMALL = {
     "workload": {"num_requests": 60, "arrival": {"kind": "poisson", "rate": 6.0},
                  "prompt": {"kind": "fixed", "value": 300}, "output": {"kind": "fixed", "value": 40}},
 }
+#: A run of a sweep: a point's values and its seed.
+Job = tuple[dict[str, Any], int]
 TRACE = Path(__file__).resolve().parents[1] / "examples" / "traces" / "conversation.jsonl"
 #: Only to fail instead of hanging: on a busy 2-core machine the nodes come up in seconds.
 DEADLINE_S = 300.0
@@ -129,12 +132,10 @@ def test_two_nodes_give_the_local_rows(cluster: str, tmp_path: Path) -> None:
     seen = tmp_path / "nodes"
     seen.mkdir()
 
-    def noting_node(fn: object, shared: object, items: list) -> list:
+    def noting_node(fn: RunFn, shared: Shipment, items: list[Job]) -> list[Outcome]:
         (seen / ray.get_runtime_context().get_node_id()).touch()
         time.sleep(0.05)  # hold the CPU a moment, as a real batch does
-        return run_batch(fn, shared, items)  # type: ignore[arg-type]
-
-    from o1sim.sweeps import run_point
+        return run_batch(fn, shared, items)
 
     shipment = ship(base_dict(SMALL))
     jobs = [({"workload.arrival.rate": 2.0 + r}, 5) for r in range(16)]
@@ -152,35 +153,31 @@ def test_a_trace_travels_with_the_sweep(cluster: str, tmp_path: Path) -> None:
     assert local["error"].isna().all() and (local["num_requests"] == 80).all()
     assert local["ttft_p99_ms"].nunique() == 4  # each point replays the trace its own way
     # The file is read once, here: the runs on both nodes only see the shipped bytes.
-    from o1sim.sweeps import expand, run_point, seed_list
-
     points = expand(grid)
     shipment = ship(base_dict(sc), [p.params for p in points])
     trace.unlink()
     jobs = [(p.params, s) for p in points for s in seed_list(None, 0)]
     out = run_ray(shipment, jobs, run_point, batch=1)
     assert [o[0] for o in out] == ["ok"] * 4
-    assert [o1sim.sweeps.outcome_metrics(o)[0]["ttft_p99_ms"] for o in out] == local["ttft_p99_ms"].tolist()
+    assert [outcome_metrics(o)[0]["ttft_p99_ms"] for o in out] == local["ttft_p99_ms"].tolist()
 
 
 def test_a_lost_worker_is_retried_then_reported(cluster: str, tmp_path: Path) -> None:
-    from o1sim.sweeps import run_point
-
     shipment = ship(base_dict(SMALL))
     jobs = [({"workload.arrival.rate": r}, 5) for r in (4.0, 8.0, 12.0)]
     marker = str(tmp_path / "died-once")
 
-    def dies_once(fn: object, shared: object, items: list) -> list:
+    def dies_once(fn: RunFn, shared: Shipment, items: list[Job]) -> list[Outcome]:
         if not os.path.exists(marker):
             open(marker, "w").close()
             os._exit(1)  # the worker process dies mid-task, as on a lost node
-        return run_batch(fn, shared, items)  # type: ignore[arg-type]
+        return run_batch(fn, shared, items)
 
     out = run_ray(shipment, jobs, run_point, batch=3, max_retries=2, task=dies_once)
     assert os.path.exists(marker)
     assert out == run_batch(run_point, shipment, jobs)
 
-    def always_dies(fn: object, shared: object, items: list) -> list:
+    def always_dies(fn: RunFn, shared: Shipment, items: list[Job]) -> list[Outcome]:
         os._exit(1)
 
     with pytest.raises(BackendError, match=r"runs 0\.\.2 were lost: their Ray task failed after 1 retries"):
