@@ -12,6 +12,7 @@ blocks of working set), 600 requests at 6 req/s. Each row changes only
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -75,4 +76,5 @@ def markdown(rs: list[dict[str, Any]]) -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     print(markdown(rows()))

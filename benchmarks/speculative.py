@@ -19,9 +19,9 @@ checks the document says what this computes).
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -236,7 +236,9 @@ def write_doc(path: Path = DOC, which: Optional[dict[str, str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    if "--write" in sys.argv:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="put the tables into docs/speculative-lora.md and docs/fidelity.md")
+    if ap.parse_args().write:
         write_doc()
         write_doc(FIDELITY, {"spec-table": markdown_published(published_rows())})
     for table in tables().values():

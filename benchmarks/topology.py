@@ -12,6 +12,7 @@ Times are the best of several runs (the machines are noisy), medians alongside.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -144,6 +145,7 @@ def iterations() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     print(f"o1sim {_core.__version__} topology benchmarks (python {sys.version.split()[0]})\n")
     reroute()
     reroute_wide()

@@ -89,7 +89,7 @@ def test_unknown_names_replicas_heatmap_and_steps_take_the_shared_palettes(resul
     assert charts.replica_colors(10) == [chart_style.REPLICA_PALETTE[i % 8] for i in range(10)]
     heat = charts.heatmap_chart(results["vllm"]).to_dict()["encoding"]["color"]["scale"]
     assert heat == {"domain": [0, 1], "range": list(chart_style.HEAT_RAMP), "interpolate": "rgb"}
-    steps = o1sim.simulate(GOLDEN / "vllm_hand.toml").steps
+    steps = o1sim.simulate(GOLDEN / "vllm_hand.toml", record_steps=True).steps
     kind = charts.steps_chart(charts.steps_frame(steps)).to_dict()["encoding"]["color"]["scale"]
     assert dict(zip(kind["domain"], kind["range"])) == chart_style.STEP_KIND_COLORS
 

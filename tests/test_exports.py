@@ -22,13 +22,13 @@ POLICIES = ["vllm", "orca", "sarathi", "o1pro"]
 @pytest.fixture(scope="module")
 def preempting() -> o1sim.Result:
     """Small, with preemptions (vLLM on a 400-block pool)."""
-    return o1sim.simulate(GOLDEN / "policy_vllm.toml")
+    return o1sim.simulate(GOLDEN / "policy_vllm.toml", record_steps=True)
 
 
 @pytest.fixture(scope="module")
 def rejecting() -> o1sim.Result:
     """Two replicas, requests rejected by the router and for max_model_len."""
-    return o1sim.simulate(GOLDEN / "rejections.toml")
+    return o1sim.simulate(GOLDEN / "rejections.toml", record_steps=True)
 
 
 # --------------------------------------------------------------------------- token timeline
@@ -53,9 +53,14 @@ def test_token_timeline_reproduces_every_request(name: str) -> None:
         assert row.arrival_ms <= tl.first_scheduled_ms[int(row.request_id)] <= row.first_token_ms
 
 
-def test_steps_are_rerun_when_not_recorded(preempting: o1sim.Result) -> None:
-    again = o1sim.simulate(GOLDEN / "policy_vllm.toml", record_steps=True)
-    assert preempting.step_records == again.step_records
+def test_exports_of_a_run_without_steps_say_how_to_get_them(preempting: o1sim.Result) -> None:
+    plain = o1sim.simulate(GOLDEN / "policy_vllm.toml")
+    for export in (plain.to_prometheus, plain.to_chrome_trace, plain.to_vllm_bench):
+        with pytest.raises(o1sim.StepsNotRecordedError, match=r"needs the scheduler steps, which this run did not "
+                                                               r"record: pass record_steps=True"):
+            export()
+    # Asked for, the run again gives the same exports as the run that recorded its steps.
+    assert plain.with_steps().to_prometheus() == preempting.to_prometheus()
 
 
 # --------------------------------------------------------------------------- Chrome trace

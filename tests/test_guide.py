@@ -118,3 +118,16 @@ def test_the_resource_error_example() -> None:
     with pytest.raises(o1sim.ResourceError) as e:
         o1sim.simulate(data)
     _has(GUIDE, f"ResourceError: {e.value}")
+
+
+def test_the_ray_batches() -> None:
+    from o1sim.backends import MAX_BATCH, TASKS_PER_CPU, batch_size
+
+    def tasks(n: int, cpus: int) -> tuple[str, int]:
+        b = batch_size(n, cpus)
+        return f"{-(-n // b):,}", b
+
+    small, large = tasks(1000, 2), tasks(100_000, 256)
+    _has(GUIDE, f"in batches of runs ({TASKS_PER_CPU} tasks per CPU of the cluster, at most {MAX_BATCH} runs each: "
+                f"1,000 points on 2 CPUs are {small[0]} tasks of {small[1]}, 100,000 points on 256 CPUs {large[0]} of "
+                f"{large[1]})")

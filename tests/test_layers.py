@@ -12,7 +12,7 @@ The layers, lowest first; a module may import its own layer or a lower one:
    from the wire may not read), ``_memory`` (the memory the process may use), ``_web``, ``workload``,
    ``topology``, ``backends``, and ``exports`` (a leaf: it reads a result through a protocol,
    so ``Result.to_prometheus()`` calls down into it rather than exports calling up into
-   ``api`` to re-run a simulation, which ``Result.step_records`` now owns)
+   ``api`` for the steps, which ``Result.step_records`` owns)
 2. ``api`` (scenarios, ``simulate``, ``Result``)
 3. what is built on the API: ``sweeps``, ``planning``, ``calibrate``, ``report``, the
    dashboard's charts and scenarios (no Streamlit), ``chart_style``

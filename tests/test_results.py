@@ -91,7 +91,7 @@ def test_progress_reaches_the_total() -> None:
     assert [p.events for p in seen] == sorted(p.events for p in seen)
 
 
-def test_steps_are_a_table_and_a_result_reruns_for_them() -> None:
+def test_steps_are_a_table_and_only_a_recorded_run_has_them(monkeypatch: pytest.MonkeyPatch) -> None:
     with_steps = o1sim.simulate(o1sim.Scenario.default(), record_steps=True)
     steps = with_steps.steps
     assert isinstance(steps, pd.DataFrame) and steps.index.name == "step"
@@ -104,12 +104,29 @@ def test_steps_are_a_table_and_a_result_reruns_for_them() -> None:
     assert steps["tokens"].tolist() == [sum(t for _, t in s["scheduled"]) for s in records]
     assert steps["batch_size"].tolist() == [len(s["scheduled"]) for s in records]
     assert steps["decode_seqs"].tolist() == [s["shape"]["decode_seqs"] for s in records]
-    # A result run without record_steps runs its scenario again for them: the same steps.
+    # A result run without record_steps never runs again by itself: asking for its steps, or
+    # for what is built from them, is a typed error at once that says how to get them.
     plain = o1sim.simulate(o1sim.Scenario.default())
-    assert plain.step_records == records
-    assert plain.steps.equals(steps)
+    real_simulate = o1sim.api.simulate
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the scenario was run again")
+
+    monkeypatch.setattr(o1sim.api, "simulate", no_run)
+    for ask in (lambda r: r.steps, lambda r: r.step_records, lambda r: r.step_anatomy(3), lambda r: r.to_prometheus(),
+                lambda r: r.to_chrome_trace(), lambda r: r.to_vllm_bench()):
+        with pytest.raises(o1sim.StepsNotRecordedError, match=r"pass record_steps=True to simulate\(\), or call "
+                           r"result\.with_steps\(\) to run this scenario of 2,000 requests again") as e:
+            ask(plain)
+        assert e.value.field == "record_steps" and isinstance(e.value, ValueError)
+    assert "Result.steps needs the scheduler steps" in str(pytest.raises(o1sim.StepsNotRecordedError, lambda: plain.steps).value)
+    # with_steps() is the explicit re-run: the same result, plus the steps.
+    monkeypatch.setattr(o1sim.api, "simulate", real_simulate)
+    again = plain.with_steps()
+    assert again is not plain and again.step_records == records and again.steps.equals(steps)
+    assert with_steps.with_steps() is with_steps
     # Recording steps does not change the result.
-    assert with_steps.to_json() == plain.to_json()
+    assert with_steps.to_json() == plain.to_json() == again.to_json()
 
 
 def test_a_run_whose_topology_changed_cannot_rerun_for_its_steps() -> None:
@@ -120,14 +137,17 @@ def test_a_run_whose_topology_changed_cannot_rerun_for_its_steps() -> None:
     sim = o1sim.Simulation(sc)
     sim.run_events(100)
     sim.inject_topology(events=down)
-    with pytest.raises(ValueError, match="record_steps=True"):
-        _ = sim.finish().steps
+    injected = sim.finish()
+    for ask in (lambda: injected.steps, injected.with_steps):
+        with pytest.raises(o1sim.StepsNotRecordedError, match=r"topology changed while it ran \(inject_topology\), so its "
+                           r"scenario alone would not give them: run it with Simulation\(\.\.\., record_steps=True\)"):
+            ask()
     recorded = o1sim.Simulation(sc, record_steps=True)
     recorded.run_events(100)
     recorded.inject_topology(events=down)
     assert len(recorded.finish().steps) > 0
-    # Without an injection the Simulation's result re-runs like simulate()'s.
-    assert o1sim.Simulation(sc).finish().step_records == o1sim.simulate(sc, record_steps=True).step_records
+    # Without an injection the Simulation's result runs again like simulate()'s, when asked.
+    assert o1sim.Simulation(sc).finish().with_steps().step_records == o1sim.simulate(sc, record_steps=True).step_records
 
 
 def test_csv_round_trip(result: o1sim.Result, tmp_path) -> None:

@@ -31,7 +31,7 @@ FRONT_ENDS = [ROOT / "python/o1sim/cli.py", ROOT / "python/o1sim/report.py", ROO
 
 @pytest.fixture(scope="module")
 def vllm() -> o1sim.Result:
-    return o1sim.simulate(GOLDEN / "policy_vllm.toml")
+    return o1sim.simulate(GOLDEN / "policy_vllm.toml", record_steps=True)  # the Prometheus export needs its steps
 
 
 def _text(summary: dict[str, Any], path: str) -> str:

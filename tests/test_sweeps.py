@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -212,6 +213,42 @@ def test_capacity_needs_a_rate_to_vary() -> None:
     with pytest.raises(o1sim.ConfigError) as e:
         o1sim.capacity(trace, {"ttft_p99_ms": 100})
     assert e.value.field == "workload.arrival.rate"
+
+
+def test_sweeps_capacity_and_plans_replay_a_trace_file(tmp_path, monkeypatch) -> None:
+    """A trace given by path is read once, before the runs, and every run replays it with its
+    own point's options: the rows are the runs simulate() gives."""
+    trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "conversation.jsonl"
+    half = tmp_path / "half.jsonl"
+    half.write_text("".join(trace.read_text().splitlines(keepends=True)[:150]))
+    sc = {"model": "llama-3-8b", "gpu": "h100", "workload": {"trace": {"path": str(trace)}}}
+    monkeypatch.chdir(tmp_path)  # an axis value's relative path is relative to here
+    grid = {"workload.trace.path": [str(trace), "half.jsonl"], "workload.trace.rate_scale": [1.0, 3.0]}
+    df = o1sim.sweep(sc, grid, workers=2)
+    assert df["error"].isna().all() and df["num_requests"].tolist() == [300, 300, 150, 150]
+    for _, row in df.iterrows():
+        one = o1sim.Scenario(sc).with_overrides({"workload.trace.path": str(tmp_path / row["workload.trace.path"]),
+                                                 "workload.trace.rate_scale": row["workload.trace.rate_scale"]})
+        assert row["ttft_p99_ms"] == o1sim.simulate(one).summary["ttft_ms"]["p99"]
+    # The example scenario names its trace relative to its own folder.
+    ex = Path(__file__).resolve().parents[1] / "examples" / "trace_replay.toml"
+    rows = o1sim.sweep(ex, {"scheduler.policy": ["vllm", "sarathi"]})
+    assert rows["ttft_p99_ms"].iloc[0] == o1sim.simulate(ex).summary["ttft_ms"]["p99"]
+    # capacity varies the trace's rate_scale; plan offers a load through it.
+    c = o1sim.capacity(sc, {"ttft_p99_ms": 500}, seeds=1, workers=2)
+    assert c.status == "found" and c.rate_scale is not None and c.rate_scale > 1
+    p = o1sim.plan(sc, {"scheduler.policy": ["vllm", "sarathi"]}, {"ttft_p99_ms": 500}, load=c.rate, seeds=1)
+    assert p.rate_scale == pytest.approx(c.rate_scale) and p.configs["why"].isna().any()
+    # Every point names its own trace: the base's is still there to judge the other axes on.
+    both = o1sim.sweep(sc, {"workload.trace.path": ["half.jsonl"], "scheduler.policy": ["vllm", "sarathi"]})
+    assert both["error"].isna().all() and (both["num_requests"] == 150).all()
+    # A trace file that is not there is an error naming where it came from, before any run.
+    with pytest.raises(o1sim.ConfigError) as e:
+        o1sim.sweep(sc, {"workload.trace.path": ["missing.jsonl"]})
+    assert e.value.field == "grid.workload.trace.path" and "missing.jsonl: no such file" in str(e.value)
+    with pytest.raises(o1sim.ConfigError) as e:
+        o1sim.sweep({**sc, "workload": {"trace": {"path": str(tmp_path / "gone.jsonl")}}}, {"seed": [1]})
+    assert e.value.field == "workload.trace.path"
 
 
 # --------------------------------------------------------------------------- plan

@@ -145,7 +145,7 @@ def test_options(rejecting: o1sim.Result) -> None:
     with pytest.raises(ValueError, match="unknown metric"):
         vllm_bench(rejecting, metrics=["queue"])
     gamma = o1sim.simulate(o1sim.Scenario.from_file(GOLDEN / "policy_vllm.toml").with_overrides(
-        {"workload.arrival": {"kind": "gamma", "rate": 10.0, "cv": 2.0}, "workload.num_requests": 30}))
+        {"workload.arrival": {"kind": "gamma", "rate": 10.0, "cv": 2.0}, "workload.num_requests": 30}), record_steps=True)
     assert vllm_bench(gamma)["burstiness"] == pytest.approx(0.25)
     assert json.loads(vllm_bench_json(gamma))["request_rate"] == 10.0
 

@@ -20,7 +20,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._core import __version__
-from .errors import ConfigError, InfeasibleError, InternalError, ResourceError, SimError, StallError
+from .errors import (
+    ConfigError,
+    InfeasibleError,
+    InternalError,
+    ResourceError,
+    SimError,
+    StallError,
+    StepsNotRecordedError,
+)
 
 if TYPE_CHECKING:
     from . import workload
@@ -104,6 +112,7 @@ __all__ = [
     "ResourceError",
     "StallError",
     "InternalError",
+    "StepsNotRecordedError",
 ]
 
 

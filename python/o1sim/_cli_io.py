@@ -8,14 +8,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
 
 from .errors import SimError
 
-if TYPE_CHECKING:  # rich loads only when something is printed (`o1sim --help` stays fast)
+if TYPE_CHECKING:  # rich and pathlib load only when used (`o1sim --help` stays fast)
     from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -100,6 +99,8 @@ def _check_out(path: Optional[str], option: str, directory: bool = False) -> Non
     must exist and be writable, and it must not be a folder itself (``-`` is stdout)."""
     if not path or (path == "-" and not directory):
         return
+    from pathlib import Path
+
     p = Path(path)
     if directory:
         if p.exists() and not p.is_dir():
@@ -122,6 +123,8 @@ def _write(path: str, text: str) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
         return
+    from pathlib import Path
+
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as e:

@@ -23,8 +23,7 @@ from ._input import check_depth, loads, read_text, too_deep
 from ._input import join_path as _join
 from ._input import jsonable as _jsonable
 from ._memory import refresh_memory_ceiling
-from .errors import config_error
-from .exports import prometheus_text, vllm_bench, write_chrome_trace
+from .errors import StepsNotRecordedError, config_error
 from .topology import resolve_topology
 from .workload import trace_for
 
@@ -391,6 +390,37 @@ class Result:
             return None
         return pd.DataFrame(json.loads(text))
 
+    def _need_steps(self, what: str) -> None:
+        """Raise :class:`~o1sim.errors.StepsNotRecordedError` for ``what`` (the attribute or
+        method asked for) unless this run recorded its steps."""
+        if self._record_steps:
+            return
+        n = self.summary.get("num_requests")
+        size = f" of {n:,} requests" if isinstance(n, int) else ""
+        if self.scenario is None:
+            how = "run it with record_steps=True (this result has no scenario to run again)"
+        elif not self._rerunnable:
+            how = ("its topology changed while it ran (inject_topology), so its scenario alone would not give "
+                   "them: run it with Simulation(..., record_steps=True)")
+        else:
+            how = (f"pass record_steps=True to simulate(), or call result.with_steps() to run this scenario{size} "
+                   "again with it (a run is deterministic: the same result, plus its steps)")
+        raise StepsNotRecordedError(f"Result.{what} needs the scheduler steps, which this run did not record: {how}")
+
+    def with_steps(self) -> Result:
+        """This result with its scheduler steps: itself when its run recorded them, else its
+        scenario run again with ``record_steps=True``, now (a run is deterministic: the same
+        result, byte for byte, plus :attr:`steps`). The one place a result runs again, and
+        only when asked: it costs what the first run cost. A result with no scenario, or
+        whose topology changed while it ran (:meth:`Simulation.inject_topology`), cannot be
+        run again: :class:`~o1sim.errors.StepsNotRecordedError`."""
+        if self._record_steps:
+            return self
+        if self.scenario is None or not self._rerunnable:
+            self._need_steps("with_steps()")
+        assert self.scenario is not None
+        return simulate(self.scenario, record_steps=True)
+
     @cached_property
     def step_records(self) -> list[dict[str, Any]]:
         """Every scheduler step as the core records it, one dict each: ``replica``,
@@ -398,19 +428,12 @@ class Result:
         ``finished``, ``free_blocks_after``, ``cached`` (``[request, hit tokens]`` at
         admission) and ``shape`` (what the step's time was priced from).
 
-        A result run without ``record_steps=True`` runs its scenario again, once, with it:
-        a run is deterministic, so the same scenario gives the same steps, byte for byte.
-        A result whose topology changed while it ran (:meth:`Simulation.inject_topology`)
-        cannot be re-run that way and raises ``ValueError``."""
-        if self._record_steps:
-            steps: list[dict[str, Any]] = json.loads(self._raw.steps_json())
-            return steps
-        if self.scenario is None:
-            raise ValueError("steps were not recorded and the result has no scenario to re-run")
-        if not self._rerunnable:
-            raise ValueError("steps were not recorded and the topology changed while the run went on "
-                             "(inject_topology): run with Simulation(..., record_steps=True)")
-        return simulate(self.scenario, record_steps=True).step_records
+        Only a run made with ``record_steps=True`` has them; any other raises
+        :class:`~o1sim.errors.StepsNotRecordedError` at once, saying how to get them
+        (it never runs the scenario again by itself: :meth:`with_steps` does, when asked)."""
+        self._need_steps("step_records")
+        steps: list[dict[str, Any]] = json.loads(self._raw.steps_json())
+        return steps
 
     @cached_property
     def steps(self) -> pd.DataFrame:
@@ -424,9 +447,11 @@ class Result:
         ``comm_ms``, ``decision_ms``, ``spec_tokens`` (drafts verified, speculative decoding)
         and ``lora_adapters`` (distinct adapters in the step). The same steps as dicts:
         :attr:`step_records`.
-        A result run without ``record_steps=True`` is run again once to get them."""
+        Only a run made with ``record_steps=True`` has them; any other raises
+        :class:`~o1sim.errors.StepsNotRecordedError` (see :meth:`with_steps`)."""
         import pandas as pd
 
+        self._need_steps("steps")
         records = self.step_records
         cols: dict[str, list[Any]] = {}
         for name in STEP_COLUMNS:
@@ -455,10 +480,11 @@ class Result:
 
         ``df.attrs`` holds the step: ``step``, ``replica``, ``start_ms``, ``recorded_ms``
         (what the run charged), ``step_ms`` (the timeline's end; within 0.2% of it),
-        ``graph``, ``pipelined``, ``sms``. A result run without ``record_steps=True`` is run
-        again with it once (same scenario, same run)."""
+        ``graph``, ``pipelined``, ``sms``. Needs the steps: a result run without
+        ``record_steps=True`` raises :class:`~o1sim.errors.StepsNotRecordedError`."""
         import pandas as pd
 
+        self._need_steps(f"step_anatomy({i})")
         steps = self.step_records
         n = len(steps)
         if not -n <= i < n:
@@ -491,17 +517,26 @@ class Result:
         self, path: Union[str, os.PathLike[str], None] = None, *, kernels: Union[bool, Iterable[int]] = False
     ) -> str:
         """The run as a Chrome/Perfetto trace (Trace Event Format JSON), written to ``path``
-        when given. Needs the steps: a result run without ``record_steps=True`` is re-run
-        with it (same scenario, same run). ``kernels``: also lay out the kernels of the steps
-        given by index (``True``: every step; a long run has thousands of kernels per step)
-        on per-replica kernel tracks (:meth:`step_anatomy`). See
-        :func:`o1sim.exports.chrome_trace`."""
+        when given. Needs the steps: a result run without ``record_steps=True`` raises
+        :class:`~o1sim.errors.StepsNotRecordedError` (see :meth:`with_steps`). ``kernels``:
+        also lay out the kernels of the steps given by index (``True``: every step; a long
+        run has thousands of kernels per step) on per-replica kernel tracks
+        (:meth:`step_anatomy`). See :func:`o1sim.exports.chrome_trace`."""
+        from .exports import write_chrome_trace  # loaded when exported, not with the API
+
+        self._need_steps("to_chrome_trace()")
         return write_chrome_trace(self, path, kernels=kernels)
 
     def to_prometheus(self, *, model_name: Optional[str] = None) -> str:
         """The run as Prometheus text exposition with vLLM's metric names (histograms of
         TTFT, inter-token and E2E latency; token, request and preemption counters; mean
-        running/waiting/KV gauges per replica). See :func:`o1sim.exports.prometheus_text`."""
+        running/waiting/KV gauges per replica). Needs the steps (for the inter-token
+        latencies): a result run without ``record_steps=True`` raises
+        :class:`~o1sim.errors.StepsNotRecordedError` (see :meth:`with_steps`). See
+        :func:`o1sim.exports.prometheus_text`."""
+        from .exports import prometheus_text
+
+        self._need_steps("to_prometheus()")
         return prometheus_text(self, model_name=model_name)
 
     def to_vllm_bench(self, path: Union[str, os.PathLike[str], None] = None, **kwargs: Any) -> dict[str, Any]:
@@ -509,8 +544,11 @@ class Result:
         names and units: ``mean_ttft_ms``, ``p99_itl_ms``, ``request_throughput``, per-request
         ``ttfts`` in seconds, …), written to ``path`` when given. Rejected requests are its
         failed ones. Needs the steps (for the ITLs): a result run without
-        ``record_steps=True`` is re-run with it. Keyword arguments: see
-        :func:`o1sim.exports.vllm_bench`."""
+        ``record_steps=True`` raises :class:`~o1sim.errors.StepsNotRecordedError` (see
+        :meth:`with_steps`). Keyword arguments: see :func:`o1sim.exports.vllm_bench`."""
+        from .exports import vllm_bench
+
+        self._need_steps("to_vllm_bench()")
         data = vllm_bench(self, **kwargs)
         if path is not None:
             Path(path).write_text(json.dumps(data, allow_nan=False), encoding="utf-8")
@@ -534,6 +572,9 @@ def simulate(
     """Run one simulation.
 
     ``scenario`` is a dict, a path to a ``.toml``/``.json`` file, or a :class:`Scenario`.
+    ``record_steps=True`` also keeps every scheduler step (:attr:`Result.steps`, the
+    exports); without it a result's steps are a :class:`~o1sim.errors.StepsNotRecordedError`
+    (:meth:`Result.with_steps` runs the scenario again for them, when asked).
     ``progress``, if given, is called with a :class:`Progress` before the run and after
     every slice of events. ``check_invariants=True`` checks the model checker's state
     invariants after every instant and raises :class:`o1sim.InternalError` naming the

@@ -12,7 +12,6 @@ of an unexpected error instead of its one line.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -22,30 +21,61 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
 
-from . import _core, registry
+from . import _core
 from ._cli_args import _load, _parse_value, _progress_bar, scenario_arg, seed_opt, set_opt, web_dir
 from ._cli_io import _check_out, _Cli, _err, _fail, _handle_errors, _one_line, _out, _tables, _write
 from .errors import ConfigError, SimError
 
-# Imported where used: rich, the API and what it pulls in load only for the command that
-# needs them, so `o1sim --help` and small runs start fast (benchmarks/cli.py).
+# Imported where used: json, the registry, rich, the API and what it pulls in load only for
+# the command that needs them, so `o1sim --help` and small runs start fast (benchmarks/cli.py).
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from . import registry
     from .api import CheckProgress, CheckResult, Result, Scenario
     from .api import Progress as SimProgress
 
-#: What `compare` and `report` run without --policies: every policy of the core's registry
-#: (o1sim.presets()) that needs no topology.
-DEFAULT_POLICIES = ",".join(registry.default_policies())
-#: The --policies help: the names come from the core's registry too.
-POLICIES_HELP = (
-    "Comma-separated scheduler policies to compare, of: "
-    + ", ".join(f"{p['name']} ({p['label']}{', needs a topology' if p['needs_topology'] else ''})"
-                for p in registry.policies())
-    + "."
-)
+
+def default_policies() -> str:
+    """What `compare` and `report` run without --policies: every policy of the core's registry
+    (o1sim.presets()) that needs no topology."""
+    from . import registry
+
+    return ",".join(registry.default_policies())
+
+
+def policies_help() -> str:
+    """The --policies help: the names come from the core's registry too."""
+    from . import registry
+
+    return ("Comma-separated scheduler policies to compare, of: "
+            + ", ".join(f"{p['name']} ({p['label']}{', needs a topology' if p['needs_topology'] else ''})"
+                        for p in registry.policies())
+            + ".")
+
+
+class _PoliciesOption(click.Option):
+    """``--policies``: its default and help are the registry's, read when a command runs or
+    shows its help, not when the CLI starts (``o1sim --help`` and other commands never load
+    the registry)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.update(default=default_policies, show_default=True, callback=_policy_list)
+        super().__init__(*args, **kwargs)
+
+    def get_help_record(self, ctx: click.Context) -> Optional[tuple[str, str]]:
+        self.help = policies_help()
+        self.default = default_policies()  # the value itself, shown as `[default: orca,vllm,…]`
+        return super().get_help_record(ctx)
+
+
+def __getattr__(name: str) -> Any:  # the registry's values under their former constant names
+    if name == "DEFAULT_POLICIES":
+        return default_policies()
+    if name == "POLICIES_HELP":
+        return policies_help()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _policy_list(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
@@ -154,6 +184,8 @@ def run(scenario: Optional[str], json_out: Optional[str], json_format: str, csv_
 def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Console] = None) -> None:
     from rich.table import Table
 
+    from . import registry
+
     s = result.summary
     out = out or _out()
     head = Table(title=f"o1sim · {sc.source}", show_header=False, title_justify="left")
@@ -236,6 +268,8 @@ def _counters(title: str, rows: Sequence[tuple[str, str]]) -> Any:
 
 def _compare_columns() -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
     """`compare`'s columns: the values the core's metric table shows in comparisons."""
+    from . import registry
+
     def cell(m: registry.Shown) -> Callable[[Mapping[str, Any]], str]:
         return lambda s: registry.format_metric(m, registry.metric_value(s, m.path))
 
@@ -262,7 +296,7 @@ def _compare_width(names: Sequence[str], results: Mapping[str, Result | SimError
 
 @main.command()
 @scenario_arg
-@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, callback=_policy_list, help=POLICIES_HELP)
+@click.option("--policies", cls=_PoliciesOption)
 @click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT ('-': stdout).")
 @trace_opts
 @seed_opt
@@ -271,6 +305,8 @@ def _compare_width(names: Sequence[str], results: Mapping[str, Result | SimError
 def compare(scenario: Optional[str], policies: list[str], json_out: Optional[str], trace: Optional[str],
             trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
     """Run the scenario once per scheduler policy and compare the results."""
+    import json
+
     from .api import Result, simulate
 
     names = policies
@@ -348,6 +384,8 @@ def _compare_table(
 @_handle_errors
 def presets_cmd(section: Optional[str], as_json: bool) -> None:
     """List the built-in catalog (GPUs, models, policies, ...); SECTION shows one part."""
+    import json
+
     from .api import presets
 
     catalog = presets()
@@ -500,6 +538,8 @@ def _catalog_table(title: str, value: Any) -> Table:
 def validate(scenario: Optional[str], trace: Optional[str], trace_format: Optional[str], seed: Optional[int],
              sets: tuple[str, ...]) -> None:
     """Check a scenario and print it resolved (presets expanded) as JSON."""
+    import json
+
     sc = _load(scenario, seed, sets, trace, trace_format)
     resolved = sc.validate()
     click.echo(json.dumps(resolved, indent=2))
@@ -536,6 +576,8 @@ def check_cmd(
     (the shortest counterexample is printed); 3 no violation found but the search stopped
     early (max states, seconds or memory); 2 an error.
     """
+    import json
+
     if json_out == "-" and pnml_out == "-":
         raise click.BadParameter("only one of --json and --pnml can go to stdout ('-')", param_hint="--pnml")
     _check_out(json_out, "--json")
@@ -658,6 +700,8 @@ def _preset_or_table(text: str) -> Any:
 def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, engine: str,
             fusion: str, profile: Optional[str], as_json: bool) -> None:
     """Predict the execution time of one step, per operator with its source."""
+    import json
+
     from rich.table import Table
 
     from .api import predict_step
@@ -697,6 +741,8 @@ def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Opt
     """Fit the GPU's kernel speed and the serving front end to measured runs (inference-perf
     result directories, vLLM benchmark_serving JSON) and write a profile scenarios name in
     cost_model.profile. Prints each run's error at defaults, fitted, and held out."""
+    import json
+
     from . import calibrate as cal
     from ._cli_io import fitted_table, table_width
 
@@ -774,7 +820,7 @@ def dashboard(port: int, host: str, no_browser: bool) -> None:
 @scenario_arg
 @click.option("-o", "--output", "output", default="report.html", show_default=True, metavar="OUT",
               help="Where to write the HTML report.")
-@click.option("--policies", default=DEFAULT_POLICIES, show_default=True, callback=_policy_list, help=POLICIES_HELP)
+@click.option("--policies", cls=_PoliciesOption)
 @trace_opts
 @seed_opt
 @set_opt
@@ -883,6 +929,8 @@ def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json
     """RTMPv2 candidate routes from SRC to DST on TOPOLOGY (a preset name, a .toml/.json
     file, or an inline TOML table), with bandwidth, latency, score, the chosen route and
     the Pareto frontier."""
+    import json
+
     from rich.table import Table
 
     from .topology import routes

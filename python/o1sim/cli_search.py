@@ -10,7 +10,6 @@ columns that fit, the most important first, and a line naming the others; ``--wi
 from __future__ import annotations
 
 import functools
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -114,6 +113,8 @@ def _cell(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
     if isinstance(v, (list, dict)):
+        import json
+
         return json.dumps(v)
     return str(v)
 
@@ -174,6 +175,8 @@ def _tables_for(csv_out: Optional[str], json_out: Optional[str]) -> Any:
 
 
 def _outputs(df: pd.DataFrame, csv_out: Optional[str], json_out: Optional[str], extra: Optional[dict[str, Any]] = None) -> None:
+    import json
+
     if csv_out:
         _write(csv_out, df.to_csv(index=False))
     if json_out:
@@ -320,6 +323,8 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
              sets: tuple[str, ...]) -> None:
     """Every configuration of the choices at a load: feasible ones with their cost, the
     cheapest, and the Pareto front of cost against tail latency."""
+    import json
+
     from .planning import default_prices, plan
 
     price_map: dict[str, float] = {}

@@ -2,8 +2,8 @@
 JSON of ``vllm bench serve --save-result``.
 
 All three need to know when each request emitted each token, which the per-request table does
-not hold; the scheduler steps do (:attr:`o1sim.Result.step_records`, which re-runs a result
-recorded without ``record_steps=True``).
+not hold; the scheduler steps do (:attr:`o1sim.Result.step_records`: a run made with
+``record_steps=True``; any other result raises ``StepsNotRecordedError``).
 
 This module is a leaf: it reads a result through the :class:`RunTables` protocol (what
 :class:`o1sim.Result` has) and imports nothing of the package but the core, so ``api`` can
@@ -649,7 +649,7 @@ def vllm_bench(
     sending, unless ``frontend.report`` says ``engine``), as do the ``ttft_ms``/``e2e_ms``
     of the summary; ``duration`` is the summary's ``duration_s``. ITLs are the gaps between
     a request's tokens, from the scheduler steps (:func:`token_timeline`; a result recorded
-    without steps is re-run once), shifted to the latency view. TPOT is per request,
+    without steps raises ``StepsNotRecordedError``), shifted to the latency view. TPOT is per request,
     (latency − TTFT) / (output tokens − 1), over requests with more than one output token.
     Statistics are vLLM's: mean, median, population std and the ``percentiles`` (linearly
     interpolated) of each of ``metrics`` (``mean_ttft_ms``, ``p99_itl_ms``, …).

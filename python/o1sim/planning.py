@@ -20,7 +20,19 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from . import _core
 from .api import ScenarioLike
 from .errors import ConfigError, config_error
-from .sweeps import Runner, Seeds, base_dict, expand, outcome_metrics, payload, rows_frame, seed_list, validate_axes
+from .sweeps import (
+    Runner,
+    Seeds,
+    Shipment,
+    base_dict,
+    expand,
+    outcome_metrics,
+    payload,
+    rows_frame,
+    seed_list,
+    ship,
+    validate_axes,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,7 +89,7 @@ class _Load:
     ``rate_scale`` of its trace (the trace's own rate, requests over the span of their
     arrivals, times the scale is the offered rate)."""
 
-    def __init__(self, data: Mapping[str, Any]) -> None:
+    def __init__(self, data: Mapping[str, Any], shipment: Optional[Shipment] = None) -> None:
         wl = data.get("workload")
         wl = wl if isinstance(wl, Mapping) else {}
         arrival, trace = wl.get("arrival"), wl.get("trace")
@@ -95,6 +107,11 @@ class _Load:
             if info["span_s"] and info["requests"] > 1:
                 self.scale = float(trace.get("rate_scale") or 1.0)
                 self.rate = info["requests"] / float(info["span_s"])
+        elif isinstance(trace, Mapping) and shipment is not None:
+            loaded = shipment.trace_of(data)  # a trace file, read once for the whole search
+            if loaded is not None and loaded.span_s and len(loaded) > 1:
+                self.scale = float(trace.get("rate_scale") or 1.0)
+                self.rate = len(loaded) / float(loaded.span_s)
 
     def require(self, what: str) -> float:
         if self.rate is None:
@@ -209,7 +226,8 @@ def capacity(
     """
     data = base_dict(base)
     slo_dict, _ = _slo_spec(slo, data)
-    load = _Load(data)
+    shipment = ship(data)
+    load = _Load(data, shipment)
     own_rate = load.require("capacity")
     seeds_ = seed_list(seeds, int(data.get("seed", 0)))
     runner = Runner(backend, workers, address)
@@ -227,7 +245,7 @@ def capacity(
             break
         rates = [float(r) for r in step["rates"]]
         jobs = [(r, s) for r in rates for s in seeds_]
-        outcomes = runner.run([payload(data, load.params(r), s) for r, s in jobs])
+        outcomes = runner.run(shipment, [(load.params(r), s) for r, s in jobs])
         meets_by_rate: dict[float, bool] = {r: True for r in rates}
         for (r, s), outcome in zip(jobs, outcomes):
             metrics, error, summary = outcome_metrics(outcome)
@@ -397,15 +415,20 @@ def plan(
     if load is not None:
         if isinstance(load, bool) or not isinstance(load, (int, float)) or not math.isfinite(load) or load <= 0:
             raise config_error("load", f"must be a positive rate in req/s (got {load!r})")
-        at = _Load(data)
+        first = ship(data)
+        at = _Load(data, first)
         rate_scale = at.scale_at(float(load)) if at.scale is not None else None
         data = json.loads(payload(data, at.params(float(load)), int(data.get("seed", 0))))
+        read = first.traces
+    else:
+        read = {}
     points = expand(choices, kind="choices")
-    validate_axes(data, points, kind="choices")
+    shipment = ship(data, [p.params for p in points], kind="choices", have=read)
+    validate_axes(data, points, kind="choices", shipment=shipment)
     seeds_ = seed_list(seeds, int(data.get("seed", 0)))
     runner = Runner(backend, workers, address)
     jobs = [(p, s) for p in points for s in seeds_]
-    outcomes = runner.run([payload(data, p.params, s) for p, s in jobs], progress)
+    outcomes = runner.run(shipment, [(p.params, s) for p, s in jobs], progress)
     params = list(points[0].params) if points else []
     configs_in: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []

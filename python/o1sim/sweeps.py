@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
 from .api import ScenarioLike, _as_scenario, _encode, _set_dotted
-from .backends import BackendError, Outcome, default_workers, run_local, run_ray
+from .backends import BackendError, Outcome, connect_ray, default_workers, run_local, run_one, run_ray
 from .errors import ConfigError, config_error
+from .workload import load_trace_data, read_trace_file
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["sweep", "aggregate", "student_t_quantile", "Runner", "BackendError"]
+__all__ = ["sweep", "aggregate", "student_t_quantile", "Runner", "Shipment", "ship", "run_point", "BackendError"]
 
 Seeds = Union[None, int, Sequence[int]]
 ProgressFn = Callable[[int, int], None]
@@ -103,13 +104,15 @@ InfeasibleOrStall = (_core.InfeasibleError, _core.StallError)
 _UNKNOWN = re.compile(r"unknown field '([^']*)'; (?:did you mean .*?\? \()?valid: ([^)]*)\)?$")
 
 
-def _check_value(base: dict[str, Any], kind: str, key: str, value: Any) -> None:
-    """Apply one axis value alone to the base and let the core judge it: an unknown field
-    answers with the closest valid keys; any other ConfigError is the value's own."""
+def _check_value(base: dict[str, Any], kind: str, key: str, value: Any, shipment: Optional[Shipment] = None) -> None:
+    """Apply one axis value alone to the base and let the core judge it (with the trace the
+    point replays, from ``shipment``): an unknown field answers with the closest valid
+    keys; any other ConfigError is the value's own."""
     data = json.loads(json.dumps(base))
     try:
         _set_dotted(data, key, value)
-        _core.validate(_encode(data), "json")
+        trace = shipment.trace_of(data) if shipment is not None else None
+        _core.validate(_encode(data), "json", trace=trace)
     except ConfigError as e:
         m = _UNKNOWN.search(str(e))
         if m is None:
@@ -132,16 +135,18 @@ def _message(e: ConfigError) -> str:
     return text[len(prefix):] if prefix and text.startswith(prefix) else text
 
 
-def validate_axes(base: dict[str, Any], points: Sequence[Point], kind: str = "grid") -> None:
+def validate_axes(base: dict[str, Any], points: Sequence[Point], kind: str = "grid",
+                  shipment: Optional[Shipment] = None) -> None:
     """Check every axis value on its own against the base (a ConfigError names the axis and
-    the closest field names); combinations are judged by running them."""
+    the closest field names); combinations are judged by running them. A base or value
+    replaying a trace file is judged with the trace (``shipment``: the files read)."""
     checked: set[tuple[str, str]] = set()
     for p in points:
         for key, value in p.params.items():
             tag = (key, json.dumps(value, sort_keys=True, default=str))
             if tag not in checked:
                 checked.add(tag)
-                _check_value(base, kind, key, value)
+                _check_value(base, kind, key, value, shipment)
 
 
 def seed_list(seeds: Seeds, base_seed: int) -> list[int]:
@@ -178,12 +183,99 @@ def payload(base: dict[str, Any], params: Mapping[str, Any], seed: int) -> str:
     return _encode(data)
 
 
+# --------------------------------------------------------------------------- shipping
+
+
+def trace_path(data: Mapping[str, Any]) -> Optional[str]:
+    """The trace file a scenario dict replays (``workload.trace.path`` without inline
+    ``text``), or None."""
+    workload = data.get("workload")
+    trace = workload.get("trace") if isinstance(workload, Mapping) else None
+    if isinstance(trace, Mapping) and trace.get("text") is None and isinstance(trace.get("path"), str):
+        return str(trace["path"])
+    return None
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """What every run of a sweep shares, read once on this machine and shipped once to
+    wherever the runs go (Ray's object store: once per node, not once per run): the base
+    scenario with its files inlined (``base``), and the bytes of every trace file a run
+    replays (``traces``: path as the runs name it → a numpy ``uint8`` array, which Ray's
+    workers read in place). A run never reads a file itself, so a Ray node needs none of
+    the paths the scenario names."""
+
+    base: dict[str, Any]
+    traces: dict[str, Any]
+
+    def trace_of(self, data: Mapping[str, Any]) -> Optional[_core.LoadedTrace]:
+        """The loaded trace a run of ``data`` (the base with a point's values) replays, read
+        from the shipped bytes with the run's own trace options; None without a trace file."""
+        path = trace_path(data)
+        if path is None:
+            return None
+        if path not in self.traces:  # pragma: no cover - ship() reads every path the points name
+            raise config_error("workload.trace.path", f"{path} was not read before the sweep started")
+        return load_trace_data(data["workload"]["trace"], self.traces[path], prefix="workload")
+
+
+def ship(base: dict[str, Any], params: Sequence[Mapping[str, Any]] = (), kind: str = "grid",
+         have: Optional[Mapping[str, Any]] = None) -> Shipment:
+    """The :class:`Shipment` of a sweep of ``base`` over the points ``params`` (default: the
+    base alone): every trace file the base or a point names, read once (an axis value's
+    relative path is relative to the working directory; an unreadable file is a
+    ``ConfigError`` naming the axis, or ``workload.trace.path``). ``have``: traces already
+    read (an earlier shipment's), not read again."""
+    import numpy as np
+
+    wanted: dict[str, str] = {}  # path → the field that named it first
+    own = trace_path(base)
+    if own is not None:  # the base's own, even when every point names another: each axis value is judged on it
+        wanted[own] = "workload.trace.path"
+    seen: dict[str, Optional[str]] = {}  # the point's workload values (as text) → its trace path
+    for p in params:
+        touched = {k: v for k, v in p.items() if k == "workload" or k.startswith("workload.")}
+        if not touched:
+            continue
+        tag = json.dumps(touched, sort_keys=True, default=str)
+        if tag not in seen:
+            data = {"workload": json.loads(json.dumps(base.get("workload")))}
+            try:
+                for k, v in touched.items():
+                    _set_dotted(data, k, v)
+            except ConfigError:
+                continue  # a value that cannot apply: validate_axes names it
+            seen[tag] = trace_path(data)
+            path = seen[tag]
+            if path is not None:
+                names = [k for k in touched if k in ("workload", "workload.trace", "workload.trace.path")]
+                wanted.setdefault(path, f"{kind}.{names[0]}" if names else "workload.trace.path")
+    have = have or {}
+    traces = {path: have[path] if path in have else np.frombuffer(read_trace_file(path, field), dtype=np.uint8)
+              for path, field in wanted.items()}
+    return Shipment(base, traces)
+
+
+def run_point(shipment: Shipment, job: tuple[Mapping[str, Any], int]) -> Outcome:
+    """One run of a sweep, wherever it executes: the base with the point's values and seed,
+    its trace (if any) read from the shipped bytes; a refused or failed run is its error."""
+    params, seed = job
+    text = payload(shipment.base, params, seed)
+    try:
+        trace = shipment.trace_of(json.loads(text)) if shipment.traces else None
+    except _core.SimError as e:
+        return ("error", type(e).__name__, str(e), getattr(e, "field", "") or "")
+    return run_one(text, trace)
+
+
 # --------------------------------------------------------------------------- running
 
 
 class Runner:
-    """Runs payloads on a backend: ``"local"`` (threads; ``workers`` default: every CPU this
-    process may use) or ``"ray"`` (``address`` of the cluster; None starts a local one)."""
+    """Runs a sweep's points on a backend: ``"local"`` (threads; ``workers`` default: every
+    CPU this process may use) or ``"ray"`` (``address`` of the cluster; None starts a local
+    one). A shipment goes to Ray once per runner, however many rounds it runs (a capacity
+    search's)."""
 
     def __init__(
         self, backend: str = "local", workers: Optional[int] = None, address: Optional[str] = None,
@@ -201,22 +293,25 @@ class Runner:
         self.workers = workers or default_workers()
         self.address = address
         self.max_retries = max_retries
+        self._shipped: Optional[tuple[Shipment, Any]] = None  # (shipment, its ObjectRef)
 
     @property
     def parallel(self) -> int:
         """How many runs can go at once (local: the workers; Ray: the cluster's CPUs)."""
         if self.backend == "ray":
-            from .backends import import_ray
-
-            ray = import_ray()
-            if ray.is_initialized():
-                return max(1, int(ray.cluster_resources().get("CPU", 1)))
+            ray = connect_ray(self.address)
+            return max(1, int(ray.cluster_resources().get("CPU", 1)))
         return self.workers
 
-    def run(self, payloads: Sequence[str], tick: Optional[ProgressFn] = None) -> list[Outcome]:
+    def run(self, shipment: Shipment, jobs: Sequence[tuple[Mapping[str, Any], int]],
+            tick: Optional[ProgressFn] = None) -> list[Outcome]:
+        """One outcome per job (a point's values and a seed), in job order."""
         if self.backend == "ray":
-            return run_ray(payloads, address=self.address, max_retries=self.max_retries, tick=tick)
-        return run_local(payloads, self.workers, tick)
+            ray = connect_ray(self.address)
+            if self._shipped is None or self._shipped[0] is not shipment:
+                self._shipped = (shipment, ray.put(shipment))
+            return run_ray(self._shipped[1], jobs, run_point, max_retries=self.max_retries, tick=tick)
+        return run_local(shipment, jobs, run_point, self.workers, tick)
 
 
 def outcome_metrics(outcome: Outcome) -> tuple[dict[str, Any], Optional[str], str]:
@@ -266,7 +361,11 @@ def sweep(
     ``seeds``: None (the scenario's seed), a count n (the scenario's seed and the n−1 after
     it) or a list. ``backend="local"`` runs on ``workers`` threads (default: every CPU this
     process may use); ``"ray"`` on a Ray cluster (``address``; None starts a local one;
-    ``pip install 'o1sim[ray]'``). ``progress(done, total)`` is called as runs finish.
+    ``pip install 'o1sim[ray]'``), the scenario and the trace files it names shipped once
+    through Ray's object store and the points in batches (:func:`o1sim.backends.run_ray`).
+    A trace file (``workload.trace.path``, or an axis of paths, relative to the working
+    directory) is read once, here, for either backend. ``progress(done, total)`` is called
+    as runs finish (on Ray, as each batch does).
 
     Every axis value is checked on its own first: an unknown field raises ``ConfigError``
     naming the axis with the closest valid names, as does an empty axis or a bad value. A
@@ -276,11 +375,12 @@ def sweep(
     """
     points = expand(grid, zip)
     data = base_dict(base)
-    validate_axes(data, points)
+    shipment = ship(data, [p.params for p in points])
+    validate_axes(data, points, shipment=shipment)
     seeds_ = seed_list(seeds, int(data.get("seed", 0)) if isinstance(data.get("seed", 0), int) else 0)
     runner = Runner(backend, workers, address)
     jobs = [(p, s) for p in points for s in seeds_]
-    outcomes = runner.run([payload(data, p.params, s) for p, s in jobs], progress)
+    outcomes = runner.run(shipment, [(p.params, s) for p, s in jobs], progress)
     rows = []
     for (p, s), outcome in itertools.zip_longest(jobs, outcomes):
         metrics, error, _ = outcome_metrics(outcome)

@@ -16,13 +16,13 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from . import _core
 from ._input import MAX_TRACE_BYTES, checked_path, open_input
 from .errors import ConfigError, config_error, resource_error
 
-__all__ = ["CHUNK_BYTES", "TRACE_FORMATS", "from_trace", "load_trace", "trace_info"]
+__all__ = ["CHUNK_BYTES", "TRACE_FORMATS", "from_trace", "load_trace", "load_trace_data", "read_trace_file", "trace_info"]
 
 #: Bytes read from a trace file per call into the core.
 CHUNK_BYTES = 1 << 20
@@ -46,18 +46,68 @@ def load_trace(trace: Mapping[str, Any], *, base: Optional[Path] = None, prefix:
     trace=)``. Errors are ``ConfigError``s naming the field (``trace.format``, under
     ``prefix`` when given: ``workload.trace.format``) or, for a bad row, its line."""
     field = f"{prefix}.trace" if prefix else "trace"
-    spec = {k: v for k, v in trace.items() if k != "text"}
-    raw = spec.get("path")
+    path = _spec_path(trace, base, field)
+
+    def feed(loader: _core.TraceLoader) -> None:
+        with open_input(path, "trace.path") as f:
+            _feed(loader, f, path, f"{field}.path")
+
+    return _load(trace, path, feed, prefix)
+
+
+def load_trace_data(trace: Mapping[str, Any], data: Any, *, prefix: str = "") -> _core.LoadedTrace:
+    """:func:`load_trace` from the file's bytes already read (``data``: ``bytes`` or a
+    numpy ``uint8`` array, as :func:`read_trace_file` gave them): what a sweep's runs use,
+    on threads or machines that do not read the file themselves. Same errors."""
+    field = f"{prefix}.trace" if prefix else "trace"
+    path = _spec_path(trace, None, field)
+
+    def feed(loader: _core.TraceLoader) -> None:
+        view = memoryview(data).cast("B")
+        for at in range(0, max(len(view), 1), CHUNK_BYTES):
+            if not loader.feed(view[at : at + CHUNK_BYTES].tobytes()):
+                break
+
+    return _load(trace, path, feed, prefix)
+
+
+def read_trace_file(path: Union[str, os.PathLike[str]], field: str = "trace.path") -> bytes:
+    """The whole trace file at ``path``, read once to be shipped to a sweep's runs (at most
+    :data:`MAX_TRACE_BYTES`: a ``ResourceError`` naming ``field`` past it; a missing or
+    unreadable file is a ``ConfigError`` naming it)."""
+    limit = f"the {MAX_TRACE_BYTES >> 30} GiB of trace o1sim reads"
+    with open_input(path, field) as f:
+        if os.fstat(f.fileno()).st_size > MAX_TRACE_BYTES:
+            raise resource_error(field, f"{path} is longer than {limit}")
+        try:
+            data = f.read(MAX_TRACE_BYTES + 1)
+        except OSError as e:
+            raise config_error(field, f"cannot read {path}: {e.strerror or e}") from None
+    if len(data) > MAX_TRACE_BYTES:  # it grew while being read
+        raise resource_error(field, f"{path} is longer than {limit}")
+    return bytes(data)
+
+
+def _spec_path(trace: Mapping[str, Any], base: Optional[Path], field: str) -> Path:
+    raw = trace.get("path")
     if not isinstance(raw, (str, os.PathLike)):
         raise config_error(f"{field}.path", "required: a file path (or give the content as text)")
     path = Path(raw)
     if base is not None and not path.is_absolute():
         path = base / path
+    return path
+
+
+def _load(trace: Mapping[str, Any], path: Path, feed: Callable[[_core.TraceLoader], None],
+          prefix: str) -> _core.LoadedTrace:
+    """The core's reader over what ``feed`` hands it, the table's options as its spec;
+    errors under ``prefix``."""
+    field = f"{prefix}.trace" if prefix else "trace"
+    spec = {k: v for k, v in trace.items() if k != "text"}
     spec["path"] = str(path)
     try:
         loader = _core.TraceLoader(json.dumps(spec, allow_nan=False))
-        with open_input(path, "trace.path") as f:
-            _feed(loader, f, path, f"{field}.path")
+        feed(loader)
         return loader.finish()
     except ConfigError as e:
         if not prefix:

@@ -99,12 +99,13 @@ def topology_cached(entry_json: str) -> dict[str, Any]:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def prometheus_cached(text: str, fmt: str) -> str:
-    return run_cached(text, fmt).to_prometheus()
+    # Its inter-token latencies come from the steps: the run that recorded them (the Steps tab's).
+    return steps_run_cached(text, fmt).to_prometheus()
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def trace_cached(text: str, fmt: str) -> str:
-    return run_cached(text, fmt).to_chrome_trace()
+    return steps_run_cached(text, fmt).to_chrome_trace()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
