@@ -651,9 +651,9 @@ fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &m
 /// What an admission of `r` would hit in the prefix cache: a lookup for a request with
 /// nothing computed when caching is on (rule 10), nothing otherwise.
 #[inline]
-fn lookup(st: &SchedState, p: &Params, apc: &mut Apc, r: &Req) -> Hit {
+fn lookup(st: &mut SchedState, p: &Params, apc: &mut Apc, r: &Req) -> Hit {
     if p.apc && r.computed == 0 {
-        apc.lookup(&st.kv, r)
+        apc.lookup(&mut st.kv, r)
     } else {
         apc.clear_hits();
         Hit::default()

@@ -81,8 +81,13 @@ impl Engine {
             pool_of.extend(std::iter::repeat_n(k as u32, n as usize));
         }
         let slots = pool_of.len() as u32;
-        if scenario.deployment.router == Router::PrecisePrefix && scenario.deployment.kv_event_delay_ms > 0.0 {
-            apc.stored = Some(vec![Default::default(); slots as usize]);
+        if scenario.deployment.router == Router::PrecisePrefix {
+            // The precise prefix router reads every replica's index: nothing is registered
+            // cold.
+            apc.cold_max = 0;
+            if scenario.deployment.kv_event_delay_ms > 0.0 {
+                apc.stored = Some(vec![Default::default(); slots as usize]);
+            }
         }
         let pool_first: Vec<u32> = (0..pools.len()).map(|k| pool_of.iter().position(|&p| p as usize == k).unwrap_or(0) as u32).collect();
         let replicas = (0..slots)

@@ -34,12 +34,26 @@
 //! touches them (nothing is cached in a unit never handed out), so the holes are all in
 //! the stored entries.
 //!
+//! **Cold pieces.** Most shared blocks are never hit: a follow-up prompt usually runs on
+//! another replica, or after its prefix was evicted. So the shared blocks of a small
+//! *family* (the requests whose streams begin alike, [`super::Apc`]) are registered *cold*
+//! on a replica where none of them was hit yet: appended to their request's own list
+//! ([`ColdList`], units copied, in registration order) instead of the index. A cold piece
+//! is in the same state as an indexed one would be — held by its one table, or free in the
+//! queue at the position its release gave it, evicted as the head passes — and a request's
+//! list is dropped once its last free piece is evicted (its release order is the queue's,
+//! [`BlockCache::cold_fifo`]). A lookup that finds a cold copy of the first block it asks
+//! for *materializes* the family here: every cold piece of its members moves into the index
+//! in registration order (what the index would have held), and the family is indexed here
+//! from then on ([`BlockCache::hot`]). A registration that no lookup ever finds costs an
+//! append.
+//!
 //! So the per-unit work of a request's life — allocating, caching, freeing and evicting
 //! about a thousand blocks of a long prompt — is copying unit ids; everything else is done
 //! once per piece. Pieces whose every copy was evicted are swept away in batches (amortised
 //! O(1) each), and a run with no piece left leaves the index.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
@@ -136,6 +150,50 @@ struct Run {
     units: Vec<u32>,
 }
 
+/// A shared piece registered cold ([`BlockCache::register_cold`]): like a [`Piece`] of the
+/// run under `key`, held by its request's table alone or free.
+#[derive(Debug, Clone, Copy)]
+struct ColdPiece {
+    key: u64,
+    rank: u64,
+    lo: u32,
+    hi: u32,
+    /// Where index `lo`'s unit is in the list's `units`.
+    at: u32,
+    held: bool,
+    /// Free: the queue position of index `hi − 1`.
+    pos: u64,
+}
+
+impl ColdPiece {
+    /// End of the indices still cached at head position `head`.
+    #[inline]
+    fn valid_hi(&self, head: u64) -> u32 {
+        Piece { rank: self.rank, lo: self.lo, hi: self.hi, at: self.at, refs: u32::from(self.held), pos: self.pos }.valid_hi(head)
+    }
+}
+
+/// One request's cold pieces on this replica, in registration order.
+#[derive(Debug, Clone, Default)]
+struct ColdList {
+    req: u32,
+    pieces: Vec<ColdPiece>,
+    /// The units of its held pieces (a free piece's are in the queue, at its positions);
+    /// emptied when nothing is held.
+    units: Vec<u32>,
+    /// Pieces held (by its table).
+    held: u32,
+    /// Once nothing is held: the position the head must reach for every piece to be evicted.
+    expire: u64,
+    /// Bumped at each release and when the list is dropped (stale [`BlockCache::cold_fifo`]
+    /// entries are skipped).
+    gen: u32,
+}
+
+/// Marks a held range of a request's table as a cold piece (its index in the request's
+/// list) rather than a run of the index.
+pub const COLD: u32 = 1 << 31;
+
 /// The cache side of one replica's pool.
 ///
 /// It starts *dormant*: until the first block is cached, no unit holds cached content, so
@@ -181,6 +239,14 @@ pub struct BlockCache {
     swept: usize,
     /// Scratch for [`BlockCache::release`].
     mine: Vec<usize>,
+    /// Cold lists (a slab), by request, and the slab's free entries.
+    cold: Vec<ColdList>,
+    cold_of: Map<u32>,
+    cold_free: Vec<u32>,
+    /// Lists with nothing held, in release order, which is their `expire` order: (list, gen).
+    cold_fifo: VecDeque<(u32, u32)>,
+    /// Families materialized here: their shared blocks are indexed.
+    hot: HashSet<u32, BuildHasherDefault<KeyHasher>>,
 }
 
 /// A held range of a run found by a lookup: (run, first index, length).
@@ -208,6 +274,11 @@ impl BlockCache {
             pieces: 0,
             swept: 0,
             mine: Vec::new(),
+            cold: Vec::new(),
+            cold_of: Map::default(),
+            cold_free: Vec::new(),
+            cold_fifo: VecDeque::new(),
+            hot: HashSet::default(),
         }
     }
 
@@ -575,6 +646,164 @@ impl BlockCache {
         self.debug_check_len();
     }
 
+    /// Register `units` (held by request `req`'s table, blank) at indices `from..` of the run
+    /// under `key` as a cold piece of `req`'s list (see the module docs): what
+    /// [`BlockCache::register`] does, without the index. Returns its index in the list.
+    pub fn register_cold(&mut self, req: u32, key: u64, from: u32, units: &[u32]) -> u32 {
+        debug_assert!(self.active && !units.is_empty());
+        self.epoch += 1;
+        self.sweep_cold();
+        let li = match self.cold_of.get(&req) {
+            Some(&li) => li,
+            None => {
+                let li = match self.cold_free.pop() {
+                    Some(li) => li,
+                    None => {
+                        self.cold.push(ColdList::default());
+                        self.cold.len() as u32 - 1
+                    }
+                };
+                self.cold[li as usize].req = req;
+                self.cold_of.insert(req, li);
+                li
+            }
+        };
+        let l = &mut self.cold[li as usize];
+        let at = l.units.len() as u32;
+        l.units.extend_from_slice(units);
+        l.pieces.push(ColdPiece { key, rank: self.ranks, lo: from, hi: from + units.len() as u32, at, held: true, pos: 0 });
+        l.held += 1;
+        self.ranks += 1;
+        l.pieces.len() as u32 - 1
+    }
+
+    /// Request `req`'s table lets go of its cold piece `k` (`units` as the table holds them),
+    /// last unit first: it joins the queue's tail, still cached.
+    pub fn release_cold(&mut self, req: u32, k: u32, units: &[u32]) {
+        let Some(&li) = self.cold_of.get(&req) else {
+            debug_assert!(false, "request {req} has no cold list");
+            return;
+        };
+        let tail = self.tail();
+        let n = units.len() as u32;
+        let l = &mut self.cold[li as usize];
+        let p = &mut l.pieces[k as usize];
+        debug_assert!(p.held && p.hi - p.lo == n, "a table holds whole cold pieces");
+        p.held = false;
+        p.pos = tail;
+        l.held -= 1;
+        if l.held == 0 {
+            l.expire = tail + u64::from(n);
+            l.gen = l.gen.wrapping_add(1);
+            l.units = Vec::new();
+            self.cold_fifo.push_back((li, l.gen));
+        }
+        self.queue.extend(units.iter().rev());
+        self.num_free += n;
+        self.debug_check_len();
+    }
+
+    /// Drop the lists whose pieces were all evicted (the queue's head passed them), in
+    /// release order.
+    fn sweep_cold(&mut self) {
+        while let Some(&(li, gen)) = self.cold_fifo.front() {
+            let l = &self.cold[li as usize];
+            if l.gen == gen && l.held == 0 {
+                if l.expire > self.head {
+                    break;
+                }
+                self.drop_cold(li);
+            }
+            self.cold_fifo.pop_front();
+        }
+    }
+
+    /// Drop list `li` (its pieces evicted, or moved to the index).
+    fn drop_cold(&mut self, li: u32) {
+        let l = &mut self.cold[li as usize];
+        self.cold_of.remove(&l.req);
+        // Freed, not kept: a slot is reused by requests of any size.
+        l.pieces = Vec::new();
+        l.units = Vec::new();
+        l.held = 0;
+        l.gen = l.gen.wrapping_add(1);
+        self.cold_free.push(li);
+    }
+
+    /// Family `family` is indexed here.
+    #[inline]
+    pub fn is_hot(&self, family: u32) -> bool {
+        !self.hot.is_empty() && self.hot.contains(&family)
+    }
+
+    /// Does some request of `members` hold a cold copy, cached now, of index `i` of the run
+    /// under `key`?
+    pub fn cold_copy(&self, members: &[u32], key: u64, i: u32) -> bool {
+        members.iter().filter_map(|m| self.cold_of.get(m)).any(|&li| {
+            self.cold[li as usize].pieces.iter().any(|p| p.key == key && p.lo <= i && i < p.valid_hi(self.head))
+        })
+    }
+
+    /// Index family `family` here from now on: move the cold pieces of its `members` that are
+    /// still cached into the index, in registration order (as [`BlockCache::register`] would
+    /// have put them), and drop their lists. Appends to `moved`, for each held piece, (its
+    /// request, its index in the request's list, its run): the table's range now names the run.
+    pub fn materialize(&mut self, family: u32, members: &[u32], moved: &mut Vec<(u32, u32, u32)>) {
+        self.epoch += 1;
+        self.hot.insert(family);
+        let head = self.head;
+        let mut all: Vec<(u64, u64, u32, u32)> = Vec::new();
+        for &m in members {
+            let Some(&li) = self.cold_of.get(&m) else { continue };
+            for (k, p) in self.cold[li as usize].pieces.iter().enumerate() {
+                if p.valid_hi(head) > p.lo {
+                    all.push((p.key, p.rank, li, k as u32));
+                }
+            }
+        }
+        all.sort_unstable();
+        for &(key, _, li, k) in &all {
+            let l = &self.cold[li as usize];
+            let p = l.pieces[k as usize];
+            let req = l.req;
+            let BlockCache { shared, slab, free_slab, cold, queue, split, fresh, .. } = &mut *self;
+            let e = *shared.entry(key).or_insert_with(|| match free_slab.pop() {
+                Some(e) => {
+                    slab[e as usize].key = RunKey::Shared(key);
+                    e
+                }
+                None => {
+                    slab.push(Run { key: RunKey::Shared(key), pieces: Vec::new(), units: Vec::new() });
+                    slab.len() as u32 - 1
+                }
+            });
+            let run = &mut slab[e as usize];
+            let at = run.units.len() as u32;
+            if p.held {
+                run.units.extend_from_slice(&cold[li as usize].units[p.at as usize..(p.at + p.hi - p.lo) as usize]);
+            } else {
+                // A free piece's units are in the queue, index `i`'s at `pos + hi − 1 − i`
+                // (those evicted are never read again; their places are kept).
+                let (q, split, fresh) = (&*queue, *split, fresh.len());
+                run.units.extend((p.lo..p.hi).map(|i| {
+                    let at = (p.pos + u64::from(p.hi - 1 - i)).checked_sub(head).map(|x| x as usize);
+                    let stored = at.map(|x| if x < split { x } else { x.saturating_sub(fresh) });
+                    stored.and_then(|x| q.get(x)).copied().filter(|_| i < p.valid_hi(head)).unwrap_or(NIL)
+                }));
+            }
+            run.pieces.push(Piece { rank: p.rank, lo: p.lo, hi: p.hi, at, refs: u32::from(p.held), pos: p.pos });
+            self.pieces += 1;
+            if p.held {
+                moved.push((req, k, e));
+            }
+        }
+        for &m in members {
+            if let Some(&li) = self.cold_of.get(&m) {
+                self.drop_cold(li);
+            }
+        }
+    }
+
     /// Request `id` is done: nobody will look up its private blocks again (they stay in
     /// the queue as plain units).
     pub fn forget(&mut self, id: u32) {
@@ -635,7 +864,7 @@ impl BlockCache {
     #[cold]
     fn pack(&mut self) {
         let (head, split, fresh) = (self.head, self.split, self.fresh.len());
-        let BlockCache { queue, slab, holes, .. } = self;
+        let BlockCache { queue, slab, holes, cold, .. } = self;
         // The holes before each chunk of the queue (those before a position are then its
         // chunk's count plus the holes of the chunk before it): 4 B a chunk, where a list of
         // the holes' positions took 8 B a hole, up to an eighth of the pool.
@@ -672,6 +901,20 @@ impl BlockCache {
                 // among them: they move up by the holes before.
                 let first = p.pos + u64::from(p.hi - p.valid_hi(head));
                 p.pos -= before(first);
+            }
+        }
+        for l in cold.iter_mut() {
+            let mut expire = 0;
+            for p in l.pieces.iter_mut() {
+                if p.held || p.valid_hi(head) == p.lo {
+                    continue;
+                }
+                let first = p.pos + u64::from(p.hi - p.valid_hi(head));
+                p.pos -= before(first);
+                expire = expire.max(p.pos + u64::from(p.hi - p.lo));
+            }
+            if l.held == 0 {
+                l.expire = expire;
             }
         }
         self.queue.retain(|&u| u != NIL);
@@ -795,6 +1038,47 @@ impl BlockCache {
                     }
                 }
             }
+        }
+        for (li, l) in self.cold.iter().enumerate() {
+            if l.pieces.is_empty() {
+                continue;
+            }
+            if self.cold_of.get(&l.req) != Some(&(li as u32)) {
+                return Err(format!("cold list {li} of request {} is not in the index", l.req));
+            }
+            if l.pieces.iter().filter(|p| p.held).count() != l.held as usize {
+                return Err(format!("cold list {li} of request {} miscounts its held pieces", l.req));
+            }
+            for p in &l.pieces {
+                if p.lo >= p.hi || (p.held && (p.at + p.hi - p.lo) as usize > l.units.len()) {
+                    return Err(format!("cold list {li}: malformed piece {p:?}"));
+                }
+                for i in p.lo..p.valid_hi(self.head) {
+                    let u = if p.held {
+                        let Some(&u) = l.units.get((p.at + i - p.lo) as usize) else {
+                            return Err(format!("cold list {li}: held piece {p:?} past its units"));
+                        };
+                        if queued.get(u as usize).copied().unwrap_or(true) {
+                            return Err(format!("unit {u} is held (cold list {li}) and free, or out of range"));
+                        }
+                        u
+                    } else {
+                        // A free piece's units are where its positions say.
+                        let at = p.pos + u64::from(p.hi - 1 - i);
+                        match at.checked_sub(self.head).and_then(|q| self.stored(q as usize)).and_then(|q| self.queue.get(q)) {
+                            Some(&u) if u != NIL => u,
+                            _ => return Err(format!("a free unit of cold list {li} is not at its queue position {at}")),
+                        }
+                    };
+                    match in_copy.get_mut(u as usize) {
+                        Some(c) if !*c => *c = true,
+                        _ => return Err(format!("unit {u} is in two cached copies or out of range (cold list {li})")),
+                    }
+                }
+            }
+        }
+        if self.cold_of.len() != self.cold.iter().filter(|l| !l.pieces.is_empty()).count() {
+            return Err("the cold lists and their index disagree".to_string());
         }
         let free_runs = self.slab.iter().filter(|r| r.key == RunKey::Free).count();
         if free_runs != self.free_slab.len() || self.shared.len() + self.private.len() + free_runs != self.slab.len() {

@@ -50,7 +50,7 @@ use crate::kv::KvPool;
 use crate::request::Req;
 use crate::workload::{output_key, RequestSpec, Segment};
 
-pub use cache::{BlockCache, KeyHasher, RunKey};
+pub use cache::{BlockCache, KeyHasher, RunKey, COLD};
 use cache::Seg;
 
 use std::collections::HashMap;
@@ -147,6 +147,11 @@ pub struct Apc {
     /// Each family's members (ids, ascending): `fam_members[fam_start[f]..fam_start[f + 1]]`.
     fam_start: Vec<u32>,
     fam_members: Vec<u32>,
+    /// Families of at most this many members are registered cold where none of them was hit
+    /// ([`cache`]'s module docs); larger ones are always indexed (a lookup would scan them).
+    pub(crate) cold_max: u32,
+    /// Scratch: held pieces a materialization moved to the index.
+    moved: Vec<(u32, u32, u32)>,
     /// Scratch: a request's blocks as tier pieces (key, first index, end index).
     tier_pieces: Vec<(u64, u32, u32)>,
 }
@@ -172,7 +177,7 @@ impl Apc {
     /// from the workload (`specs` by id, `segments` their arena). `block_of(spec)` is the
     /// request's block size in tokens (o1pro's per-request sizes: a cache per size).
     pub fn new(on: bool, specs: &[RequestSpec], segments: Vec<Segment>, block_of: impl Fn(&RequestSpec) -> u32) -> Apc {
-        let mut a = Apc { on, ..Apc::default() };
+        let mut a = Apc { on, cold_max: COLD_FAMILY_MAX, ..Apc::default() };
         if !on || !specs.iter().any(|s| s.segs.1 > 0) {
             return a;
         }
@@ -312,6 +317,44 @@ impl Apc {
         self.per.get(id as usize).map_or(0, |p| p.share_blocks)
     }
 
+    /// The family of request `id` if its shared blocks are registered cold in `kv`'s cache
+    /// (a small family none of whose members was hit there; never with the precise prefix
+    /// router, which reads the index, nor in the literal algorithm).
+    #[inline]
+    fn cold_family(&self, kv: &KvPool, id: u32) -> Option<u32> {
+        let f = *self.family.get(id as usize)?;
+        if f == NO_FAMILY || self.literal || self.cold_max == 0 {
+            return None;
+        }
+        let size = self.fam_start[f as usize + 1] - self.fam_start[f as usize];
+        let c = kv.cache.as_deref()?;
+        (size <= self.cold_max && !c.is_hot(f)).then_some(f)
+    }
+
+    /// The members of family `f`.
+    #[inline]
+    fn members(&self, f: u32) -> &[u32] {
+        &self.fam_members[self.fam_start[f as usize] as usize..self.fam_start[f as usize + 1] as usize]
+    }
+
+    /// Index family `f` in `kv`'s cache from now on ([`BlockCache::materialize`]); the
+    /// tables holding its cold pieces there now name their runs.
+    fn materialize(&mut self, kv: &mut KvPool, f: u32) {
+        let Some(c) = kv.cache.as_deref_mut() else { return };
+        let mut moved = std::mem::take(&mut self.moved);
+        moved.clear();
+        let (lo, hi) = (self.fam_start[f as usize] as usize, self.fam_start[f as usize + 1] as usize);
+        c.materialize(f, &self.fam_members[lo..hi], &mut moved);
+        for &(req, k, e) in &moved {
+            if let Some(h) = self.held.get_mut(&req) {
+                for x in h.iter_mut().filter(|x| x.0 == COLD | k) {
+                    x.0 = e;
+                }
+            }
+        }
+        self.moved = moved;
+    }
+
     /// Make sure the hashes of `r`'s shared blocks `0..upto` are in its memo.
     fn hash_upto(&mut self, r: &Req, b: u32, upto: u32) {
         let id = r.id as usize;
@@ -390,7 +433,7 @@ impl Apc {
     /// of cached full blocks, at most `num_tokens − 1` tokens (a fully cached prompt
     /// recomputes its last block, whose logits are needed). The hit units are left in
     /// `self.hits`, in table order.
-    pub fn lookup(&mut self, kv: &KvPool, r: &Req) -> Hit {
+    pub fn lookup(&mut self, kv: &mut KvPool, r: &Req) -> Hit {
         // Nothing is cached before the cache wakes up.
         let Some(c) = kv.cache.as_deref().filter(|c| c.active) else {
             self.clear_hits();
@@ -412,10 +455,23 @@ impl Apc {
             return Hit::default();
         }
         self.hash_upto(r, b, share.min(limit));
+        let mut end = limit.min(share);
+        if end > 0 {
+            if let Some(f) = self.cold_family(kv, r.id) {
+                // Registered cold here: a hit needs a copy of its first block; with one, the
+                // family is indexed here from now on, and the lookup goes on in the index.
+                let key = self.per[r.id as usize].runs[0].2;
+                if kv.cache.as_deref().is_some_and(|c| c.cold_copy(self.members(f), key, 0)) {
+                    self.materialize(kv, f);
+                } else {
+                    end = 0;
+                }
+            }
+        }
+        let Some(c) = kv.cache.as_deref() else { return Hit::default() };
         let mut hit = Hit::default();
         // Shared blocks by their runs, then private ones by the request's own run.
         let mut k = 0;
-        let end = limit.min(share);
         let (hits, segs) = (&mut self.hits, &mut self.hit_segs);
         if end > 0 {
             let p = &self.per[r.id as usize];
@@ -575,6 +631,7 @@ impl Apc {
         }
         self.hash_upto(r, b, upto);
         let replica = kv.replica as usize;
+        let cold = self.cold_family(kv, r.id).is_some();
         let Some(c) = kv.awake_cache() else { return };
         let p = &self.per[r.id as usize];
         let held = held_of(&mut self.held, &mut self.spare, r.id);
@@ -592,8 +649,13 @@ impl Apc {
                     stored.insert(key, self.now_ns);
                 }
             }
-            let run = c.register(RunKey::Shared(key), idx, units);
-            held.push((run, idx, k * per, units.len() as u32));
+            if cold {
+                let piece = c.register_cold(r.id, key, idx, units);
+                held.push((COLD | piece, idx, k * per, units.len() as u32));
+            } else {
+                let run = c.register(RunKey::Shared(key), idx, units);
+                held.push((run, idx, k * per, units.len() as u32));
+            }
             k = e;
         }
         let p = &mut self.per[r.id as usize];
@@ -673,7 +735,12 @@ impl Apc {
                 c.prepend_blank(&r.blocks[hashed..]);
                 c.free_blank(&r.blocks[cached as usize..hashed]);
                 for &(e, lo, pos, n) in held.iter().rev() {
-                    c.release(e, lo, &r.blocks[pos as usize..(pos + n) as usize]);
+                    let units = &r.blocks[pos as usize..(pos + n) as usize];
+                    if e & COLD != 0 {
+                        c.release_cold(r.id, e & !COLD, units);
+                    } else {
+                        c.release(e, lo, units);
+                    }
                 }
                 r.blocks.clear();
             }
@@ -763,6 +830,10 @@ fn trim_segs(segs: &mut Vec<Seg>, from: usize, mut n: u32) {
 
 /// No family: the request shares no block with any other.
 const NO_FAMILY: u32 = u32::MAX;
+
+/// The largest family registered cold ([`Apc::cold_max`]): a lookup on a replica where it
+/// is cold asks each member's list there.
+const COLD_FAMILY_MAX: u32 = 32;
 
 /// Request `s`'s token stream as pieces `(key, tokens)`, as [`Apc::hash_upto`] hashes it:
 /// its segments clamped to the prompt, then (when they cover it) its own output; `each`

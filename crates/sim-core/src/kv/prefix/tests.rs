@@ -160,6 +160,11 @@ fn free_queue_order_survives_packing() {
 }
 
 use crate::workload::{After, Workload};
+
+/// Cases per property: 384, or `PROPTEST_CASES` (`make fuzz`).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(384)
+}
 use crate::{Format, SimOptions, Simulation};
 use proptest::prelude::*;
 
@@ -195,9 +200,13 @@ fn workload(specs: &[Spec]) -> Workload {
     w
 }
 
-fn result(text: &str, w: &Workload, literal: bool) -> String {
+/// The run's result: vLLM's algorithm taken literally, or the shortcuts with families of
+/// at most `cold_max` members registered cold (0: every shared block indexed).
+fn result(text: &str, w: &Workload, literal: bool, cold_max: u32) -> String {
     let sc = crate::config::Scenario::parse(text, Format::Json).unwrap();
-    let mut sim = Simulation::with_workload(sc, w.clone(), SimOptions::default()).unwrap();
+    let opts = SimOptions { check_invariants: true, ..SimOptions::default() };
+    let mut sim = Simulation::with_workload(sc, w.clone(), opts).unwrap();
+    sim.engine_mut().apc.cold_max = cold_max;
     if literal {
         let e = sim.engine_mut();
         e.apc.make_literal(e.reqs.len());
@@ -209,7 +218,7 @@ fn result(text: &str, w: &Workload, literal: bool) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 384, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), .. ProptestConfig::default() })]
     /// The shortcuts — a dormant cache until something is cached, only blocks another
     /// request can hold hashed and cached as scheduled, a request's own blocks cached
     /// when it frees them without finishing — give exactly the results of vLLM's
@@ -223,6 +232,7 @@ proptest! {
         blocks in prop_oneof![3u32..10, 10u32..40],
         budget in 1u32..48,
         replicas in 1u32..3,
+        cold_max in prop::sample::select(vec![0u32, 2, 32]),
         timeout_ms in prop::option::of(5u32..80),
         specs in prop::collection::vec(
             (0u32..40, prop::option::of(0u64..3), 1u32..40, 0u32..12, 1u32..24, 0i32..3, any::<bool>()), 1..14),
@@ -245,7 +255,7 @@ proptest! {
         }
         let text = v.to_string();
         let w = workload(&specs);
-        prop_assert_eq!(result(&text, &w, false), result(&text, &w, true));
+        prop_assert_eq!(result(&text, &w, false, cold_max), result(&text, &w, true, 0));
     }
 }
 
@@ -299,7 +309,7 @@ fn agree(c: &BlockCache, m: &Model) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 384, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), .. ProptestConfig::default() })]
     /// The block cache against vLLM's block pool taken literally, on tiny pools where
     /// pieces are split by partial hits, partial eviction and re-registration
     /// (duplicates), and the queue's holes are packed. Before the cache wakes, the pool's
