@@ -512,6 +512,12 @@ pub enum CapacityPolicy {
     MaxUtilization,
 }
 
+/// TensorRT-LLM's own `max_batch_size` when nothing picks it (`BuildConfig.max_batch_size`,
+/// which `trtllm-bench` also falls back to for quantisations its heuristic does not tune).
+pub const TRTLLM_DEFAULT_MAX_BATCH_SIZE: u32 = 2048;
+/// TensorRT-LLM's own `max_num_tokens` when nothing picks it (`BuildConfig.max_num_tokens`).
+pub const TRTLLM_DEFAULT_MAX_NUM_TOKENS: u32 = 8192;
+
 /// `kv_cache_free_gpu_mem_fraction`'s default (`trtllm-bench`'s `--kv_cache_free_gpu_mem_fraction`
 /// and TensorRT-LLM's `KvCacheConfig.free_gpu_memory_fraction`, both 0.90).
 pub const TRTLLM_KV_FRACTION: f64 = 0.90;

@@ -209,8 +209,8 @@ impl Params {
             ),
             Policy::Trtllm => (
                 Params {
-                    max_num_seqs: cfg.max_batch_size.unwrap_or(trtllm::DEFAULT_MAX_BATCH_SIZE),
-                    budget: cfg.max_num_tokens.unwrap_or(trtllm::DEFAULT_MAX_NUM_TOKENS),
+                    max_num_seqs: cfg.max_batch_size.unwrap_or(crate::config::TRTLLM_DEFAULT_MAX_BATCH_SIZE),
+                    budget: cfg.max_num_tokens.unwrap_or(crate::config::TRTLLM_DEFAULT_MAX_NUM_TOKENS),
                     chunked: false,
                     victim: Victim::Never,
                     trtllm: Some(cfg.capacity_scheduler_policy.unwrap_or_default()),
@@ -426,7 +426,7 @@ impl SchedState {
     /// `apc` the prefix-cache side of the run.
     pub fn schedule(&mut self, p: &Params, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
         if let Some(cap) = p.trtllm {
-            return trtllm::schedule(self, p, cap, reqs, apc, now_ns);
+            return self.schedule_trtllm(p, cap, reqs, apc, now_ns);
         }
         self.plan.clear();
         self.preempted.clear();

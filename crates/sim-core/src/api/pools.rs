@@ -82,7 +82,7 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
         let precision = scenario.cost_model.precision();
         let mut plan = if s.policy == crate::policy::Policy::Trtllm {
             // TensorRT-LLM's KvCacheCreator: a fraction of what its profiling run leaves
-            let tokens = s.max_num_tokens.unwrap_or(crate::sched::trtllm::DEFAULT_MAX_NUM_TOKENS);
+            let tokens = s.max_num_tokens.unwrap_or(crate::config::TRTLLM_DEFAULT_MAX_NUM_TOKENS);
             // ModelOpt's quantised checkpoints keep the embedding and lm_head in BF16
             let bf16_embeddings = scenario.cost_model.precision().weight_bytes < crate::memory::WEIGHT_BYTES;
             let runtime = crate::sched::trtllm::RUNTIME_GIB * crate::memory::GIB;

@@ -28,6 +28,7 @@ pub mod seed;
 mod shape;
 mod spec;
 mod step;
+pub mod trtllm;
 
 use crate::num::round_u64;
 use crate::catalog::{Gpu, Model};
@@ -43,7 +44,7 @@ pub use spec::{
     DEFAULT_LAUNCH_US, DTYPE_NAMES, ENGINE_INFO, ENGINE_NAMES, KV_DTYPE_NAMES,
 };
 pub use ep::AllToAll;
-pub use step::{trtllm, Anatomy, EpModel, KernelColumns, OpCost};
+pub use step::{Anatomy, EpModel, KernelColumns, OpCost};
 
 /// Names of the linear components, in [`StepCostModel::breakdown`] order.
 const LINEAR_NAMES: [&str; 4] = ["base", "prefill_tokens", "decode_seqs", "context_tokens"];

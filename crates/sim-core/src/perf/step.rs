@@ -40,7 +40,7 @@
 use std::sync::OnceLock;
 
 mod anatomy;
-pub mod trtllm;
+mod trtllm_ops;
 pub use anatomy::{Anatomy, KernelColumns};
 use super::PrefillItem;
 
@@ -207,7 +207,7 @@ pub struct StepModel {
     /// activations are quantised per 1 × 128 group before each of the two grouped GEMMs.
     expert_quant: bool,
     /// `lm_head`'s GEMM rates when they differ from `r`: TensorRT-LLM serving a ModelOpt FP8
-    /// checkpoint, whose `lm_head` stays BF16 ([`trtllm`]); `None`: `r`.
+    /// checkpoint, whose `lm_head` stays BF16 (`trtllm_ops`); `None`: `r`.
     head_r: Option<Box<Rates>>,
     /// The GPU's block-remap constants (descriptor cache entries, miss cycles, SM clock),
     /// resolved from its name once.
@@ -421,7 +421,7 @@ impl StepModel {
                 match spec.engine {
                     Engine::Vllm => VLLM_CAPTURE_MAX_TOKENS,
                     Engine::Reference => u64::MAX,
-                    Engine::Trtllm => u64::from(trtllm::CAPTURE_BATCH_SIZES[trtllm::CAPTURE_BATCH_SIZES.len() - 1]),
+                    Engine::Trtllm => u64::from(super::trtllm::CAPTURE_BATCH_SIZES[super::trtllm::CAPTURE_BATCH_SIZES.len() - 1]),
                 },
                 u64::from,
             ),
@@ -533,8 +533,8 @@ impl StepModel {
             self.graph_max_tokens = (2 * u64::from(max_num_seqs)).min(VLLM_CAPTURE_MAX_TOKENS);
         }
         if self.engine == Engine::Trtllm && !self.graph_bound_given {
-            // the captured sizes up to max_batch_size ([`trtllm`])
-            self.graph_max_tokens = trtllm::largest_captured(u64::from(max_num_seqs));
+            // the captured sizes up to max_batch_size (perf/trtllm.rs)
+            self.graph_max_tokens = super::trtllm::largest_captured(u64::from(max_num_seqs));
         }
     }
 
@@ -1278,12 +1278,12 @@ impl StepModel {
     /// The engine's own CPU work for a step of `seqs` requests, which an engine that
     /// prepares step n+1 while the GPU runs step n cannot go below, s: vLLM's async
     /// scheduling ([`VLLM_STEP_CPU_S`], [`VLLM_SEQ_CPU_S`]), TensorRT-LLM's overlap
-    /// scheduler ([`trtllm::HOST_SEQ_S`]); 0 for the synchronous reference engine.
+    /// scheduler ([`super::trtllm::HOST_SEQ_S`]); 0 for the synchronous reference engine.
     #[inline]
     fn host_bound_s(&self, seqs: f64) -> f64 {
         match self.engine {
             Engine::Vllm => VLLM_STEP_CPU_S + VLLM_SEQ_CPU_S * seqs,
-            Engine::Trtllm => trtllm::HOST_SEQ_S * seqs,
+            Engine::Trtllm => super::trtllm::HOST_SEQ_S * seqs,
             Engine::Reference => 0.0,
         }
     }

@@ -37,12 +37,7 @@ use crate::config::CapacityPolicy;
 use crate::kv::prefix::Apc;
 use crate::request::{Req, Status, NO_TIME};
 
-/// TensorRT-LLM's own defaults when nothing picks them (`BuildConfig.max_batch_size` and
-/// `max_num_tokens`, which `trtllm-bench` also falls back to for quantisations its
-/// heuristic does not tune): 2,048 requests and 8,192 tokens.
-pub const DEFAULT_MAX_BATCH_SIZE: u32 = 2048;
-/// See [`DEFAULT_MAX_BATCH_SIZE`].
-pub const DEFAULT_MAX_NUM_TOKENS: u32 = 8192;
+use crate::config::{TRTLLM_DEFAULT_MAX_BATCH_SIZE as DEFAULT_MAX_BATCH_SIZE, TRTLLM_DEFAULT_MAX_NUM_TOKENS as DEFAULT_MAX_NUM_TOKENS};
 
 /// GPU memory TensorRT-LLM's PyTorch backend holds outside its weights, KV cache and the
 /// activations o1sim estimates for its profiling run ([`crate::memory::activation_bytes`]),
@@ -92,8 +87,9 @@ pub struct BenchInput {
 /// 4. context chunking being off, `max_num_tokens` is raised to `max_isl + max_batch_size`
 ///    when smaller.
 ///
-/// Quantisations the heuristic does not tune get [`DEFAULT_MAX_BATCH_SIZE`] and
-/// [`DEFAULT_MAX_NUM_TOKENS`] (step 4 still applies). A model that leaves no KV room gets
+/// Quantisations the heuristic does not tune get TensorRT-LLM's defaults
+/// ([`crate::config::TRTLLM_DEFAULT_MAX_BATCH_SIZE`], [`crate::config::TRTLLM_DEFAULT_MAX_NUM_TOKENS`]; step 4
+/// still applies). A model that leaves no KV room gets
 /// the smallest settings (64 and 2,048); the memory plan then says it does not fit.
 pub fn bench_settings(i: &BenchInput) -> (u32, u32) {
     let gib = 1024.0 * 1024.0 * 1024.0;
@@ -129,8 +125,15 @@ pub fn bench_settings(i: &BenchInput) -> (u32, u32) {
     (bs, tokens)
 }
 
+impl SchedState {
+    /// One step of the `trtllm` policy (module docs).
+    pub(super) fn schedule_trtllm(&mut self, p: &Params, cap: CapacityPolicy, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
+        schedule(self, p, cap, reqs, apc, now_ns);
+    }
+}
+
 /// One step of the `trtllm` policy on `st` (module docs).
-pub(super) fn schedule(st: &mut SchedState, p: &Params, cap: CapacityPolicy, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
+fn schedule(st: &mut SchedState, p: &Params, cap: CapacityPolicy, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
     st.plan.clear();
     st.preempted.clear();
     st.prefill_items.clear();
