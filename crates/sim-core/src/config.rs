@@ -1290,6 +1290,37 @@ mod tests {
     }
 
     #[test]
+    fn trtllm_settings_apply_to_its_policy_only_and_name_their_field() {
+        for (field, value) in [
+            ("max_batch_size", "64"),
+            ("max_num_tokens", "4096"),
+            ("capacity_scheduler_policy", "\"max_utilization\""),
+            ("kv_cache_free_gpu_mem_fraction", "0.95"),
+        ] {
+            let e = err(&with(&format!(r#"{{"scheduler": {{"policy": "vllm", "{field}": {value}}}}}"#)));
+            assert_eq!(e.path(), Some(format!("scheduler.{field}").as_str()), "{e}");
+            assert!(e.to_string().contains("policy = \"trtllm\""), "{e}");
+            let ok = format!(r#"{{"scheduler": {{"policy": "trtllm", "{field}": {value}}}}}"#);
+            parse_json(&with(&ok)).unwrap().validate_local().unwrap();
+        }
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "capacity_scheduler_policy": "max_util"}}"#));
+        assert_eq!(e.path(), Some("scheduler.capacity_scheduler_policy"));
+        assert!(e.to_string().contains("max_utilization"), "{e}");
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "kv_cache_free_gpu_mem_fraction": 1.5}}"#));
+        assert_eq!(e.path(), Some("scheduler.kv_cache_free_gpu_mem_fraction"));
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "max_batch_size": 0}}"#));
+        assert_eq!(e.path(), Some("scheduler.max_batch_size"));
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "enable_prefix_caching": true}}"#));
+        assert_eq!(e.path(), Some("scheduler.enable_prefix_caching"));
+        assert!(e.to_string().contains("block reuse"), "{e}");
+        let e = err(&with(r#"{"cost_model": {"engine": "trtllm", "fusion": "fine"}}"#));
+        assert_eq!(e.path(), Some("cost_model.fusion"));
+        assert!(e.to_string().contains("TensorRT-LLM"), "{e}");
+        let e = err(&with(r#"{"cost_model": {"engine": "trtlm"}}"#));
+        assert!(e.to_string().contains("did you mean trtllm"), "{e}");
+    }
+
+    #[test]
     fn zero_blocks_and_bad_utilization() {
         assert_eq!(err(&with(r#"{"scheduler": {"num_gpu_blocks": 0}}"#)).path(), Some("scheduler.num_gpu_blocks"));
         assert_eq!(

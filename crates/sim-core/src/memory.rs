@@ -400,27 +400,32 @@ pub fn plan_memory_par(
     })
 }
 
+/// What TensorRT-LLM's `KvCacheCreator` sizes a KV cache from ([`plan_memory_free_fraction`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FreeFraction {
+    /// `kv_cache_free_gpu_mem_fraction`, in (0, 1].
+    pub fraction: f64,
+    /// The profiling run's tokens (`max_num_tokens`).
+    pub max_num_tokens: u32,
+    /// The embedding table and `lm_head` stay BF16 whatever the precision of the rest.
+    pub bf16_embeddings: bool,
+    /// The engine's own memory beyond the weights and the estimated activations, bytes.
+    pub runtime_bytes: f64,
+}
+
 /// A replica's memory as TensorRT-LLM's PyTorch backend sizes its KV cache (`KvCacheCreator`
 /// in `tensorrt_llm/_torch/pyexecutor/_util.py`): after loading the weights it runs a
-/// forward pass of `max_num_tokens` tokens and takes `fraction`
+/// forward pass of `how.max_num_tokens` tokens and takes `how.fraction`
 /// (`kv_cache_free_gpu_mem_fraction`) of what the GPU has left below that run's peak:
 /// `kv = fraction · (hbm − weights − activation peak − runtime)`, the activation peak
-/// estimated as for vLLM's profiling run ([`activation_bytes`]) and `runtime_bytes` the
+/// estimated as for vLLM's profiling run ([`activation_bytes`]) and `how.runtime_bytes` the
 /// engine's own memory beyond it (CUDA context, libraries' workspaces). `usable_gib` is then
 /// the whole memory (the fraction applies to what is free, not to the total).
-/// `bf16_embeddings`: the embedding table and `lm_head` stay BF16 whatever the precision of
-/// the rest (a ModelOpt FP8 checkpoint). Errors as [`plan_memory_par`]'s, with
+/// `how.bf16_embeddings`: the embedding table and `lm_head` stay BF16 (a ModelOpt FP8
+/// checkpoint). Errors as [`plan_memory_par`]'s, with
 /// `scheduler.kv_cache_free_gpu_mem_fraction` and `scheduler.max_num_tokens` the fields.
-pub fn plan_memory_free_fraction(
-    model: &Model,
-    gpu: &Gpu,
-    par: &Parallel,
-    fraction: f64,
-    max_num_tokens: u32,
-    precision: Precision,
-    bf16_embeddings: bool,
-    runtime_bytes: f64,
-) -> Result<MemoryPlan> {
+pub fn plan_memory_free_fraction(model: &Model, gpu: &Gpu, par: &Parallel, how: &FreeFraction, precision: Precision) -> Result<MemoryPlan> {
+    let FreeFraction { fraction, max_num_tokens, bf16_embeddings, runtime_bytes } = *how;
     model.validate().map_err(|e| e.under("model"))?;
     gpu.validate().map_err(|e| e.under("gpu"))?;
     check::finite("scheduler.kv_cache_free_gpu_mem_fraction", fraction)?;

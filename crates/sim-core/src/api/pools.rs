@@ -83,10 +83,14 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
         let mut plan = if s.policy == crate::policy::Policy::Trtllm {
             // TensorRT-LLM's KvCacheCreator: a fraction of what its profiling run leaves
             let tokens = s.max_num_tokens.unwrap_or(crate::config::TRTLLM_DEFAULT_MAX_NUM_TOKENS);
-            // ModelOpt's quantised checkpoints keep the embedding and lm_head in BF16
-            let bf16_embeddings = scenario.cost_model.precision().weight_bytes < crate::memory::WEIGHT_BYTES;
-            let runtime = crate::sched::trtllm::RUNTIME_GIB * crate::memory::GIB;
-            plan_memory_free_fraction(model, &gpu, &par, s.kv_fraction(), tokens, precision, bf16_embeddings, runtime)
+            let how = crate::memory::FreeFraction {
+                fraction: s.kv_fraction(),
+                max_num_tokens: tokens,
+                // ModelOpt's quantised checkpoints keep the embedding and lm_head in BF16
+                bf16_embeddings: precision.weight_bytes < crate::memory::WEIGHT_BYTES,
+                runtime_bytes: crate::sched::trtllm::RUNTIME_GIB * crate::memory::GIB,
+            };
+            plan_memory_free_fraction(model, &gpu, &par, &how, precision)
         } else {
             plan_memory_par(model, &gpu, &par, s.gpu_memory_utilization, s.max_num_batched_tokens, precision)
         }
