@@ -46,6 +46,7 @@ def test_the_python_registry_is_the_cores() -> None:
     assert registry.arrival_kinds() == cat["arrival_kinds"]
     assert registry.length_kinds() == cat["length_kinds"]
     assert [e["name"] for e in registry.event_kinds()] == [e["name"] for e in cat["event_kinds"]]
+    assert registry.engine_names() == [e["name"] for e in cat["engines"]]
     colors = list(registry.policy_colors().values())
     assert len(set(colors)) == len(colors), "two policies share a colour"
     assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in colors)
@@ -114,6 +115,11 @@ def test_cli_options_are_the_presets() -> None:
         assert ",".join(cat["policies"]) in flat.replace(" ", ""), command
         for p in cat["policy_info"]:
             assert f"{p['name']} ({p['label']}" in flat, (command, p["name"])
+    out = " ".join(CliRunner().invoke(cli.main, ["predict", "--help"], terminal_width=400).output.split())
+    for e in cat["engines"]:
+        assert f"{e['name']} ({e['label']}" in out, e["name"]
+    bad = CliRunner().invoke(cli.main, ["predict", "--batch", "1:1023", "--engine", "trtllmx"])
+    assert bad.exit_code == 2 and "trtllm" in bad.output
     listed = json.loads(CliRunner().invoke(cli.main, ["presets", "--json"]).output)
     assert listed == cat
     for section in ("policy_info", "routers", "arrival_kinds", "length_kinds", "event_kinds"):

@@ -897,7 +897,10 @@ def predict_step(
     ``config.json``). ``dtype``: bf16 | fp8 | int8 | int4 (weight-only); ``kv_dtype``: bf16 |
     fp8; ``engine``: vllm (vLLM v0.15's V1 engine: fused kernels, one attention call per
     layer, custom all-reduce, async scheduling; the default) | reference (the plain PyTorch
-    engine of our H200 tables); ``fusion`` (reference engine only): none (every elementwise
+    engine of our H200 tables) | trtllm (TensorRT-LLM's PyTorch backend: FP8 GEMMs with
+    their activation quantisation, FMHA/XQA attention, padded CUDA graphs for generation-only
+    steps, the overlap scheduler; ``o1sim.presets()["engines"]``); ``fusion`` (reference
+    engine only): none (every elementwise
     op its own kernels) | fine | coarse | hybrid. ``profile``: a
     calibration profile (a path to its JSON file, or the parsed dict) replacing the GPU's
     shipped one, e.g. one made with ``tools/make_profile.py`` from tables measured on your

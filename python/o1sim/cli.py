@@ -692,7 +692,8 @@ def _preset_or_table(text: str) -> Any:
 @click.option("--eager", is_flag=True, help="Launch kernels eagerly instead of replaying a CUDA graph.")
 @click.option("--dtype", default="bf16", show_default=True, help="bf16 | fp8 | int8 | int4 (weight-only).")
 @click.option("--kv-dtype", default="bf16", show_default=True, help="bf16 | fp8.")
-@click.option("--engine", default="vllm", show_default=True, help="vllm (vLLM v0.15's V1 engine) | reference (our H200 tables' plain PyTorch).")
+@click.option("--engine", default="vllm", show_default=True, type=click.Choice(registry.engine_names()),
+              help="The engine whose kernels price the step: " + "; ".join(f"{e['name']} ({e['label']}: {e['summary']})" for e in registry.engines()) + ".")
 @click.option("--fusion", default="none", show_default=True, help="none | fine | coarse | hybrid (reference engine).")
 @click.option("--profile", type=click.Path(dir_okay=False), default=None, help="Calibration profile JSON replacing the GPU's shipped one (tools/make_profile.py, o1sim calibrate).")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")

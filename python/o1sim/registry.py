@@ -149,6 +149,26 @@ def policy_labels() -> dict[str, str]:
     return {p["name"]: p["label"] for p in policies()}
 
 
+class EngineInfo(TypedDict):
+    """One engine ``cost_model.engine`` prices: its ``name``, a ``label`` for people and a
+    one-line ``summary``."""
+
+    name: str
+    label: str
+    summary: str
+
+
+def engines() -> list[EngineInfo]:
+    """The engines the cost model prices (``o1sim.presets()["engines"]``), in the core's order."""
+    return [EngineInfo(name=str(e["name"]), label=str(e["label"]), summary=str(e["summary"]))
+            for e in _presets()["engines"]]
+
+
+def engine_names() -> list[str]:
+    """The values of ``cost_model.engine``."""
+    return [e["name"] for e in engines()]
+
+
 def routers() -> list[str]:
     """The values of ``deployment.router``."""
     return [str(r) for r in _presets()["routers"]]

@@ -476,7 +476,51 @@ pub struct SchedulerConfig {
     /// adapter not there is read from disk first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cpu_loras: Option<u32>,
+    /// `trtllm` only: TensorRT-LLM's capacity scheduler (`capacity_scheduler_policy`):
+    /// `guaranteed_no_evict` (default, `trtllm-bench`'s) admits a request only when the
+    /// blocks of its whole prompt + maximum output fit beside what every running request
+    /// may still need; `max_utilization` admits while this step's blocks fit and pauses the
+    /// most recently started request when a running one cannot grow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_scheduler_policy: Option<CapacityPolicy>,
+    /// `trtllm` only: most requests in one step (TensorRT-LLM's `max_batch_size`). Default:
+    /// what `trtllm-bench` picks for the workload ([`crate::sched::trtllm::bench_settings`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_batch_size: Option<u32>,
+    /// `trtllm` only: most tokens in one step (TensorRT-LLM's `max_num_tokens`); a context
+    /// is scheduled whole (no chunking), the first of a step even when it is longer. Default:
+    /// `trtllm-bench`'s pick ([`crate::sched::trtllm::bench_settings`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_tokens: Option<u32>,
+    /// `trtllm` only: the fraction of the memory left after the weights and the profiling
+    /// run's peak that becomes KV cache (`kv_cache_free_gpu_mem_fraction`), in (0, 1].
+    /// Default 0.90 (`trtllm-bench`'s and `KvCacheConfig`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_cache_free_gpu_mem_fraction: Option<f64>,
 }
+
+/// TensorRT-LLM's capacity scheduler policies (`scheduler.capacity_scheduler_policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityPolicy {
+    /// Reserve every admitted request's whole length: a running request never runs out of
+    /// blocks, none is ever paused.
+    #[default]
+    GuaranteedNoEvict,
+    /// Admit while this step's blocks fit; pause (recompute later) the most recently started
+    /// request when one cannot grow.
+    MaxUtilization,
+}
+
+/// TensorRT-LLM's own `max_batch_size` when nothing picks it (`BuildConfig.max_batch_size`,
+/// which `trtllm-bench` also falls back to for quantisations its heuristic does not tune).
+pub const TRTLLM_DEFAULT_MAX_BATCH_SIZE: u32 = 2048;
+/// TensorRT-LLM's own `max_num_tokens` when nothing picks it (`BuildConfig.max_num_tokens`).
+pub const TRTLLM_DEFAULT_MAX_NUM_TOKENS: u32 = 8192;
+
+/// `kv_cache_free_gpu_mem_fraction`'s default (`trtllm-bench`'s `--kv_cache_free_gpu_mem_fraction`
+/// and TensorRT-LLM's `KvCacheConfig.free_gpu_memory_fraction`, both 0.90).
+pub const TRTLLM_KV_FRACTION: f64 = 0.90;
 
 /// `[scheduler.kv_offload]`: tiers that keep full KV blocks below the GPU's HBM and load them
 /// back on a hit ([`crate::kv::offload`] for the semantics). The simple form `cpu_gib`
@@ -571,6 +615,47 @@ impl SchedulerConfig {
     pub fn priority_scheduling(&self) -> bool {
         self.scheduling_policy.as_deref() == Some("priority")
     }
+
+    /// `trtllm`'s KV fraction of the free memory (the field, or [`TRTLLM_KV_FRACTION`]).
+    pub fn kv_fraction(&self) -> f64 {
+        self.kv_cache_free_gpu_mem_fraction.unwrap_or(TRTLLM_KV_FRACTION)
+    }
+
+    /// The `trtllm`-only fields: each given outside `policy = "trtllm"` is an error naming it;
+    /// in range otherwise.
+    fn validate_trtllm(&self) -> Result<()> {
+        let given = [
+            ("capacity_scheduler_policy", self.capacity_scheduler_policy.is_some(), "scheduling_policy"),
+            ("max_batch_size", self.max_batch_size.is_some(), "max_num_seqs"),
+            ("max_num_tokens", self.max_num_tokens.is_some(), "max_num_batched_tokens"),
+            ("kv_cache_free_gpu_mem_fraction", self.kv_cache_free_gpu_mem_fraction.is_some(), "gpu_memory_utilization"),
+        ];
+        if self.policy != Policy::Trtllm {
+            if let Some((name, _, theirs)) = given.iter().find(|g| g.1) {
+                return Err(SimError::config(
+                    format!("scheduler.{name}"),
+                    format!(
+                        "is TensorRT-LLM's setting and applies to policy = \"trtllm\" (the policy is {}; its own is scheduler.{theirs})",
+                        self.policy
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if let Some(n) = self.max_batch_size {
+            check::in_range("scheduler.max_batch_size", n, 1, 1 << 20)?;
+        }
+        if let Some(n) = self.max_num_tokens {
+            check::in_range("scheduler.max_num_tokens", n, 1, 1 << 24)?;
+        }
+        if let Some(f) = self.kv_cache_free_gpu_mem_fraction {
+            check::finite("scheduler.kv_cache_free_gpu_mem_fraction", f)?;
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(SimError::config("scheduler.kv_cache_free_gpu_mem_fraction", format!("must be in (0, 1] (got {f})")));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for SchedulerConfig {
@@ -594,6 +679,10 @@ impl Default for SchedulerConfig {
             speculative: None,
             max_loras: None,
             max_cpu_loras: None,
+            capacity_scheduler_policy: None,
+            max_batch_size: None,
+            max_num_tokens: None,
+            kv_cache_free_gpu_mem_fraction: None,
         }
     }
 }
@@ -1033,11 +1122,17 @@ impl Scenario {
             }
         }
         if s.enable_prefix_caching == Some(true) && !s.policy.info().prefix_cache {
+            let why = if s.policy == Policy::Trtllm {
+                "o1sim does not model TensorRT-LLM's KV block reuse (trtllm-bench runs with enable_block_reuse = False)"
+            } else {
+                "reserves contiguous KV per request and has no prefix cache"
+            };
             return Err(SimError::config(
                 "scheduler.enable_prefix_caching",
-                format!("{} reserves contiguous KV per request and has no prefix cache (remove the field or set it to false)", s.policy),
+                format!("{} {why} (remove the field or set it to false)", s.policy),
             ));
         }
+        s.validate_trtllm()?;
         if let Some(sp) = &s.scheduling_policy {
             if !SCHEDULING_POLICIES.contains(&sp.as_str()) {
                 return Err(check::unknown_name("scheduler.scheduling_policy", "scheduling policy", sp, SCHEDULING_POLICIES));
@@ -1192,6 +1287,37 @@ mod tests {
     fn wrong_type_names_field() {
         let e = err(&with(r#"{"deployment": {"tp": "four"}}"#));
         assert_eq!(e.path(), Some("deployment.tp"));
+    }
+
+    #[test]
+    fn trtllm_settings_apply_to_its_policy_only_and_name_their_field() {
+        for (field, value) in [
+            ("max_batch_size", "64"),
+            ("max_num_tokens", "4096"),
+            ("capacity_scheduler_policy", "\"max_utilization\""),
+            ("kv_cache_free_gpu_mem_fraction", "0.95"),
+        ] {
+            let e = err(&with(&format!(r#"{{"scheduler": {{"policy": "vllm", "{field}": {value}}}}}"#)));
+            assert_eq!(e.path(), Some(format!("scheduler.{field}").as_str()), "{e}");
+            assert!(e.to_string().contains("policy = \"trtllm\""), "{e}");
+            let ok = format!(r#"{{"scheduler": {{"policy": "trtllm", "{field}": {value}}}}}"#);
+            parse_json(&with(&ok)).unwrap().validate_local().unwrap();
+        }
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "capacity_scheduler_policy": "max_util"}}"#));
+        assert_eq!(e.path(), Some("scheduler.capacity_scheduler_policy"));
+        assert!(e.to_string().contains("max_utilization"), "{e}");
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "kv_cache_free_gpu_mem_fraction": 1.5}}"#));
+        assert_eq!(e.path(), Some("scheduler.kv_cache_free_gpu_mem_fraction"));
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "max_batch_size": 0}}"#));
+        assert_eq!(e.path(), Some("scheduler.max_batch_size"));
+        let e = err(&with(r#"{"scheduler": {"policy": "trtllm", "enable_prefix_caching": true}}"#));
+        assert_eq!(e.path(), Some("scheduler.enable_prefix_caching"));
+        assert!(e.to_string().contains("block reuse"), "{e}");
+        let e = err(&with(r#"{"cost_model": {"engine": "trtllm", "fusion": "fine"}}"#));
+        assert_eq!(e.path(), Some("cost_model.fusion"));
+        assert!(e.to_string().contains("TensorRT-LLM"), "{e}");
+        let e = err(&with(r#"{"cost_model": {"engine": "trtlm"}}"#));
+        assert!(e.to_string().contains("did you mean trtllm"), "{e}");
     }
 
     #[test]

@@ -400,6 +400,77 @@ pub fn plan_memory_par(
     })
 }
 
+/// What TensorRT-LLM's `KvCacheCreator` sizes a KV cache from ([`plan_memory_free_fraction`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FreeFraction {
+    /// `kv_cache_free_gpu_mem_fraction`, in (0, 1].
+    pub fraction: f64,
+    /// The profiling run's tokens (`max_num_tokens`).
+    pub max_num_tokens: u32,
+    /// The embedding table and `lm_head` stay BF16 whatever the precision of the rest.
+    pub bf16_embeddings: bool,
+    /// The engine's own memory beyond the weights and the estimated activations, bytes.
+    pub runtime_bytes: f64,
+}
+
+/// A replica's memory as TensorRT-LLM's PyTorch backend sizes its KV cache (`KvCacheCreator`
+/// in `tensorrt_llm/_torch/pyexecutor/_util.py`): after loading the weights it runs a
+/// forward pass of `how.max_num_tokens` tokens and takes `how.fraction`
+/// (`kv_cache_free_gpu_mem_fraction`) of what the GPU has left below that run's peak:
+/// `kv = fraction · (hbm − weights − activation peak − runtime)`, the activation peak
+/// estimated as for vLLM's profiling run ([`activation_bytes`]) and `how.runtime_bytes` the
+/// engine's own memory beyond it (CUDA context, libraries' workspaces). `usable_gib` is then
+/// the whole memory (the fraction applies to what is free, not to the total).
+/// `how.bf16_embeddings`: the embedding table and `lm_head` stay BF16 (a ModelOpt FP8
+/// checkpoint). Errors as [`plan_memory_par`]'s, with
+/// `scheduler.kv_cache_free_gpu_mem_fraction` and `scheduler.max_num_tokens` the fields.
+pub fn plan_memory_free_fraction(model: &Model, gpu: &Gpu, par: &Parallel, how: &FreeFraction, precision: Precision) -> Result<MemoryPlan> {
+    let FreeFraction { fraction, max_num_tokens, bf16_embeddings, runtime_bytes } = *how;
+    model.validate().map_err(|e| e.under("model"))?;
+    gpu.validate().map_err(|e| e.under("gpu"))?;
+    check::finite("scheduler.kv_cache_free_gpu_mem_fraction", fraction)?;
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        return Err(SimError::config("scheduler.kv_cache_free_gpu_mem_fraction", format!("must be in (0, 1] (got {fraction})")));
+    }
+    if max_num_tokens < 1 {
+        return Err(SimError::config("scheduler.max_num_tokens", "must be >= 1 (got 0)"));
+    }
+    check_parallel(model, par)?;
+    let total = gpu.hbm_gib * GIB;
+    let embeddings = f64::from(model.vocab) * f64::from(model.hidden) * if model.tied_embeddings { 1.0 } else { 2.0 };
+    let unquantized = if bf16_embeddings { embeddings * (WEIGHT_BYTES - precision.weight_bytes).max(0.0) } else { 0.0 };
+    let weights_bytes = weight_bytes_per_gpu(model, par, precision) + unquantized / f64::from(par.tp.max(1) * par.pp.max(1));
+    let activation = activation_bytes(model, par.tp, max_num_tokens) + runtime_bytes.max(0.0);
+    let free = total - weights_bytes - activation;
+    let kv_bytes = free * fraction;
+    let per_token = kv_values_per_token_per_gpu(model, par.tp, par.pp) * precision.kv_bytes;
+    let capacity = if kv_bytes > 0.0 { libm::floor(kv_bytes / per_token) } else { 0.0 };
+    if kv_bytes <= 0.0 || capacity < 1.0 {
+        return Err(SimError::Infeasible {
+            message: format!(
+                "{} needs {:.1} GiB per GPU for weights + {:.1} GiB activations but {} has {:.1} GiB (tp={}, pp={}), \
+                 leaving no room for the KV cache: use more GPUs per replica (tp/pp) or a larger GPU",
+                model.name,
+                weights_bytes / GIB,
+                activation / GIB,
+                gpu.name,
+                gpu.hbm_gib,
+                par.tp,
+                par.pp,
+            ),
+        });
+    }
+    Ok(MemoryPlan {
+        gpu_memory_gib: gpu.hbm_gib,
+        usable_gib: gpu.hbm_gib,
+        weights_gib: weights_bytes / GIB,
+        activation_gib: activation / GIB,
+        kv_gib: kv_bytes / GIB,
+        kv_bytes_per_token: per_token,
+        kv_capacity_tokens: (capacity as u64).saturating_mul(u64::from(par.dp)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

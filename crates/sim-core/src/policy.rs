@@ -23,6 +23,8 @@ pub enum Policy {
     Vllm,
     Sarathi,
     O1pro,
+    /// TensorRT-LLM's batch manager ([`crate::sched`]'s `trtllm` module).
+    Trtllm,
     Disagg,
 }
 
@@ -57,7 +59,7 @@ pub struct PolicyInfo {
 
 impl Policy {
     /// Every policy, in display order (the co-located ones first).
-    pub const ALL: [Policy; 5] = [Policy::Orca, Policy::Vllm, Policy::Sarathi, Policy::O1pro, Policy::Disagg];
+    pub const ALL: [Policy; 6] = [Policy::Orca, Policy::Vllm, Policy::Sarathi, Policy::O1pro, Policy::Trtllm, Policy::Disagg];
 
     /// The policy's record.
     pub const fn info(self) -> PolicyInfo {
@@ -103,6 +105,14 @@ impl Policy {
                 color: "#8e44ad",
                 summary: "per-request block size, priority preemption, per-request token cap, bounded queue",
                 o1pro_admission: true,
+                ..BASE
+            },
+            Policy::Trtllm => PolicyInfo {
+                name: "trtllm",
+                label: "TensorRT-LLM",
+                color: "#76b900",
+                summary: "TensorRT-LLM's in-flight batching: a capacity scheduler (guaranteed_no_evict reserves each request's whole length; max_utilization pauses the latest started), whole contexts within max_num_tokens",
+                prefix_cache: false,
                 ..BASE
             },
             Policy::Disagg => PolicyInfo {
@@ -271,7 +281,8 @@ mod tests {
             Policy::Vllm => 1,
             Policy::Sarathi => 2,
             Policy::O1pro => 3,
-            Policy::Disagg => 4,
+            Policy::Trtllm => 4,
+            Policy::Disagg => 5,
         }
     }
 

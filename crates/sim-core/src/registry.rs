@@ -26,6 +26,7 @@ pub fn policy_info() -> Vec<crate::policy::PolicyInfo> {
 /// - `event_kinds`: `{name, label, target}` (`target`: `link` or `gpu`);
 /// - `gpus`, `models`: the presets' records; `topologies`: the topology presets' names;
 /// - `chart_style`: the charts' conventions besides the policies' colours ([`chart_style`]);
+/// - `engines`: the cost model's engines, `{name, label, summary}`;
 /// - `summary_metrics`: every metric of the run summary, display order, `{key, label, unit,
 ///   format, decimals, scale, lower_is_better, shown_in, stats, prometheus, doc}`
 ///   ([`crate::metric_info`]).
@@ -47,8 +48,17 @@ pub fn presets() -> Value {
         "chart_style": chart_style(),
         "summary_metrics": crate::metric_info::SUMMARY_METRICS,
         "speculative_methods": spec_methods(),
+        "engines": engines(),
         "lora_popularities": ["zipf", "uniform"],
     })
+}
+
+/// The engines `cost_model.engine` prices ([`crate::perf::ENGINE_INFO`]), each `{name,
+/// label, summary}`, in the order the parser lists them.
+fn engines() -> Value {
+    Value::Array(
+        crate::perf::ENGINE_INFO.iter().map(|(name, label, summary)| json!({"name": name, "label": label, "summary": summary})).collect(),
+    )
 }
 
 /// The speculative-decoding methods (`scheduler.speculative.method`), each `{name,

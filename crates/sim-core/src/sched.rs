@@ -44,6 +44,11 @@
 //! which may be a request already scheduled in this step (its tokens go back to the
 //! budget); a request that preempted itself does not end the running loop (vLLM 0.33:
 //! the requests after it outrank it and may fit in the blocks it freed).
+//!
+//! `trtllm` (TensorRT-LLM's batch manager: a capacity scheduler, then the micro-batch
+//! scheduler) is its own pass, with its rules written beside it in [`trtllm`].
+
+pub mod trtllm;
 
 use crate::kv::{KvMode, KvPool};
 use crate::perf::PrefillItem;
@@ -162,6 +167,9 @@ pub struct Params {
     pub lookahead: u32,
     /// Multi-LoRA: most distinct adapters in one step (vLLM's `max_loras`); 0 = no LoRA.
     pub max_loras: u32,
+    /// `trtllm`: TensorRT-LLM's capacity scheduler ([`trtllm`]; `max_num_seqs` is then its
+    /// `max_batch_size`, `budget` its `max_num_tokens`); `None` for the other policies.
+    pub trtllm: Option<crate::config::CapacityPolicy>,
 }
 
 impl Params {
@@ -182,6 +190,7 @@ impl Params {
             spec_k: cfg.speculative.as_ref().map_or(0, |sp| sp.num_tokens()),
             lookahead: cfg.speculative.as_ref().map_or(0, |sp| if sp.method.writes_kv() { sp.num_tokens() } else { 0 }),
             max_loras: 0,
+            trtllm: None,
         };
         let base = if base.vllm_priority { Params { victim: Victim::PriorityArrival, ..base } } else { base };
         match cfg.policy {
@@ -197,6 +206,17 @@ impl Params {
                     ..base
                 },
                 KvMode::PagedPerRequest,
+            ),
+            Policy::Trtllm => (
+                Params {
+                    max_num_seqs: cfg.max_batch_size.unwrap_or(crate::config::TRTLLM_DEFAULT_MAX_BATCH_SIZE),
+                    budget: cfg.max_num_tokens.unwrap_or(crate::config::TRTLLM_DEFAULT_MAX_NUM_TOKENS),
+                    chunked: false,
+                    victim: Victim::Never,
+                    trtllm: Some(cfg.capacity_scheduler_policy.unwrap_or_default()),
+                    ..base
+                },
+                KvMode::Paged,
             ),
             Policy::Vllm | Policy::Disagg => (base, KvMode::Paged),
         }
@@ -405,6 +425,9 @@ impl SchedState {
     /// Build this step's plan at time `now_ns`. `reqs` is the engine's arena (by id),
     /// `apc` the prefix-cache side of the run.
     pub fn schedule(&mut self, p: &Params, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
+        if let Some(cap) = p.trtllm {
+            return self.schedule_trtllm(p, cap, reqs, apc, now_ns);
+        }
         self.plan.clear();
         self.preempted.clear();
         self.prefill_items.clear();

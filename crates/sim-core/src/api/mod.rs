@@ -5,6 +5,7 @@ mod offload;
 mod lora;
 mod pools;
 mod speculative;
+mod trtllm;
 pub(crate) mod resources;
 
 use crate::error::{Result, SimError};
@@ -193,7 +194,7 @@ enum Source {
     Given(crate::workload::Workload),
 }
 
-fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug: bool) -> Result<Built> {
+fn build_from(mut scenario: Scenario, options: SimOptions, source: Source, allow_bug: bool) -> Result<Built> {
     scenario.validate_local()?;
     if scenario.scheduler.inject_bug.is_some() && !allow_bug {
         return Err(SimError::config(
@@ -211,10 +212,8 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
             format!("{} exceeds {}'s context length {}", max_model_len, model.name, model.max_context),
         ));
     }
-    let d = &scenario.deployment;
-    let s = &scenario.scheduler;
-    let pools = pools::build_pools(&scenario, &model, &gpu)?;
-    let blocks = pools.iter().map(|p| p.blocks).max().unwrap_or(0);
+    let mut pools = pools::build_pools(&scenario, &model, &gpu)?;
+    let mut blocks = pools.iter().map(|p| p.blocks).max().unwrap_or(0);
     // The workload's rules first (a ConfigError says more than a size), then the memory of
     // the run, estimated before the requests are generated and the engine allocated (a
     // loaded trace's rows are counted; a generated workload's from its spec; requests the
@@ -238,6 +237,14 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         }
     };
     crate::engine::sessions::check_sessions(&workload.requests)?;
+    if trtllm::needs_bench(&scenario) {
+        // trtllm-bench sizes the batch from the dataset; the memory plan follows its
+        // max_num_tokens (the profiling run's activations).
+        trtllm::resolve(&mut scenario, &model, &gpu, &workload.requests);
+        pools = pools::build_pools(&scenario, &model, &gpu)?;
+        blocks = pools.iter().map(|p| p.blocks).max().unwrap_or(0);
+    }
+    let (d, s) = (&scenario.deployment, &scenario.scheduler);
     let plan = &pools[0].plan;
     let fabric = match &scenario.topology {
         None => None,
@@ -262,6 +269,9 @@ fn build_from(scenario: Scenario, options: SimOptions, source: Source, allow_bug
         if d.dp > 1 || d.ep > 1 {
             j["dp"] = serde_json::json!(d.dp);
             j["ep"] = serde_json::json!(d.ep);
+        }
+        if s.policy == crate::policy::Policy::Trtllm {
+            j["trtllm"] = trtllm::deployment_json(&scenario);
         }
         j
     } else {

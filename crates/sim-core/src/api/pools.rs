@@ -5,7 +5,7 @@
 use crate::catalog::{resolve_gpu, Gpu, Model};
 use crate::config::{PoolRole, Scenario};
 use crate::error::{Result, SimError};
-use crate::memory::{plan_memory_par, MemoryPlan, Parallel};
+use crate::memory::{plan_memory_free_fraction, plan_memory_par, MemoryPlan, Parallel};
 use crate::perf::StepCostModel;
 
 /// One pool, resolved.
@@ -80,7 +80,21 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
         };
         let par = Parallel { tp: v.tp, pp: v.pp, dp: v.dp, ep: v.ep, redundant_experts: scenario.deployment.moe.redundant_experts };
         let precision = scenario.cost_model.precision();
-        let mut plan = plan_memory_par(model, &gpu, &par, s.gpu_memory_utilization, s.max_num_batched_tokens, precision).map_err(named)?;
+        let mut plan = if s.policy == crate::policy::Policy::Trtllm {
+            // TensorRT-LLM's KvCacheCreator: a fraction of what its profiling run leaves
+            let tokens = s.max_num_tokens.unwrap_or(crate::config::TRTLLM_DEFAULT_MAX_NUM_TOKENS);
+            let how = crate::memory::FreeFraction {
+                fraction: s.kv_fraction(),
+                max_num_tokens: tokens,
+                // ModelOpt's quantised checkpoints keep the embedding and lm_head in BF16
+                bf16_embeddings: precision.weight_bytes < crate::memory::WEIGHT_BYTES,
+                runtime_bytes: crate::sched::trtllm::RUNTIME_GIB * crate::memory::GIB,
+            };
+            plan_memory_free_fraction(model, &gpu, &par, &how, precision)
+        } else {
+            plan_memory_par(model, &gpu, &par, s.gpu_memory_utilization, s.max_num_batched_tokens, precision)
+        }
+        .map_err(named)?;
         if let Some(r) = &spec {
             super::speculative::charge(&mut plan, r, v.tp, precision.weight_bytes, precision.kv_bytes).map_err(named)?;
         }
@@ -129,7 +143,8 @@ pub(super) fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu
         StepCostModel::new(&scenario.cost_model, model, gpu, pool.tp, pool.pp)
     }
     .map_err(|e| e.under("cost_model"))?
-    .with_max_num_seqs(s.max_num_seqs)
+    // the policy's seats: vLLM's max_num_seqs, TensorRT-LLM's max_batch_size
+    .with_max_num_seqs(crate::sched::Params::for_policy(s).0.max_num_seqs)
     .with_parallel(&ep_spec(scenario, pool), model, gpu, pool.pp)?;
     let perf = match super::speculative::resolve(scenario, model)? {
         None => perf,

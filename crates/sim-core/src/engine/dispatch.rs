@@ -50,7 +50,9 @@ impl Engine {
         // Every pool's (the smallest decides: a request the router might send anywhere).
         let too_small = self.pool_first.iter().any(|&first| {
             let pool = &self.replicas[first as usize].sched.kv;
-            let max_len = if pool.mode == KvMode::Contiguous { total } else { total - 1 } as u32;
+            // TensorRT-LLM's guaranteed_no_evict reserves the whole length too.
+            let whole = pool.mode == KvMode::Contiguous || self.params.trtllm == Some(crate::config::CapacityPolicy::GuaranteedNoEvict);
+            let max_len = if whole { total } else { total - 1 } as u32;
             pool.units_for(max_len.max(1), r.req_block) > pool.total()
         });
         if too_small {

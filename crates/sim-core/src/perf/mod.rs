@@ -28,6 +28,7 @@ pub mod seed;
 mod shape;
 mod spec;
 mod step;
+pub mod trtllm;
 
 use crate::num::round_u64;
 use crate::catalog::{Gpu, Model};
@@ -40,7 +41,7 @@ pub use seed::Fusion;
 pub use shape::{BatchShape, PrefillItem};
 pub use spec::{
     parse_dtype, parse_engine, parse_fusion, Dtype, Engine, StepSpec, DEFAULT_COMM_LATENCY_US, DEFAULT_KERNEL_FLOOR_US,
-    DEFAULT_LAUNCH_US, DTYPE_NAMES, ENGINE_NAMES, KV_DTYPE_NAMES,
+    DEFAULT_LAUNCH_US, DTYPE_NAMES, ENGINE_INFO, ENGINE_NAMES, KV_DTYPE_NAMES,
 };
 pub use ep::AllToAll;
 pub use step::{Anatomy, EpModel, KernelColumns, OpCost};
@@ -187,8 +188,10 @@ impl StepCostModel {
         self
     }
 
-    /// The scheduler's `max_num_seqs`, which sets vLLM's CUDA-graph capture bound
-    /// (`min(2 · max_num_seqs, 512)` tokens) unless the spec gives `cuda_graph_max_tokens`.
+    /// The scheduler's `max_num_seqs` (TensorRT-LLM's `max_batch_size`), which sets vLLM's
+    /// CUDA-graph capture bound (`min(2 · max_num_seqs, 512)` tokens), or TensorRT-LLM's
+    /// largest captured batch ([`trtllm::largest_captured`]), unless the spec gives
+    /// `cuda_graph_max_tokens`.
     pub fn with_max_num_seqs(mut self, max_num_seqs: u32) -> Self {
         if let Inner::Step(s) = &mut self.inner {
             s.set_max_num_seqs(max_num_seqs);

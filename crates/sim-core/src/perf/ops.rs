@@ -212,7 +212,7 @@ impl Rates {
     /// `use_tables = false` ignores the profile (the `roofline` kind).
     pub fn new(gpu: &Gpu, spec: &StepSpec, use_tables: bool) -> Rates {
         let mut r = Rates::unbounded(gpu, spec, use_tables);
-        if use_tables && spec.profile.is_none() && spec.engine == super::Engine::Vllm {
+        if use_tables && spec.profile.is_none() && spec.engine.fused() {
             for name in crate::calib::PROFILED_GPUS.iter().filter(|&&n| n != gpu.name) {
                 let Some(other) = crate::catalog::gpu_presets().into_iter().find(|g| g.name == *name) else { continue };
                 if gpu.dominates(&other) {
@@ -245,7 +245,7 @@ impl Rates {
             floor: spec.kernel_floor_us * 1e-6,
             attn_floor: match spec.engine {
                 super::Engine::Reference => spec.kernel_floor_us * 1e-6,
-                super::Engine::Vllm => (spec.kernel_floor_us * 1e-6).max(VLLM_ATTENTION_FLOOR_S),
+                super::Engine::Vllm | super::Engine::Trtllm => (spec.kernel_floor_us * 1e-6).max(VLLM_ATTENTION_FLOOR_S),
             },
             iso_overhead: 0.0,
             launch: spec.launch_us.unwrap_or(DEFAULT_LAUNCH_US) * 1e-6,
@@ -408,9 +408,14 @@ impl Rates {
         t
     }
 
-    /// One GEMM of `m` tokens through weights `k × n`.
+    /// One GEMM of `m` tokens through weights `k × n`. A profiled GPU without GEMM tables
+    /// of this precision (H100's Vidur profile has no FP8 rows) neither bounds nor floors it:
+    /// its price there would be a datasheet roofline, not a measurement.
     pub fn gemm(&self, m: f64, k: u32, n: u32) -> OpT {
-        self.scaled(self.bounded(self.gemm_own(m, k, n), false, |b| b.gemm_own(m, k, n)))
+        let own = self.gemm_own(m, k, n);
+        let table = if self.dtype == Dtype::Fp8 { "fp8" } else { "bf16" };
+        let measured = |b: &Rates| b.profile.as_ref().is_some_and(|p| p.gemm.iter().any(|t| t.dtype == table));
+        self.scaled(self.bounded(own, false, |b| if measured(b) { b.gemm_own(m, k, n) } else { own }))
     }
 
     fn gemm_own(&self, m: f64, k: u32, n: u32) -> OpT {

@@ -68,24 +68,60 @@ pub enum Engine {
     /// kernels, SiLU·mul 2, a transpose copy, separate residual adds), one attention call per
     /// prefill request plus one for all decodes, a ring all-reduce, synchronous steps.
     Reference,
+    /// TensorRT-LLM's PyTorch backend (v0.20, as `trtllm-bench` ran it for the published
+    /// max-throughput tables; [`super::trtllm`]): FP8 GEMMs with a static per-tensor
+    /// activation quantisation before each, its attention op (RoPE and the paged-cache write
+    /// in one preprocessing kernel, FMHA for context tokens, XQA for generation tokens, FP8
+    /// when the cache is FP8), fused residual add + RMSNorm, its custom all-reduce; CUDA
+    /// graphs for generation-only steps padded up to the next captured batch size, mixed
+    /// steps launched eagerly; the overlap scheduler (the host prepares step n+1 while the
+    /// GPU runs step n, so the host's per-request work bounds a step from below).
+    Trtllm,
 }
 
 /// Names accepted for `engine`.
-pub const ENGINE_NAMES: [&str; 2] = ["vllm", "reference"];
+pub const ENGINE_NAMES: [&str; 3] = ["vllm", "reference", "trtllm"];
+
+/// What the front ends show of each engine (`o1sim.presets()["engines"]`): `(name, label,
+/// summary)`, in [`ENGINE_NAMES`] order.
+pub const ENGINE_INFO: [(&str, &str, &str); 3] = [
+    ("vllm", "vLLM", "vLLM v0.15's V1 engine: fused kernels, one attention call per layer, custom all-reduce, async scheduling"),
+    ("reference", "PyTorch reference", "the plain PyTorch engine o1sim's H200 tables were timed in: unfused ops, synchronous steps"),
+    ("trtllm", "TensorRT-LLM", "TensorRT-LLM's PyTorch backend: FP8 GEMMs, FMHA/XQA attention, padded CUDA graphs, overlap scheduler"),
+];
 
 /// Parse an engine name.
 pub fn parse_engine(path: &str, name: &str) -> Result<Engine> {
     match name {
         "vllm" => Ok(Engine::Vllm),
         "reference" => Ok(Engine::Reference),
+        "trtllm" => Ok(Engine::Trtllm),
         _ => Err(check::unknown_name(path, "engine", name, &ENGINE_NAMES)),
+    }
+}
+
+impl Engine {
+    /// The name `cost_model.engine` takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::Reference => "reference",
+            Engine::Trtllm => "trtllm",
+        }
+    }
+
+    /// Runs fused kernels (vLLM, TensorRT-LLM): one kernel per elementwise group, the MoE
+    /// experts in one grouped GEMM, no reference-engine fusion policy to apply.
+    pub const fn fused(self) -> bool {
+        !matches!(self, Engine::Reference)
     }
 }
 
 /// Parameters of the `calibrated` and `roofline` models. Every field has a default.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepSpec {
-    /// The engine whose kernels and runtime are priced: `vllm` (default) or `reference`.
+    /// The engine whose kernels and runtime are priced: `vllm` (default), `reference` or
+    /// `trtllm`.
     pub engine: Engine,
     /// Linear-layer precision; default bf16.
     pub dtype: Dtype,
@@ -94,7 +130,8 @@ pub struct StepSpec {
     /// Replay each step as one CUDA graph (true, default) or launch kernels eagerly.
     pub cuda_graphs: bool,
     /// Steps with more tokens than this run eagerly even with `cuda_graphs` (none: no limit
-    /// for the reference engine; vLLM's capture bound `min(2 · max_num_seqs, 512)` for `vllm`).
+    /// for the reference engine; vLLM's capture bound `min(2 · max_num_seqs, 512)` for `vllm`;
+    /// the largest captured batch size, 8,192 sequences, for `trtllm`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cuda_graph_max_tokens: Option<u32>,
     /// Elementwise fusion (§2.1) of the reference engine's ops: none (default) | fine | coarse |
@@ -157,10 +194,11 @@ impl StepSpec {
     }
 
     pub(super) fn validate(&self) -> Result<()> {
-        if self.engine == Engine::Vllm && self.fusion != Fusion::None {
+        if self.engine.fused() && self.fusion != Fusion::None {
+            let who = if self.engine == Engine::Vllm { "vLLM's" } else { "TensorRT-LLM's" };
             return Err(SimError::config(
                 "fusion",
-                "applies to the reference engine's unfused ops; vLLM's kernels are fused already (use engine = \"reference\")",
+                format!("applies to the reference engine's unfused ops; {who} kernels are fused already (use engine = \"reference\")"),
             ));
         }
         if let Some(v) = self.compute_efficiency {

@@ -40,6 +40,7 @@
 use std::sync::OnceLock;
 
 mod anatomy;
+mod trtllm_ops;
 pub use anatomy::{Anatomy, KernelColumns};
 use super::PrefillItem;
 
@@ -205,6 +206,9 @@ pub struct StepModel {
     /// The experts run W8A8 with block scales (an FP8 checkpoint on FP8 tensor cores): the
     /// activations are quantised per 1 × 128 group before each of the two grouped GEMMs.
     expert_quant: bool,
+    /// `lm_head`'s GEMM rates when they differ from `r`: TensorRT-LLM serving a ModelOpt FP8
+    /// checkpoint, whose `lm_head` stays BF16 (`trtllm_ops`); `None`: `r`.
+    head_r: Option<Box<Rates>>,
     /// The GPU's block-remap constants (descriptor cache entries, miss cycles, SM clock),
     /// resolved from its name once.
     remap_consts: (f64, f64, f64),
@@ -417,6 +421,7 @@ impl StepModel {
                 match spec.engine {
                     Engine::Vllm => VLLM_CAPTURE_MAX_TOKENS,
                     Engine::Reference => u64::MAX,
+                    Engine::Trtllm => u64::from(super::trtllm::CAPTURE_BATCH_SIZES[super::trtllm::CAPTURE_BATCH_SIZES.len() - 1]),
                 },
                 u64::from,
             ),
@@ -438,6 +443,8 @@ impl StepModel {
             r,
             experts_r,
             expert_quant: model.experts > 1 && experts_dtype == Dtype::Fp8 && model.expert_format == Some(WeightFormat::Fp8),
+            head_r: (spec.engine == Engine::Trtllm && spec.dtype != Dtype::Bf16)
+                .then(|| Box::new(Rates::new(gpu, &StepSpec { dtype: Dtype::Bf16, ..spec.clone() }, use_tables))),
         };
         s.attn_floor = s.decode_op(0.0, 0.0).gpu_s;
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
@@ -525,6 +532,10 @@ impl StepModel {
         if self.engine == Engine::Vllm && !self.graph_bound_given {
             self.graph_max_tokens = (2 * u64::from(max_num_seqs)).min(VLLM_CAPTURE_MAX_TOKENS);
         }
+        if self.engine == Engine::Trtllm && !self.graph_bound_given {
+            // the captured sizes up to max_batch_size (perf/trtllm.rs)
+            self.graph_max_tokens = super::trtllm::largest_captured(u64::from(max_num_seqs));
+        }
     }
 
     /// Expert parallelism and data-parallel attention ([`super::ep`]): `dp` attention ranks;
@@ -570,7 +581,7 @@ impl StepModel {
                     None => (m * top_k, experts),
                 };
                 let active = slots.min(pairs).max(1.0);
-                if self.engine == Engine::Vllm {
+                if self.engine.fused() {
                     return r.gemm(pairs / active, k, (f64::from(n) * active) as u32);
                 }
                 let one = r.gemm(pairs / active, k, n);
@@ -635,6 +646,9 @@ impl StepModel {
     /// top to bottom as the layer runs. The MLA projections and the MLP are already their
     /// own functions (`mla_projection`, `mlp_part`).
     fn dense(&self, m: f64) -> (Vec<Named>, Vec<Named>, Vec<Named>, f64) {
+        if self.engine == Engine::Trtllm {
+            return self.dense_trtllm(m);
+        }
         if self.engine == Engine::Vllm {
             return self.dense_vllm(m);
         }
@@ -836,7 +850,7 @@ impl StepModel {
     ///   output (`kv_lora × hq·v`), as the `W_UK_T` bmm and `_v_up_proj` of vLLM.
     fn mla_attention(&self, a: &MlaDims, b: &BatchShape, k: f64, detail: Option<&mut Vec<Named>>) -> (f64, f64) {
         let r = &self.r;
-        let vllm = self.engine == Engine::Vllm;
+        let vllm = self.engine.fused();
         let (mut g, mut c) = (0.0, 0.0);
         let mut ops: Vec<Named> = Vec::new();
         let want = detail.is_some();
@@ -901,7 +915,7 @@ impl StepModel {
     fn mla_kernels(&self, b: &BatchShape) -> f64 {
         let mut n = 0.0;
         if !b.prefill.is_empty() {
-            let calls = if self.engine == Engine::Vllm { 1.0 } else { b.prefill.len() as f64 };
+            let calls = if self.engine.fused() { 1.0 } else { b.prefill.len() as f64 };
             let context = b.prefill.iter().any(|i| i.context_before > 0);
             n += calls + if context { 2.0 } else { 1.0 };
         }
@@ -969,6 +983,9 @@ impl StepModel {
         // vLLM: one varlen call for every request of the step
         let att = if self.mla.is_some() {
             self.mla_kernels(b)
+        } else if self.engine == Engine::Trtllm {
+            // the context FMHA and the XQA kernel
+            f64::from(u8::from(!b.prefill.is_empty()) + u8::from(b.decode_seqs > 0))
         } else if self.engine == Engine::Vllm {
             calls.min(1.0)
         } else {
@@ -986,7 +1003,7 @@ impl StepModel {
         let r = &self.r;
         let v = f64::from(self.vocab_shard);
         let mut out = vec![
-            Named { name: "lm_head".into(), t: r.gemm(s, self.hidden as u32, self.vocab_shard), kernels: 1.0 },
+            Named { name: "lm_head".into(), t: self.head_r.as_deref().unwrap_or(r).gemm(s, self.hidden as u32, self.vocab_shard), kernels: 1.0 },
             Named {
                 name: "sampler".into(),
                 t: OpT { gpu_s: r.floor + s * v * 2.0 / r.copy_bw, cpu_s: r.launch, src: Source::Roofline },
@@ -1123,6 +1140,9 @@ impl StepModel {
         if let Some(a) = &self.mla {
             return self.mla_attention(a, b, 1.0, detail);
         }
+        if self.engine == Engine::Trtllm {
+            return self.attention_trtllm(b, 1.0, detail);
+        }
         if self.engine == Engine::Vllm {
             return self.attention_vllm(b, detail);
         }
@@ -1205,7 +1225,8 @@ impl StepModel {
     /// The launch mode of a step of `tokens` tokens (`mixed`: with prefill work): a graph
     /// replay within the capture bound (vLLM: piecewise for mixed batches), else eager.
     fn mode_at(&self, tokens: u64, mixed: bool) -> Mode {
-        if !self.graphs || tokens > self.graph_max_tokens {
+        if !self.graphs || tokens > self.graph_max_tokens || (mixed && self.engine == Engine::Trtllm) {
+            // TensorRT-LLM captures generation-only batches; a step with context runs eagerly
             Mode::Eager
         } else if mixed && self.engine == Engine::Vllm {
             Mode::Piecewise
@@ -1228,12 +1249,12 @@ impl StepModel {
     #[inline]
     fn compose_parts(&self, a: &Agg, (ge, ce): (f64, f64), (ga, ca): (f64, f64), mode: Mode, (k_att, k_epi): (f64, f64), seqs: f64) -> (f64, f64) {
         let l = self.layers;
-        let vllm = self.engine == Engine::Vllm;
         let forward = if mode != Mode::Eager {
             let kernels = a.k_pro + l * (a.k_pre + k_att + a.k_post) + k_epi;
-            if vllm {
-                // async scheduling: the replay is launched while the previous step runs; a
-                // piecewise step waits for the eager attention launch between pieces
+            if self.engine.fused() {
+                // async scheduling (vLLM) or the overlap scheduler (TensorRT-LLM): the replay
+                // is launched while the previous step runs; a vLLM piecewise step waits for
+                // the eager attention launch between pieces
                 let pieces = if mode == Mode::Piecewise { l * 2.0 * EAGER_KERNEL_GAP_S } else { 0.0 };
                 a.g_pro + l * (a.g_pre + ga + a.g_post) + ge + GRAPH_KERNEL_GAP_S * kernels + pieces
             } else {
@@ -1251,8 +1272,20 @@ impl StepModel {
             };
             eager_s(&g, (ga + gap * k_att, ca), (ge + gap * k_epi, ce), l)
         };
-        let cpu = if vllm { VLLM_STEP_CPU_S + VLLM_SEQ_CPU_S * seqs } else { 0.0 };
-        (forward + a.pp + self.cpu_overhead, cpu)
+        (forward + a.pp + self.cpu_overhead, self.host_bound_s(seqs))
+    }
+
+    /// The engine's own CPU work for a step of `seqs` requests, which an engine that
+    /// prepares step n+1 while the GPU runs step n cannot go below, s: vLLM's async
+    /// scheduling ([`VLLM_STEP_CPU_S`], [`VLLM_SEQ_CPU_S`]), TensorRT-LLM's overlap
+    /// scheduler ([`super::trtllm::HOST_SEQ_S`]); 0 for the synchronous reference engine.
+    #[inline]
+    fn host_bound_s(&self, seqs: f64) -> f64 {
+        match self.engine {
+            Engine::Vllm => VLLM_STEP_CPU_S + VLLM_SEQ_CPU_S * seqs,
+            Engine::Trtllm => super::trtllm::HOST_SEQ_S * seqs,
+            Engine::Reference => 0.0,
+        }
     }
 
     /// Per-token aggregates of the dense ops at `m` tokens: grid-interpolated inside the
@@ -1283,12 +1316,12 @@ impl StepModel {
         if self.dp > 1.0 || self.ep.is_some() {
             return self.ep_step_s(b, None);
         }
-        let m = b.tokens() as f64;
-        let s = b.sampled as f64;
+        let mode = self.mode(b);
+        let (m, s) = self.trtllm_rows(b, mode, b.tokens() as f64, b.sampled as f64);
         let dense = self.dense_at(m);
         let epi = self.epilogue_at(s);
         let att = self.attention(b, None);
-        self.compose(&dense, epi, att, self.mode(b), self.other_kernels(b, s), seqs(b))
+        self.compose(&dense, epi, att, mode, self.other_kernels(b, s), seqs(b))
     }
 
     /// What LoRA kernels are priced with ([`super::lora`]): the streaming bandwidth, the
@@ -1365,6 +1398,8 @@ impl StepModel {
         let (mut ga, mut ca) = (0.0, 0.0);
         if let Some(a) = &self.mla {
             (ga, ca) = self.mla_attention(a, b, k, None);
+        } else if self.engine == Engine::Trtllm {
+            (ga, ca) = self.attention_trtllm(b, k, None);
         } else {
             for item in b.prefill {
                 let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
@@ -1434,16 +1469,16 @@ impl StepModel {
 
     /// Exact per-op breakdown (ms, summed over layers); the lines sum to the exact total.
     pub fn breakdown(&self, b: &BatchShape) -> (Vec<OpCost>, bool) {
-        let m = b.tokens() as f64;
+        let mode = self.mode(b);
+        let (m, s) = self.trtllm_rows(b, mode, b.tokens() as f64, b.sampled as f64);
         let dense = self.dense(m);
         let a = self.agg(&dense);
-        let epi_ops = self.epilogue(b.sampled as f64);
-        let epi = self.epilogue_sum(b.sampled as f64);
+        let epi_ops = self.epilogue(s);
+        let epi = self.epilogue_sum(s);
         let mut att_ops = Vec::new();
         let att = self.attention(b, Some(&mut att_ops));
-        let mode = self.mode(b);
         let graph = mode != Mode::Eager;
-        let (forward, cpu) = self.compose_parts(&a, epi, att, mode, self.other_kernels(b, b.sampled as f64), seqs(b));
+        let (forward, cpu) = self.compose_parts(&a, epi, att, mode, self.other_kernels(b, s), seqs(b));
         let mut out: Vec<OpCost> = Vec::new();
         fn add(out: &mut Vec<OpCost>, name: &str, s: f64, src: Source) {
             match out.iter_mut().find(|o| o.op == name) {
@@ -1472,7 +1507,7 @@ impl StepModel {
         }
         let gpu: f64 = out.iter().map(|o| o.ms).sum::<f64>() * 1e-3;
         // replay launch (graph) or exposed CPU launches (eager), and the GPU's gaps between kernels
-        let gaps = if self.engine == Engine::Vllm && graph { "kernel_gaps" } else if graph { "graph_launch" } else { "launch_exposed" };
+        let gaps = if self.engine.fused() && graph { "kernel_gaps" } else if graph { "graph_launch" } else { "launch_exposed" };
         add(&mut out, gaps, (forward - gpu).max(0.0), Source::Model);
         if cpu > forward {
             // async scheduling: the engine's CPU work per step outlasts the GPU's

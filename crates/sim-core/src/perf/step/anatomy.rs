@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::calib::Source;
 
-use super::{seqs, BatchShape, Engine, PrefillItem, Mode, Named, StepModel, EAGER_KERNEL_GAP_S, GRAPH_KERNEL_GAP_S, VLLM_SEQ_CPU_S, VLLM_STEP_CPU_S};
+use super::{seqs, BatchShape, Engine, PrefillItem, Mode, Named, StepModel, EAGER_KERNEL_GAP_S, GRAPH_KERNEL_GAP_S};
 
 /// Output tile of a GEMM (rows × columns), and the row tile of skinny GEMMs.
 const GEMM_TILE: f64 = 128.0;
@@ -262,7 +262,7 @@ impl StepModel {
         let piece_gap = if vllm && mode == Mode::Piecewise { 2.0 * EAGER_KERNEL_GAP_S } else { 0.0 };
         let mut units = self.launch_units(b, piece_gap, comm_s);
         self.add_exchanges(&mut units, b, decode_only);
-        let (kernels, end_s) = self.timeline(&units, b, graph, vllm, decision_s);
+        let (kernels, end_s) = self.timeline(&units, b, graph, self.engine.fused(), decision_s);
         Anatomy { step_ms: end_s * 1e3, graph, pipelined: self.pp > 1.0, sms: self.sms as u32, kernels }
     }
 
@@ -270,8 +270,7 @@ impl StepModel {
     /// attention, attention (followed by `piece_gap` of idle GPU), after attention, the
     /// epilogue, the pipeline transfer, with the topology's communication spread over them.
     fn launch_units(&self, b: &BatchShape, piece_gap: f64, comm_s: f64) -> Vec<Unit> {
-        let m = b.tokens() as f64;
-        let s = b.sampled as f64;
+        let (m, s) = self.trtllm_rows(b, self.mode(b), b.tokens() as f64, b.sampled as f64);
         let mut units: Vec<Unit> = Vec::new();
         if m == 0.0 && s == 0.0 {
             return units;
@@ -303,15 +302,16 @@ impl StepModel {
     /// start once the GPU is free and the CPU has launched them; eagerly launched units cost
     /// their CPU time first, a graph replay one launch), then the CPU rows that bound the
     /// step. Returns the kernels and the step's end, s.
-    fn timeline(&self, units: &[Unit], b: &BatchShape, graph: bool, vllm: bool, decision_s: f64) -> (KernelColumns, f64) {
+    fn timeline(&self, units: &[Unit], b: &BatchShape, graph: bool, overlap: bool, decision_s: f64) -> (KernelColumns, f64) {
         let mut k = KernelColumns::default();
         let mut t0 = 0.0;
         if decision_s > 0.0 {
             k.push_cpu("scheduler_decision", 0.0, decision_s);
             t0 = decision_s;
         }
-        let (gap, mut cpu, mut gpu) = if graph && vllm {
-            // async scheduling: the replay was launched while the previous step ran
+        let (gap, mut cpu, mut gpu) = if graph && overlap {
+            // async scheduling (vLLM), the overlap scheduler (TensorRT-LLM): the replay was
+            // launched while the previous step ran
             (GRAPH_KERNEL_GAP_S, t0, t0)
         } else if graph {
             k.push_cpu("graph_launch", t0, t0 + self.r.launch);
@@ -345,9 +345,9 @@ impl StepModel {
             }
             gpu = t + u.idle_s;
         }
-        if vllm {
+        if overlap {
             // The engine's CPU work per step bounds it from below (async scheduling).
-            let bound = t0 + VLLM_STEP_CPU_S + VLLM_SEQ_CPU_S * seqs(b);
+            let bound = t0 + self.host_bound_s(seqs(b));
             if bound > gpu {
                 k.push_cpu("cpu_bound", gpu, bound);
                 gpu = bound;
@@ -367,6 +367,22 @@ impl StepModel {
             return self.mla_attention_ops(b);
         }
         let (cpu, ops) = self.attention_calls(b);
+        if self.engine == Engine::Trtllm {
+            // TensorRT-LLM: one context FMHA kernel over the step's prefills, one XQA kernel
+            // over its generation requests
+            let mut named = Vec::new();
+            let (_, cpu_s) = self.attention_trtllm(b, 1.0, Some(&mut named));
+            let prefill_ctas: f64 = ops.iter().filter(|o| o.name == "attention_prefill").map(|o| o.ctas).sum();
+            let decode_ctas: f64 = ops.iter().filter(|o| o.name == "attention_decode").map(|o| o.ctas).sum();
+            let ops = named
+                .into_iter()
+                .map(|n| {
+                    let ctas = if n.name == "attention_context" { prefill_ctas } else { decode_ctas };
+                    Op { name: n.name, layer: -1, kernels: 1.0, gpu_s: n.t.gpu_s, src: n.t.src, stream: "compute", ctas }
+                })
+                .collect();
+            return (cpu_s, ops);
+        }
         if self.engine != Engine::Vllm || ops.len() < 2 {
             return (cpu, ops);
         }
