@@ -763,6 +763,12 @@ fn admit_waiting(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Ap
             break;
         }
         let r = &mut reqs[id as usize];
+        if r.blocks.capacity() == 0 {
+            // Its whole table at once (a prompt's chunks and its decode then grow it in place),
+            // up to 256 KiB; past that, or if it cannot be had, it grows as it fills.
+            let whole = st.kv.units_for(r.prompt.saturating_add(r.output).saturating_add(p.lookahead), r.req_block);
+            let _ = r.blocks.try_reserve_exact(whole.min(st.kv.total()).min(1 << 16) as usize);
+        }
         if hit.units > 0 {
             apc.take_hits(&mut st.kv, r);
             r.computed += hit.tokens;

@@ -646,12 +646,25 @@ impl BlockCache {
         self.debug_check_len();
     }
 
-    /// Register `units` (held by request `req`'s table, blank) at indices `from..` of the run
-    /// under `key` as a cold piece of `req`'s list (see the module docs): what
-    /// [`BlockCache::register`] does, without the index. Returns its index in the list.
-    pub fn register_cold(&mut self, req: u32, key: u64, from: u32, units: &[u32]) -> u32 {
+    /// Register `units` (held by the list's request's table, blank) at indices `from..` of
+    /// the run under `key` as a cold piece of list `li` ([`BlockCache::cold_list`]; see the
+    /// module docs): what [`BlockCache::register`] does, without the index. Returns its index
+    /// in the list.
+    pub fn register_cold(&mut self, li: u32, key: u64, from: u32, units: &[u32]) -> u32 {
         debug_assert!(self.active && !units.is_empty());
         self.epoch += 1;
+        let l = &mut self.cold[li as usize];
+        let at = l.units.len() as u32;
+        l.units.extend_from_slice(units);
+        l.pieces.push(ColdPiece { key, rank: self.ranks, lo: from, hi: from + units.len() as u32, at, held: true, pos: 0 });
+        l.held += 1;
+        self.ranks += 1;
+        l.pieces.len() as u32 - 1
+    }
+
+    /// Request `req`'s cold list (created empty when it has none), with room for `pieces`
+    /// more pieces of `units` units in all: the list [`BlockCache::register_cold`] appends to.
+    pub fn cold_list(&mut self, req: u32, pieces: usize, units: usize) -> u32 {
         self.sweep_cold();
         let li = match self.cold_of.get(&req) {
             Some(&li) => li,
@@ -669,12 +682,9 @@ impl BlockCache {
             }
         };
         let l = &mut self.cold[li as usize];
-        let at = l.units.len() as u32;
-        l.units.extend_from_slice(units);
-        l.pieces.push(ColdPiece { key, rank: self.ranks, lo: from, hi: from + units.len() as u32, at, held: true, pos: 0 });
-        l.held += 1;
-        self.ranks += 1;
-        l.pieces.len() as u32 - 1
+        l.pieces.reserve(pieces);
+        l.units.reserve(units);
+        li
     }
 
     /// Request `req`'s table lets go of its cold piece `k` (`units` as the table holds them),

@@ -265,15 +265,70 @@ impl Apc {
             a.shared |= a.per[s.id as usize].share_blocks > 0;
         }
         a.segments = segments;
+        a.compact(specs, &by_id, &block_of);
         a
+    }
+
+    /// Keep of each request only the segments its shared blocks are made of (their hashes
+    /// are all that is ever asked of them), in place, when every request has its own range
+    /// of the arena (a trace's rows do; generated workloads that share ranges have small
+    /// arenas): a trace's segments are most of its memory, and a run that caches little
+    /// needs few of them.
+    fn compact(&mut self, specs: &[RequestSpec], by_id: &[u32], block_of: impl Fn(&RequestSpec) -> u32) {
+        let mut order: Vec<(u32, u32)> = specs.iter().map(|s| (s.segs.0, s.id)).collect();
+        order.sort_unstable();
+        let disjoint = order.windows(2).all(|w| {
+            let first = &specs[by_id[w[0].1 as usize] as usize];
+            u64::from(w[0].0) + u64::from(first.segs.1) <= u64::from(w[1].0)
+        });
+        if !disjoint {
+            return;
+        }
+        let mut segments = std::mem::take(&mut self.segments);
+        let a = &mut *self;
+        let mut to = 0usize;
+        for &(lo, id) in &order {
+            let s = &specs[by_id[id as usize] as usize];
+            if a.per[id as usize].share_blocks == 0 {
+                a.segs[id as usize] = (0, 0);
+                continue;
+            }
+            let b = u64::from(block_of(s).max(1));
+            let want = u64::from(a.per[id as usize].share_blocks) * b;
+            let lo = lo as usize;
+            let all = segments.get(lo..lo.saturating_add(s.segs.1 as usize)).map_or(0, <[Segment]>::len);
+            // The leading segments that reach `want` tokens (all of them when the output is
+            // shared: the output piece follows the last).
+            let mut tokens = 0u64;
+            let keep = segments[lo..lo + all]
+                .iter()
+                .take_while(|g| {
+                    let more = tokens < want;
+                    tokens += u64::from(g.len);
+                    more
+                })
+                .count();
+            let keep = if want > u64::from(s.prompt_tokens) { all } else { keep };
+            segments.copy_within(lo..lo + keep, to);
+            a.segs[id as usize] = (to as u32, keep as u32);
+            to += keep;
+        }
+        segments.truncate(to);
+        segments.shrink_to_fit();
+        self.segments = segments;
     }
 
     /// Tests only: switch to the literal algorithm for `n` requests (see `literal`).
     #[cfg(test)]
-    pub(crate) fn make_literal(&mut self, n: usize) {
+    pub(crate) fn make_literal(&mut self, specs: &[RequestSpec], segments: Vec<Segment>) {
+        let n = specs.len();
         self.literal = true;
         self.shared = true;
+        self.segments = segments;
         self.segs.resize(n, (0, 0));
+        for s in specs {
+            self.segs[s.id as usize] = s.segs;
+        }
         self.per.resize(n, ApcReq::default());
         self.per.iter_mut().for_each(|p| p.share_blocks = u32::MAX);
     }
@@ -393,6 +448,7 @@ impl Apc {
             pieces.push((prompt, output_key(r.id), u64::from(r.output)));
         }
         let p = &mut self.per[id];
+        p.runs.reserve(pieces.len());
         let mut parent = match p.runs.last() {
             None => finish(mix(0x6F31_7369_6D41_5043, b64)),
             Some(&(_, 1, h)) => h,
@@ -637,6 +693,14 @@ impl Apc {
         let held = held_of(&mut self.held, &mut self.spare, r.id);
         let mut k = from;
         let mut at = p.runs.partition_point(|run| run.0 + run.1 <= k);
+        let list = if cold {
+            // Room for every shared block it will register (its stream's pieces bound the
+            // runs), so that the list does not move as a long prompt's chunks come in.
+            let whole = p.share_blocks.min(r.prompt.saturating_add(r.output) / b).max(upto);
+            c.cold_list(r.id, self.segs[r.id as usize].1 as usize + 2, ((whole - from) * per) as usize)
+        } else {
+            0
+        };
         while k < upto {
             // The blocks of this run among them, in one go.
             let (k0, n, key) = p.runs[at];
@@ -650,7 +714,7 @@ impl Apc {
                 }
             }
             if cold {
-                let piece = c.register_cold(r.id, key, idx, units);
+                let piece = c.register_cold(list, key, idx, units);
                 held.push((COLD | piece, idx, k * per, units.len() as u32));
             } else {
                 let run = c.register(RunKey::Shared(key), idx, units);

@@ -209,7 +209,7 @@ fn result(text: &str, w: &Workload, literal: bool, cold_max: u32) -> String {
     sim.engine_mut().apc.cold_max = cold_max;
     if literal {
         let e = sim.engine_mut();
-        e.apc.make_literal(e.reqs.len());
+        e.apc.make_literal(&w.requests, w.segments.clone());
         e.replicas.iter_mut().for_each(|r| {
             r.sched.kv.awake_cache();
         });
