@@ -103,7 +103,7 @@ def mooncake_like(path: Path, rows: int, rate: float, seed: int = 2) -> float:
     return repeated / total
 
 
-def scenario(kind: str, path: Path) -> dict[str, Any]:
+def scenario(kind: str, path: Path, caching: bool = True) -> dict[str, Any]:
     """Llama-3-8B replicas loaded as a healthy service (TTFT well under a second at the
     median): one H100 each for the Azure-like trace; for the Mooncake-like one, whose
     prompts reach 126k tokens, the model with a 128k context on two B200s each (TP2; one
@@ -116,16 +116,17 @@ def scenario(kind: str, path: Path) -> dict[str, Any]:
     return {
         "name": f"{kind}-like 1M replay", "seed": 1, "model": model, "gpu": gpu,
         "deployment": {"replicas": REPLICAS, "tp": tp, "router": "least_outstanding_tokens"},
-        "scheduler": {"policy": "vllm"},
+        "scheduler": {"policy": "vllm", "enable_prefix_caching": caching},
         "workload": {"trace": {"path": str(path), "format": kind}},
     }
 
 
 def child(kind: str, path: str, mode: str) -> None:
-    """In a fresh process: time one load (``parse``) or one whole replay (``replay``)."""
+    """In a fresh process: time one load (``parse``) or one whole replay (``replay``, or
+    ``replay-off`` with prefix caching off)."""
     import o1sim
 
-    sc = scenario(kind, Path(path))
+    sc = scenario(kind, Path(path), caching=mode != "replay-off")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
@@ -199,6 +200,23 @@ def main() -> None:
               f"{r['ttft_p50_ms']:>7,.0f}|{r['ttft_p99_ms']:<8,.0f} {r['finished']:>10,} {r['rejected']:>9,} {hit:>10}")
     print("targets: replay ≤ 15 s and peak RSS ≤ 1.5 GB each (read = the trace alone, through the core's reader;\n"
           "CPU s = the replay's user + system time, what a busy shared machine inflates least)")
+    # What prefix caching costs where little is shared: the same replays with caching off,
+    # interleaved with caching on, each in a fresh process (best CPU of --repeat, max RSS).
+    print(f"\n## prefix caching on / off, same {args.rows:,} rows (fresh process each, interleaved)")
+    print(f"{'trace':<9} {'CPU s on':>9} {'CPU s off':>10} {'CPU ratio':>10} {'RSS MB on':>10} {'RSS MB off':>11} "
+          f"{'RSS ratio':>10} {'prefix hit':>10}")
+    for kind, (path, _) in traces.items():
+        on: list[dict[str, Any]] = []
+        off: list[dict[str, Any]] = []
+        for _ in range(args.repeat):
+            on.append(in_child(kind, path, "replay"))
+            off.append(in_child(kind, path, "replay-off"))
+        cpu_on, cpu_off = min(x["cpu_s"] for x in on), min(x["cpu_s"] for x in off)
+        rss_on, rss_off = max(x["rss_peak_mb"] for x in on), max(x["rss_peak_mb"] for x in off)
+        hit = on[0]["hit_rate"] or 0.0
+        print(f"{kind:<9} {cpu_on:>9.2f} {cpu_off:>10.2f} {cpu_on / cpu_off:>9.2f}x {rss_on:>10,.0f} {rss_off:>11,.0f} "
+              f"{rss_on / rss_off:>9.2f}x {100 * hit:>9.1f}%")
+    print("target: at a hit rate of at most 5%, caching on costs at most 1.3x caching off in CPU and in memory")
 
 
 if __name__ == "__main__":

@@ -18,12 +18,13 @@
 //!   (the hit and caching halves of `allocate_slots`) and `release` (`free`).
 //!
 //! **Which blocks can ever be hit.** A block's hash chains its parent's hash and its
-//! tokens' identity, so a block holding a token no other request has — a prompt token no
-//! segment covers, one of a segment no other request names, an output token no later turn
-//! repeats — and every block after it, can only be hit by its own request X: when X is
-//! preempted (or handed off) and admitted again. The leading blocks made only of segments
-//! that other requests name too (and, when all of the prompt is such, the output tokens
-//! after it if a later turn repeats them) are *shared*: another request may hit them.
+//! tokens' identity, so another request can hit a block of request X only if its own token
+//! stream begins with the same tokens through that block's end. So X's leading blocks
+//! inside its longest common prefix with any other request (its prompt's segments, then,
+//! when they cover the prompt, its output if a later turn repeats it) are *shared*; the
+//! blocks after them can only be hit by X itself: when X is preempted (or handed off) and
+//! admitted again. Requests whose streams begin with the same piece form a *family*; the
+//! longest common prefix is found by sorting a family's streams (a neighbour holds it).
 //!
 //! vLLM hashes and caches every full block as soon as it is allocated for a step that
 //! fills it (`cache_blocks` in `allocate_slots`, so a request admitted later in the same
@@ -37,6 +38,11 @@
 //! nothing and pays nothing. A property test checks all of this against the algorithm
 //! taken literally (every block hashed and cached as scheduled, the queue from the start):
 //! the same results, byte for byte.
+//!
+//! A small family's shared blocks are registered *cold* on a replica until one of them is
+//! hit there (see [`cache`]): most shared blocks are never hit (another replica serves the
+//! follow-up, or it comes after the eviction), and an append to the request's own list
+//! costs far less than the index.
 //!
 //! Shared keys are 64-bit hashes of a block's content and its prefix (a run's first
 //! block's, the run's units by index after it). Two different shared blocks collide with
