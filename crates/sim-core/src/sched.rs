@@ -411,12 +411,18 @@ impl SchedState {
 
     /// Rebuild the aggregates from `plan` if a preemption removed an entry.
     pub fn settle_shape(&mut self, reqs: &[Req]) {
+        self.settle_shape_from(0, reqs);
+    }
+
+    /// [`SchedState::settle_shape`] of the plan's entries from `from` on (the ones before are
+    /// a lazy decode set the engine adds itself, [`SchedState::schedule_from`]).
+    pub fn settle_shape_from(&mut self, from: usize, reqs: &[Req]) {
         if !self.shape_dirty {
             return;
         }
         self.shape = PlanShape::default();
         self.prefill_items.clear();
-        for &(id, n) in &self.plan {
+        for &(id, n) in &self.plan[from.min(self.plan.len())..] {
             add_to_shape(&mut self.shape, &mut self.prefill_items, &reqs[id as usize], n);
         }
         self.shape_dirty = false;
@@ -425,25 +431,37 @@ impl SchedState {
     /// Build this step's plan at time `now_ns`. `reqs` is the engine's arena (by id),
     /// `apc` the prefix-cache side of the run.
     pub fn schedule(&mut self, p: &Params, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
+        self.schedule_from(0, p, reqs, apc, now_ns);
+    }
+
+    /// [`SchedState::schedule`] when the first `lazy` running requests are a steady decode
+    /// set the engine schedules itself ([`crate::engine::steady`]): each decodes one token,
+    /// its blocks already grown, and the plan's first `lazy` entries are theirs. The rest is
+    /// the policy's pass over the running requests after them and the admissions, with the
+    /// budget they leave; `shape` holds the rest's aggregates only. vLLM's loop would give
+    /// the same: they are the first in `running`, so they take their tokens before anything
+    /// else, and a preemption's victim (the last admitted, FCFS) is never one of them.
+    pub fn schedule_from(&mut self, lazy: usize, p: &Params, reqs: &mut [Req], apc: &mut Apc, now_ns: u64) {
         if let Some(cap) = p.trtllm {
+            debug_assert_eq!(lazy, 0, "no lazy decode set with TensorRT-LLM's scheduler");
             return self.schedule_trtllm(p, cap, reqs, apc, now_ns);
         }
-        self.plan.clear();
+        self.plan.truncate(lazy);
         self.preempted.clear();
         self.prefill_items.clear();
         self.shape = PlanShape::default();
         self.shape_dirty = false;
-        self.budget_left = p.budget;
+        self.budget_left = p.budget.saturating_sub(lazy as u32);
         self.step_queries = 0;
         self.step_hits = 0;
         self.admitted_hits.clear();
         if p.decodes_first {
             // A request that preempted itself ends vLLM's running loop: no prefill pass then.
-            if schedule_running(self, p, reqs, apc, Pass::Decodes) {
-                schedule_running(self, p, reqs, apc, Pass::Prefills);
+            if schedule_running(self, p, reqs, apc, Pass::Decodes, lazy) {
+                schedule_running(self, p, reqs, apc, Pass::Prefills, lazy);
             }
         } else {
-            schedule_running(self, p, reqs, apc, Pass::All);
+            schedule_running(self, p, reqs, apc, Pass::All, lazy);
         }
         // vLLM: no admissions in a step that preempted.
         self.admission = Admission::Other;
@@ -567,11 +585,11 @@ fn drafts(r: &Req, k: u32) -> u32 {
 
 /// Schedule running requests of the given pass in admission order. Returns `false` when
 /// the pass ended because a request preempted itself (vLLM stops the running loop then).
-fn schedule_running(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc, pass: Pass) -> bool {
+fn schedule_running(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc, pass: Pass, from: usize) -> bool {
     match pass {
-        Pass::All => schedule_running_in::<PASS_ALL>(st, p, reqs, apc),
-        Pass::Decodes => schedule_running_in::<PASS_DECODES>(st, p, reqs, apc),
-        Pass::Prefills => schedule_running_in::<PASS_PREFILLS>(st, p, reqs, apc),
+        Pass::All => schedule_running_in::<PASS_ALL>(st, p, reqs, apc, from),
+        Pass::Decodes => schedule_running_in::<PASS_DECODES>(st, p, reqs, apc, from),
+        Pass::Prefills => schedule_running_in::<PASS_PREFILLS>(st, p, reqs, apc, from),
     }
 }
 
@@ -580,12 +598,13 @@ const PASS_DECODES: u8 = 1;
 const PASS_PREFILLS: u8 = 2;
 
 /// [`schedule_running`] for one pass (a constant, so the common `All` pass has no filter).
-fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc) -> bool {
+fn schedule_running_in<const PASS: u8>(st: &mut SchedState, p: &Params, reqs: &mut [Req], apc: &mut Apc, from: usize) -> bool {
     // Hot loop: aggregates and budget live in locals and are written back before anything
     // that reads them from `st` (a preemption) and at the end.
     let mut sh = st.shape;
     let mut budget = st.budget_left;
-    let mut i = 0;
+    // The running requests before `from` are the engine's lazy decode set.
+    let mut i = from;
     let cap = p.per_request_cap;
     // Shared blocks are cached as they are scheduled (only when some prompt shares tokens).
     let share = apc.shared;

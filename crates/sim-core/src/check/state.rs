@@ -530,6 +530,8 @@ fn replica_fields(rep: &Replica) {
         stats: _,
         // Lazy steady decode steps: off in a check (`steady_ok = false`), reset at load.
         steady: _,
+        // The lazy decode set: off in a check too, reset at load.
+        set: _,
         // Async scheduling's arrivals during a step. NOT packed: empty unless a check's
         // scenario sets `scheduler.async_scheduling = true` (the checker's linear cost
         // model leaves it off by default); with it on, a check is not sound today (its

@@ -4,6 +4,7 @@
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::sessions::Sessions;
+use super::decode_set::DecodeSet;
 use super::steady::Steady;
 use super::{Engine, Replica, Router, SimOptions};
 use crate::config::Scenario;
@@ -122,6 +123,7 @@ impl Engine {
             observer: None,
             steps_log: Vec::new(),
             finished_buf: Vec::new(),
+            set_done: Vec::new(),
             first_buf: Vec::new(),
             kick: Vec::new(),
             kick_flag: vec![false; slots as usize],
@@ -193,6 +195,7 @@ impl Replica {
             series: Series::default(),
             stats: ReplicaStats::default(),
             steady: Steady::default(),
+            set: DecodeSet::default(),
             inbox: Vec::new(),
             last_end_ns: u64::MAX,
             last_dur_ns: 0,

@@ -167,6 +167,7 @@ impl Engine {
                 // The batch changes: apply the steady steps owed and end the steady run.
                 replica.steady.settle(&mut replica.sched, &mut self.reqs, &mut self.apc);
                 replica.steady.left = 0;
+                replica.set.dissolve(&mut self.reqs);
                 let in_flight = replica.busy;
                 let st = &mut replica.sched;
                 let r = &mut self.reqs[id as usize];

@@ -264,6 +264,8 @@ impl Engine {
         let replica = &mut self.replicas[rep];
         replica.steady.settle(&mut replica.sched, &mut self.reqs, &mut self.apc);
         replica.steady.reset();
+        replica.set.dissolve(&mut self.reqs);
+        replica.set.reset();
         let mut ids: Vec<u32> = std::mem::take(&mut replica.sched.running);
         ids.extend(replica.sched.waiting.iter());
         ids.extend(replica.inbox.drain(..).map(|e| e.0));

@@ -22,6 +22,7 @@ mod speculative;
 pub use lora::{LoraRun, LoraStats};
 pub use speculative::{SpecRun, SpecStats};
 pub(crate) mod sessions;
+pub(crate) mod decode_set;
 pub(crate) mod steady;
 mod route;
 mod router_state;
@@ -37,6 +38,7 @@ use crate::perf::StepCostModel;
 use crate::request::{Client, Req};
 use crate::sched::{Params, SchedState};
 use sessions::Sessions;
+use decode_set::DecodeSet;
 use steady::Steady;
 
 /// Options of one run that are not part of the scenario.
@@ -72,6 +74,8 @@ pub struct Replica {
     pub stats: ReplicaStats,
     /// Steady decode steps applied lazily ([`crate::engine::steady`]).
     pub(crate) steady: Steady,
+    /// The lazy decode set at the head of the batch ([`crate::engine::decode_set`]).
+    pub(crate) set: DecodeSet,
     /// Async scheduling: requests that reached the replica while a step was running, with
     /// their queue order and that step's number ([`ReplicaStats::steps`]); they join the
     /// waiting queue once a later step has started (the step after the running one was
@@ -130,6 +134,8 @@ pub struct Engine {
     observer: Option<InvariantObserver>,
     pub steps_log: Vec<StepRecord>,
     pub(crate) finished_buf: Vec<u32>,
+    /// Scratch: the lazy decode set's members that finished in a step.
+    pub(crate) set_done: Vec<u32>,
     /// Requests that produced their first token in the step being completed.
     first_buf: Vec<u32>,
     /// Replicas whose state changed at this instant (a step ended, a request was queued)

@@ -274,6 +274,7 @@ impl Engine {
     pub(crate) fn settle_steady(&mut self) {
         for replica in &mut self.replicas {
             replica.steady.settle(&mut replica.sched, &mut self.reqs, &mut self.apc);
+            replica.set.settle(&mut self.reqs);
         }
     }
 
@@ -292,7 +293,10 @@ impl Engine {
     /// the model checker can load a state into this engine.
     pub(crate) fn reset_transient(&mut self) {
         self.heap.clear();
-        self.replicas.iter_mut().for_each(|r| r.steady.reset());
+        self.replicas.iter_mut().for_each(|r| {
+            r.steady.reset();
+            r.set.reset();
+        });
         self.kick.clear();
         self.kick_flag.iter_mut().for_each(|f| *f = false);
     }

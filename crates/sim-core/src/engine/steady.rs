@@ -215,7 +215,8 @@ mod tests {
         let mut sim = Simulation::from_text(SCENARIO, Format::Json, options).unwrap();
         sim.run().unwrap();
         let e = sim.engine();
-        let (lazy, steps) = (e.replicas[0].steady.steps, e.replicas[0].stats.steps);
+        // Lazy steps: the steady run's, or the lazy decode set's where it runs instead.
+        let (lazy, steps) = (e.replicas[0].steady.steps + e.replicas[0].set.steps, e.replicas[0].stats.steps);
         (sim.finish().unwrap().to_json(), lazy, steps)
     }
 
@@ -268,7 +269,7 @@ mod tests {
                 let mut sim = Simulation::from_text(&text, Format::Json, options).unwrap();
                 sim.run().unwrap();
                 let e = sim.engine();
-                let lazy = e.replicas[0].steady.steps;
+                let lazy = e.replicas[0].steady.steps + e.replicas[0].set.steps;
                 (sim.finish().unwrap(), lazy)
             };
             let (fast, lazy) = run(SimOptions::default());

@@ -53,6 +53,13 @@ impl Engine {
     /// (`Some(true)`, lazy), else the policy's plan (`Some(false)`), or `None` when the
     /// policy plans nothing.
     fn plan_step(&mut self, rep: usize, now: u64) -> Option<bool> {
+        let pool = self.pool_of[rep] as usize;
+        let set_on = self.steady_ok
+            && crate::engine::decode_set::allowed(&self.pool_params[pool], self.replicas[rep].sched.kv.mode, self.apc.offload.is_some())
+            && self.fabric.as_ref().is_none_or(|f| rep >= f.prefill_replicas);
+        if set_on {
+            return self.plan_with_set(rep, now);
+        }
         let replica = &mut self.replicas[rep];
         let st = &mut replica.sched;
         let lazy = replica.steady.left > 0
@@ -79,6 +86,31 @@ impl Engine {
             }
         }
         Some(lazy)
+    }
+
+    /// [`Engine::plan_step`] where a lazy decode set may lead the batch
+    /// ([`crate::engine::decode_set`]): the set's step when it has one (the policy then
+    /// schedules only the rest), else the policy's whole plan. `Some(false)`: the step made
+    /// its prefix-cache lookups like any scheduled step.
+    fn plan_with_set(&mut self, rep: usize, now: u64) -> Option<bool> {
+        let params = self.pool_params[self.pool_of[rep] as usize];
+        let replica = &mut self.replicas[rep];
+        let st = &mut replica.sched;
+        let lazy = replica.set.advance(st, &mut self.reqs, params.budget);
+        if !lazy {
+            replica.set.dissolve(&mut self.reqs);
+        }
+        let s = replica.set.len();
+        self.apc.now_ns = now;
+        st.schedule_from(s, &params, &mut self.reqs, &mut self.apc, now);
+        if st.plan.is_empty() {
+            return None;
+        }
+        st.settle_shape_from(s, &self.reqs);
+        if lazy {
+            replica.set.add_shape(st);
+        }
+        Some(false)
     }
 
     /// Set the latency of one scheduling decision (o1pro; see [`Engine::decision_exposed_ns`]).
@@ -112,15 +144,33 @@ impl Engine {
             return;
         }
         self.finished_buf.clear();
+        self.first_buf.clear();
+        // A lazy decode set led the step: one token each in O(1); its members that produced
+        // their last token are finished first, in batch order, as the loop below would.
+        let lazy = if replica.set.in_flight { replica.set.len() } else { 0 };
+        if lazy > 0 {
+            let mut done_ids = std::mem::take(&mut self.set_done);
+            replica.set.complete(st, &mut self.reqs, &mut replica.outstanding_tokens, &mut done_ids);
+            let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
+            for &id in &done_ids {
+                let r = &mut self.reqs[id as usize];
+                finish_request(r, &mut st.kv, &mut self.apc, self.scaler.as_deref_mut(), now, &mut used_slots, &mut outstanding);
+                done += 1;
+                self.finished_buf.push(id);
+            }
+            st.used_slots = used_slots;
+            replica.outstanding_tokens = outstanding;
+            self.done_requests += done;
+            self.set_done = done_ids;
+        }
         // Hot loop: counters in locals, written back once.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
-        self.first_buf.clear();
         #[cfg(test)]
         let guarded = !self.unguarded;
         #[cfg(not(test))]
         let guarded = true;
         let mut spec = self.spec.as_deref_mut();
-        for &(id, n) in &st.plan {
+        for &(id, n) in &st.plan[lazy..] {
             let r = &mut self.reqs[id as usize];
             if guarded && (r.status != Status::Running || r.replica != rep as i32) {
                 // Moved off this replica, or already done: this step no longer owns it (a
@@ -152,15 +202,7 @@ impl Engine {
                 }
             }
             if r.generated >= r.output {
-                self.apc.release(&mut st.kv, r, None);
-                r.blocks = Vec::new(); // a finished request keeps no allocation
-                used_slots = used_slots.saturating_sub(r.computed as u64);
-                r.status = Status::Finished;
-                r.finish_ns = now;
-                if let Some(sc) = self.scaler.as_mut() {
-                    sc.on_finish(now, (now - r.arrival_ns) as f64 / 1e6);
-                }
-                outstanding = outstanding.saturating_sub(r.prompt as u64);
+                finish_request(r, &mut st.kv, &mut self.apc, self.scaler.as_deref_mut(), now, &mut used_slots, &mut outstanding);
                 done += 1;
                 self.finished_buf.push(id);
             }
@@ -196,6 +238,17 @@ impl Engine {
         }
         if self.options.record_steps && self.log_error.is_none() {
             self.record_step(rep, now);
+        }
+        let replica = &mut self.replicas[rep];
+        if self.steady_ok && !replica.steady.in_flight {
+            // The requests right after the set that now decode join it (a no-op unless the
+            // set is on for this replica: the next plan dissolves it otherwise).
+            let params = &self.pool_params[self.pool_of[rep] as usize];
+            if crate::engine::decode_set::allowed(params, replica.sched.kv.mode, self.apc.offload.is_some())
+                && self.fabric.as_ref().is_none_or(|f| rep >= f.prefill_replicas)
+            {
+                replica.set.join(&replica.sched, &self.reqs, &self.apc, params.budget);
+            }
         }
     }
 
@@ -254,6 +307,29 @@ impl Engine {
             });
         }
     }
+}
+
+/// A request produced its last token at `now`: free its KV (its blocks stay cached), mark
+/// it finished, and take it out of the replica's counters.
+#[inline]
+fn finish_request(
+    r: &mut crate::request::Req,
+    kv: &mut crate::kv::KvPool,
+    apc: &mut crate::kv::prefix::Apc,
+    scaler: Option<&mut crate::scaling::Autoscaler>,
+    now: u64,
+    used_slots: &mut u64,
+    outstanding: &mut u64,
+) {
+    apc.release(kv, r, None);
+    r.blocks = Vec::new(); // a finished request keeps no allocation
+    *used_slots = used_slots.saturating_sub(r.computed as u64);
+    r.status = Status::Finished;
+    r.finish_ns = now;
+    if let Some(sc) = scaler {
+        sc.on_finish(now, (now - r.arrival_ns) as f64 / 1e6);
+    }
+    *outstanding = outstanding.saturating_sub(r.prompt as u64);
 }
 
 /// The planned step of `st` on replica `rep` priced: its duration in ns (clamped so that
