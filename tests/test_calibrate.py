@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
 from o1sim import calibrate as cal
-from o1sim.cli import main
+
+from clikit import invoke
 
 CONFIG = """api:
   type: completion
@@ -113,11 +113,11 @@ def test_calibrate_fits_the_machine_and_beats_the_defaults(runs_dir: Path, tmp_p
 
 def test_cli_calibrate_writes_the_profile(runs_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "p.json"
-    res = CliRunner().invoke(main, ["calibrate", str(runs_dir), "--gpu", "h100", "-o", str(out), "--holdout", "none"])
+    res = invoke(["calibrate", str(runs_dir), "--gpu", "h100", "-o", str(out), "--holdout", "none"])
     assert res.exit_code == 0, res.output
     prof = json.loads(out.read_text())
     assert {"gpu_time_scale", "frontend", "fit"} <= set(prof) and "MAPE" in res.stdout
-    bad = CliRunner().invoke(main, ["calibrate", str(runs_dir), "--gpu", "h100", "--server", "tp"])
+    bad = invoke(["calibrate", str(runs_dir), "--gpu", "h100", "--server", "tp"])
     assert bad.exit_code == 2 and "server" in bad.stderr
-    bad = CliRunner().invoke(main, ["calibrate", str(tmp_path), "--gpu", "h100"])
+    bad = invoke(["calibrate", str(tmp_path), "--gpu", "h100"])
     assert bad.exit_code == 2 and "no inference-perf results" in bad.stderr

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
-from o1sim.cli import main
+
+from clikit import invoke
 
 SCENARIO = Path(__file__).resolve().parents[1] / "benchmarks" / "check" / "vllm_6req.toml"
 
@@ -155,19 +155,18 @@ def test_result_json_and_pnml() -> None:
 
 
 def test_cli_check(tmp_path: Path) -> None:
-    runner = CliRunner()
-    ok = runner.invoke(main, ["check", str(SCENARIO), "--pnml", str(tmp_path / "net.pnml")])
+    ok = invoke(["check", str(SCENARIO), "--pnml", str(tmp_path / "net.pnml")])
     assert ok.exit_code == 0, ok.output
     assert "323,160" in ok.output and "all properties hold" in ok.output
     assert (tmp_path / "net.pnml").read_text().startswith("<?xml")
-    bad = runner.invoke(main, ["check", str(SCENARIO), "--set", "scheduler.inject_bug=\"drop_on_requeue\"",
-                               "--replay", str(tmp_path), "--json", str(tmp_path / "r.json")])
+    bad = invoke(["check", str(SCENARIO), "--set", "scheduler.inject_bug=\"drop_on_requeue\"",
+                  "--replay", str(tmp_path), "--json", str(tmp_path / "r.json")])
     assert bad.exit_code == 1, bad.output
     assert "counterexample: one_state" in bad.output and "reproduced" in bad.output
     replay = json.loads((tmp_path / "one_state.json").read_text())
     with pytest.raises(o1sim.InternalError):
         o1sim.simulate(replay, check_invariants=True)
-    err = runner.invoke(main, ["check", str(SCENARIO), "--set", "scheduler.num_gpu_blocks=100"])
+    err = invoke(["check", str(SCENARIO), "--set", "scheduler.num_gpu_blocks=100"])
     assert err.exit_code == 2 and "scheduler.num_gpu_blocks" in err.output
 
 

@@ -1,4 +1,4 @@
-"""The o1sim command line, through click's CliRunner."""
+"""The o1sim command line, run in process (tests/clikit.py)."""
 
 from __future__ import annotations
 
@@ -6,69 +6,70 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
-from o1sim.cli import _get, _parse_value, main
+from o1sim.cli import _get, _parse_value
+
+from clikit import invoke
 
 
-def test_help_lists_the_commands(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["--help"])
+def test_help_lists_the_commands() -> None:
+    res = invoke(["--help"])
     assert res.exit_code == 0, res.output
     for cmd in ("run", "compare", "presets", "validate"):
         assert cmd in res.output
 
 
 @pytest.mark.parametrize("cmd", ["run", "compare", "presets", "validate"])
-def test_each_command_has_help(runner: CliRunner, cmd: str) -> None:
-    res = runner.invoke(main, [cmd, "--help"])
+def test_each_command_has_help(cmd: str) -> None:
+    res = invoke([cmd, "--help"])
     assert res.exit_code == 0, res.output
     assert "Usage" in res.output
 
 
-def test_version(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["--version"])
+def test_version() -> None:
+    res = invoke(["--version"])
     assert res.exit_code == 0
     assert o1sim.__version__ in res.output
 
 
-def test_presets_works(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["presets"])
+def test_presets_works() -> None:
+    res = invoke(["presets"])
     assert res.exit_code == 0, res.output + res.stderr
-    res = runner.invoke(main, ["presets", "--json"])
+    res = invoke(["presets", "--json"])
     assert res.exit_code == 0
     assert json.loads(res.stdout) == o1sim.presets()
 
 
-def test_config_error_exits_2_with_a_red_one_liner(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["run", "--set", "workload.arrival.rate=nan"])
+def test_config_error_exits_2_with_a_red_one_liner() -> None:
+    res = invoke(["run", "--set", "workload.arrival.rate=nan"])
     assert res.exit_code == 2
     assert "ConfigError: workload.arrival.rate: must be a finite number (got nan)" in res.stderr
     assert "Traceback" not in res.stderr + res.output
 
 
-def test_config_error_in_compare_and_validate(runner: CliRunner) -> None:
+def test_config_error_in_compare_and_validate() -> None:
     for cmd in ("compare", "validate"):
-        res = runner.invoke(main, [cmd, "--set", "scheduler.gpu_memory_utilization=inf"])
+        res = invoke([cmd, "--set", "scheduler.gpu_memory_utilization=inf"])
         assert res.exit_code == 2, cmd
         assert "ConfigError: scheduler.gpu_memory_utilization: must be a finite number (got inf)" in res.stderr
 
 
-def test_unknown_file_type_exits_2(runner: CliRunner, tmp_path: Path) -> None:
+def test_unknown_file_type_exits_2(tmp_path: Path) -> None:
     p = tmp_path / "scenario.yaml"
     p.write_text("seed: 1\n")
-    res = runner.invoke(main, ["validate", str(p)])
+    res = invoke(["validate", str(p)])
     assert res.exit_code == 2
     assert res.stderr.startswith("ConfigError:")
 
 
-def test_missing_file_exits_2(runner: CliRunner, tmp_path: Path) -> None:
-    res = runner.invoke(main, ["run", str(tmp_path / "nope.toml")])
+def test_missing_file_exits_2(tmp_path: Path) -> None:
+    res = invoke(["run", str(tmp_path / "nope.toml")])
     assert res.exit_code == 2
 
 
-def test_bad_set_syntax_is_a_usage_error(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["run", "--set", "no-equals-sign"])
+def test_bad_set_syntax_is_a_usage_error() -> None:
+    res = invoke(["run", "--set", "no-equals-sign"])
     assert res.exit_code == 2
     assert "KEY=VALUE" in res.stderr
 
@@ -94,9 +95,9 @@ def test_get_reads_nested_keys_defensively() -> None:
 # --- with real results from the core -------------------------------------------------
 
 
-def test_run_default_prints_a_summary_and_writes_outputs(runner: CliRunner, tmp_path: Path) -> None:
+def test_run_default_prints_a_summary_and_writes_outputs(tmp_path: Path) -> None:
     out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
-    res = runner.invoke(main, ["run", "--json", str(out_json), "--csv", str(out_csv)])
+    res = invoke(["run", "--json", str(out_json), "--csv", str(out_csv)])
     assert res.exit_code == 0, res.output + res.stderr
     assert "Requests" in res.stdout and "TTFT (ms)" in res.stdout
     expected = o1sim.simulate(o1sim.Scenario.default())
@@ -107,17 +108,17 @@ def test_run_default_prints_a_summary_and_writes_outputs(runner: CliRunner, tmp_
     assert lines[0].startswith("request_id,")
 
 
-def test_run_seed_changes_only_the_seed(runner: CliRunner, tmp_path: Path) -> None:
+def test_run_seed_changes_only_the_seed(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    res = runner.invoke(main, ["run", "--seed", "12345", "--json", str(out)])
+    res = invoke(["run", "--seed", "12345", "--json", str(out)])
     assert res.exit_code == 0, res.stderr
     expected = o1sim.simulate(o1sim.Scenario.default().with_overrides({"seed": 12345}))
     assert out.read_text(encoding="utf-8") == expected.to_json()
 
 
-def test_compare_prints_one_row_per_policy(runner: CliRunner, tmp_path: Path) -> None:
+def test_compare_prints_one_row_per_policy(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    res = runner.invoke(main, ["compare", "--json", str(out)])
+    res = invoke(["compare", "--json", str(out)])
     assert res.exit_code == 0, res.output + res.stderr
     policies = o1sim.presets()["policies"]  # the co-located ones, as compare runs them
     rows = [line for line in res.stdout.splitlines() if line.split() and line.split()[0] in policies]
@@ -133,34 +134,34 @@ def test_compare_prints_one_row_per_policy(runner: CliRunner, tmp_path: Path) ->
     assert len({json.dumps(data[p]["summary"], sort_keys=True) for p in policies}) > 1
 
 
-def test_compare_unknown_policy_is_a_config_error(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["compare", "--policies", "vllm,fifo-magic"])
+def test_compare_unknown_policy_is_a_config_error() -> None:
+    res = invoke(["compare", "--policies", "vllm,fifo-magic"])
     assert res.exit_code == 2
     assert "ConfigError: scheduler.policy:" in res.stderr
 
 
-def test_validate_prints_the_resolved_scenario(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["validate"])
+def test_validate_prints_the_resolved_scenario() -> None:
+    res = invoke(["validate"])
     assert res.exit_code == 0, res.stderr
     resolved = json.loads(res.stdout)
     assert resolved["scenario"]["scheduler"]["policy"] in o1sim.presets()["policies"]
     assert resolved["deployment"]["num_gpu_blocks"] > 0
 
 
-def test_routes_with_links_down(runner: CliRunner) -> None:
+def test_routes_with_links_down() -> None:
     args = ["routes", "2x-hgx-h200-ib", "n0.gpu3", "n1.gpu3"]
-    res = runner.invoke(main, [*args, "--down", "ib3:n0.nic3", "--json"])
+    res = invoke([*args, "--down", "ib3:n0.nic3", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout) == o1sim.routes("2x-hgx-h200-ib", "n0.gpu3", "n1.gpu3", down=[("ib3", "n0.nic3")])
-    res = runner.invoke(main, [*args, "--down", "ib3:n0.nic3"])
+    res = invoke([*args, "--down", "ib3:n0.nic3"])
     assert res.exit_code == 0, res.output
     assert "(down: ib3:n0.nic3)" in res.stdout and "ib0" in res.stdout and "ib3 " not in res.stdout
     # Both links of n0.gpu3 down: no route, said plainly.
-    res = runner.invoke(main, [*args, "--down", "ib3:n0.nic3", "--down", "n0.gpu3:n0.nic3", "--down", "n0.gpu3:n0.nvswitch0"])
+    res = invoke([*args, "--down", "ib3:n0.nic3", "--down", "n0.gpu3:n0.nic3", "--down", "n0.gpu3:n0.nvswitch0"])
     assert res.exit_code == 0, res.output
     assert "no route from n0.gpu3 to n1.gpu3" in res.stdout
-    res = runner.invoke(main, [*args, "--down", "n0.gpu0:n1.gpu0"])
+    res = invoke([*args, "--down", "n0.gpu0:n1.gpu0"])
     assert res.exit_code == 2
     assert "ConfigError: down[0]: no link between 'n0.gpu0' and 'n1.gpu0'" in res.stderr
-    res = runner.invoke(main, [*args, "--down", "n0.gpu0"])
+    res = invoke([*args, "--down", "n0.gpu0"])
     assert res.exit_code == 2 and "A:B" in res.stderr

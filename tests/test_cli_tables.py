@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from o1sim.cli import main
+from clikit import invoke
 
 SMALL = ["--set", "model=\"llama-3-8b\"", "--set", "gpu=\"h100\"", "--set", "deployment.tp=1", "--set",
          "deployment.replicas=1", "--set", "workload.num_requests=80", "--set", "workload.arrival.rate=6.0"]
@@ -23,9 +22,9 @@ def _lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-def _at(width: int, runner: CliRunner, args: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
+def _at(width: int, args: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("COLUMNS", str(width))
-    res = runner.invoke(main, args)
+    res = invoke(args)
     assert res.exit_code == 0, res.output
     return res.stdout
 
@@ -39,14 +38,14 @@ def _calibrate_args(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("which", ["sweep", "plan", "calibrate"])
-def test_tables_fit_80_columns_and_name_what_they_leave_out(which: str, runner: CliRunner, tmp_path: Path,
+def test_tables_fit_80_columns_and_name_what_they_leave_out(which: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     args = {"sweep": SWEEP, "plan": PLAN}.get(which) or _calibrate_args(tmp_path)
-    out = _at(80, runner, args, monkeypatch)
+    out = _at(80, args, monkeypatch)
     too_long = [ln for ln in _lines(out) if len(ln) > 80]
     assert not too_long, f"`o1sim {which}` at 80 columns:\n" + "\n".join(too_long)
     assert "not shown (terminal too narrow):" in out and "--wide" in out
-    wide = _at(80, runner, [*args, "--wide"], monkeypatch)
+    wide = _at(80, [*args, "--wide"], monkeypatch)
     assert "not shown" not in wide
     assert max(len(ln) for ln in _lines(wide)) > 80  # every column, the terminal notwithstanding
     if which == "sweep":
@@ -59,13 +58,13 @@ def test_tables_fit_80_columns_and_name_what_they_leave_out(which: str, runner: 
         assert all(h in wide for h in ("TTFT ms", "defaults", "fitted", "held out"))
 
 
-def test_a_wide_terminal_shows_every_column(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    out = _at(400, runner, SWEEP, monkeypatch)
+def test_a_wide_terminal_shows_every_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _at(400, SWEEP, monkeypatch)
     assert "not shown" not in out and "±good req/s" in out
 
 
-def test_wide_is_a_flag_and_a_bad_value_is_one_red_line(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wide_is_a_flag_and_a_bad_value_is_one_red_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    res = runner.invoke(main, [*SWEEP, "--wide=yes"])
+    res = invoke([*SWEEP, "--wide=yes"])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert len([ln for ln in res.stderr.splitlines() if ln.strip()]) == 1

@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import o1sim
-from o1sim.cli import main
+
+from clikit import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "web" / "conservation_worker.mjs"
@@ -116,11 +116,6 @@ def node() -> Iterator[Node]:
     n = Node()
     yield n
     n.close()
-
-
-@pytest.fixture(scope="module")
-def cli() -> CliRunner:
-    return CliRunner()
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -284,12 +279,12 @@ def _python(sc: dict[str, Any], n: int, timeout: Optional[float]) -> tuple[str, 
     return "ok", text
 
 
-def _cli(runner: CliRunner, sc: dict[str, Any], n: int, timeout: Optional[float]) -> tuple[str, str]:
+def _cli(sc: dict[str, Any], n: int, timeout: Optional[float]) -> tuple[str, str]:
     """The same from ``o1sim run SCENARIO.json --json OUT --csv OUT``, in process."""
     with tempfile.TemporaryDirectory() as d:
         path, out_json, out_csv = Path(d) / "scenario.json", Path(d) / "r.json", Path(d) / "r.csv"
         path.write_text(json.dumps(sc), encoding="utf-8")
-        res = runner.invoke(main, ["run", str(path), "--json", str(out_json), "--csv", str(out_csv)])
+        res = invoke(["run", str(path), "--json", str(out_json), "--csv", str(out_csv)])
         if res.exit_code != 0:
             err = (res.stderr or res.output).strip()
             assert res.exit_code == 2 and ":" in err, f"cli: exit {res.exit_code}: {err} {res.exception!r}"
@@ -323,11 +318,11 @@ def _first_difference(a: str, b: str) -> str:
     return f"sections {keys}; first differing byte {at}: {a[at - 40:at + 40]!r} vs {b[at - 40:at + 40]!r}"
 
 
-def check_fronts(sc: dict[str, Any], node: Node, runner: CliRunner) -> None:
+def check_fronts(sc: dict[str, Any], node: Node) -> None:
     wl = sc["workload"]
     n, timeout = wl["num_requests"], wl.get("timeout_s")
     py = _python(sc, n, timeout)
-    cl = _cli(runner, sc, n, timeout)
+    cl = _cli(sc, n, timeout)
     wa = _wasm(node, sc, n, timeout)
     STATS["cases"] += 1
     STATS[py[1] if py[0] == "error" else "runs"] += 1
@@ -348,8 +343,8 @@ def check_fronts(sc: dict[str, Any], node: Node, runner: CliRunner) -> None:
 @settings(max_examples=CASES or CI_CASES, deadline=timedelta(seconds=60), database=None, derandomize=CASES is None,
           suppress_health_check=list(HealthCheck), print_blob=True)
 @given(sc=scenarios())
-def test_every_request_is_counted_once_in_python_cli_and_wasm(sc: dict[str, Any], node: Node, cli: CliRunner) -> None:
-    check_fronts(sc, node, cli)
+def test_every_request_is_counted_once_in_python_cli_and_wasm(sc: dict[str, Any], node: Node) -> None:
+    check_fronts(sc, node)
 
 
 #: Reproducers of the cross-front kind (a lost or doubled request, a timeout or fault schedule
@@ -359,8 +354,8 @@ REPROS = ["disagg_timeout_lost_request.json", "fault_double_finish_slice_depende
 
 
 @pytest.mark.parametrize("name", REPROS)
-def test_the_reproducers_are_counted_once_in_every_front(name: str, node: Node, cli: CliRunner) -> None:
-    check_fronts(json.loads((ROOT / "tests" / "repro" / name).read_text(encoding="utf-8")), node, cli)
+def test_the_reproducers_are_counted_once_in_every_front(name: str, node: Node) -> None:
+    check_fronts(json.loads((ROOT / "tests" / "repro" / name).read_text(encoding="utf-8")), node)
 
 
 def test_the_strategy_covers_every_policy_timeouts_and_faults() -> None:
@@ -416,8 +411,7 @@ def _as_table(path: Path) -> Optional[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("path", _every_reproducer(), ids=lambda p: p.name)
-def test_every_reproducer_ends_typed_or_conserved_in_the_cli_and_wasm(path: Path, node: Node, cli: CliRunner,
-                                                                      tmp_path: Path) -> None:
+def test_every_reproducer_ends_typed_or_conserved_in_the_cli_and_wasm(path: Path, node: Node, tmp_path: Path) -> None:
     """Issue 28's acceptance: each reproducer ends in a typed error (one red line, exit 2) or
     a correct run through the CLI, and through WASM where it applies (a scenario table; WASM
     has no files, so one naming a local file is a typed refusal there). Python:
@@ -430,11 +424,11 @@ def test_every_reproducer_ends_typed_or_conserved_in_the_cli_and_wasm(path: Path
         scenario.write_text(json.dumps(table), encoding="utf-8")
     limit = ["--set", "limits.max_memory_gib=1"]
     if path.name.startswith("check_"):
-        res = cli.invoke(main, ["check", str(scenario), "--max-states", "20000", "--max-seconds", "20"])
+        res = invoke(["check", str(scenario), "--max-states", "20000", "--max-seconds", "20"])
         assert res.exit_code in (0, 3), (res.exit_code, res.output[-2000:], res.exception)
         return
     out = tmp_path / "r.json"
-    res = cli.invoke(main, ["run", str(scenario), "--json", str(out), *limit])
+    res = invoke(["run", str(scenario), "--json", str(out), *limit])
     if res.exit_code == 0:
         r = json.loads(out.read_text(encoding="utf-8"))
         n = r["summary"]["num_requests"]

@@ -13,9 +13,10 @@ import pytest
 
 import o1sim
 from o1sim import registry
-from o1sim.cli import main
 from o1sim.dashboard import APP_PATH, charts
 from o1sim.dashboard.scenarios import FIELDS, PRESETS, preset_scenario, trace_workload
+
+from clikit import invoke
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -269,7 +270,7 @@ def test_busy_frame_integrates_the_busy_time() -> None:
 # --------------------------------------------------------------------------- commands
 
 
-def test_dashboard_command_starts_streamlit(runner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dashboard_command_starts_streamlit(monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
     seen: list[list[str]] = []
@@ -286,17 +287,17 @@ def test_dashboard_command_starts_streamlit(runner: Any, monkeypatch: pytest.Mon
     monkeypatch.setattr(subprocess, "call", fake_call)
     # On POSIX the command execs Streamlit: unpatched, that would replace the test process.
     monkeypatch.setattr(os, "execv", fake_execv)
-    res = runner.invoke(main, ["dashboard", "--port", "8599", "--no-browser"])
+    res = invoke(["dashboard", "--port", "8599", "--no-browser"])
     assert res.exit_code == 0, res.output
     cmd = seen[0]
     assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == str(APP_PATH)
     assert "8599" in cmd and "127.0.0.1" in cmd
 
 
-def test_report_is_one_self_contained_html(runner: Any, tmp_path: Path) -> None:
+def test_report_is_one_self_contained_html(tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     scenario = Path(__file__).parent / "golden" / "policy_vllm.toml"
-    res = runner.invoke(main, ["report", str(scenario), "-o", str(out), "--policies", "vllm,sarathi"])
+    res = invoke(["report", str(scenario), "-o", str(out), "--policies", "vllm,sarathi"])
     assert res.exit_code == 0, res.output + res.stderr
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>")
@@ -332,8 +333,8 @@ def test_report_comes_from_the_packaged_template_with_autoescape() -> None:
     assert page.startswith("<!DOCTYPE html>") and page.endswith("</body></html>\n")
 
 
-def test_report_bad_scenario_is_a_red_line(runner: Any, tmp_path: Path) -> None:
-    res = runner.invoke(main, ["report", "--set", "scheduler.block_size=24", "-o", str(tmp_path / "r.html")])
+def test_report_bad_scenario_is_a_red_line(tmp_path: Path) -> None:
+    res = invoke(["report", "--set", "scheduler.block_size=24", "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 2
     assert "scheduler.block_size" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r.html").exists()

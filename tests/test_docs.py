@@ -8,9 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from o1sim import cli
+from clikit import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "DEVELOPERS.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -61,10 +60,9 @@ def _readme_commands() -> list[str]:
 def test_every_o1sim_command_in_the_readme_exists_with_its_options() -> None:
     commands = _readme_commands()
     assert len(commands) >= 15, commands
-    runner = CliRunner()
     for line in commands:
         sub = line.split()[1]
-        res = runner.invoke(cli.main, [sub, "--help"], terminal_width=200)
+        res = invoke([sub, "--help"], width=200)
         assert res.exit_code == 0, f"README: `{line}`: {res.output}"
         for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line):
             assert opt in res.output, f"README: `{line}`: `o1sim {sub}` has no {opt}"

@@ -10,11 +10,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
-from o1sim.cli import main
 
+from clikit import invoke
 from goldenkit import GOLDEN, expected, pretty
 
 CASES = sorted(GOLDEN.glob("*.toml"))
@@ -40,7 +39,7 @@ def test_same_scenario_as_a_dict_gives_the_same_bytes(path: Path) -> None:
 @pytest.mark.parametrize("path", CASES[:3], ids=[p.stem for p in CASES[:3]])
 def test_cli_writes_the_same_bytes(path: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    res = CliRunner().invoke(main, ["run", str(path), "--json", str(out)])
+    res = invoke(["run", str(path), "--json", str(out)])
     assert res.exit_code == 0, res.output
     assert pretty(out.read_text()) == expected(path)
 

@@ -17,7 +17,7 @@ The layers, lowest first; a module may import its own layer or a lower one:
 3. what is built on the API: ``sweeps``, ``planning``, ``calibrate``, ``report``, the
    dashboard's charts and scenarios (no Streamlit), ``chart_style``
 4. the package facade ``o1sim`` (``__init__``: re-exports the API)
-5. front ends: the CLI (``cli``, ``cli_search``, ``_cli_io``, ``_cli_args``,
+5. front ends: the CLI (``cli``, ``cli_search``, ``_cli_io``, ``_cli_args``, ``_cli_table``,
    ``__main__``), the Streamlit app and its tabs, the seed report (``o1sim seed-report``)
 
 A new module must be given a layer here (the test fails until it is).
@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("o1sim.sweeps", "o1sim.planning", "o1sim.calibrate", "o1sim.report", "o1sim.chart_style",
      "o1sim.dashboard", "o1sim.dashboard.charts", "o1sim.dashboard.scenarios"),
     ("o1sim",),
-    ("o1sim.cli", "o1sim.cli_search", "o1sim._cli_io", "o1sim._cli_args", "o1sim.__main__",
+    ("o1sim.cli", "o1sim.cli_search", "o1sim._cli_io", "o1sim._cli_args", "o1sim._cli_table", "o1sim.__main__",
      "o1sim.dashboard.app", "o1sim.dashboard.capacity_tab", "o1sim.dashboard.check_tab", "o1sim.dashboard.features",
      "o1sim.seed_report", "o1sim.seed_report._claim", "o1sim.seed_report.mechanisms",
      "o1sim.seed_report.serving"),

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
-from o1sim.cli import main
+
+from clikit import invoke
 
 HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 
@@ -60,7 +60,7 @@ def test_a_config_json_path_is_read_relative_to_the_scenario_file(tmp_path: Path
     assert model["name"] == "my-gemma" and model["post_norms"] and model["tied_embeddings"]
     assert model["local_attention"] == {"kind": "sliding", "tokens": 4096, "layers": 21}
     # The same through the CLI, and through a dict scenario whose path is relative to cwd.
-    res_cli = CliRunner().invoke(main, ["validate", str(tmp_path / "scenario.toml")])
+    res_cli = invoke(["validate", str(tmp_path / "scenario.toml")])
     assert res_cli.exit_code == 0, res_cli.output
     assert json.loads(res_cli.stdout)["deployment"]["model"]["name"] == "my-gemma"
 
@@ -126,12 +126,11 @@ def test_presets_list_the_gpu_variants_and_what_prices_them() -> None:
 
 
 def test_cli_presets_shows_models_and_gpus_tables() -> None:
-    runner = CliRunner()
-    res = runner.invoke(main, ["presets", "models"], env={"COLUMNS": "400"})
+    res = invoke(["presets", "models"], env={"COLUMNS": "400"})
     assert res.exit_code == 0, res.output
     for text in ("llama-4-scout", "meta-llama/Llama-3.1-8B", "107.8B", "17.2B", "shared expert", "chunked 8192 on 36 layers"):
         assert text in res.stdout, text
-    res = runner.invoke(main, ["presets", "gpus"], env={"COLUMNS": "400"})
+    res = invoke(["presets", "gpus"], env={"COLUMNS": "400"})
     assert res.exit_code == 0, res.output
     for text in ("h100-nvl", "a100-80g-pcie", "priced by", "roofline", "1,755"):
         assert text in res.stdout, text

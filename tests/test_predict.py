@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
-from o1sim.cli import main
+
+from clikit import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data" / "h200-calibration"
@@ -104,17 +104,17 @@ def test_the_simulator_prices_steps_with_the_same_model() -> None:
     assert second["end_ms"] - second["start_ms"] == pytest.approx(dec.total_ms, rel=2e-3)
 
 
-def test_cli_predict(runner: CliRunner) -> None:
-    res = runner.invoke(main, ["predict", "--batch", "1:1023x4", "--batch", "512:0", "--json"])
+def test_cli_predict() -> None:
+    res = invoke(["predict", "--batch", "1:1023x4", "--batch", "512:0", "--json"])
     assert res.exit_code == 0, res.output + res.stderr
     out = json.loads(res.stdout)
     api = o1sim.predict_step("llama-3-8b", "h200", batch=decode(4, 1024) + [{"new_tokens": 512, "context_tokens": 0}])
     assert out["total_ms"] == pytest.approx(api.total_ms)
-    res = runner.invoke(main, ["predict", "--model", '{preset="llama-3-70b", layers=8}', "--batch", "2048", "--eager"])
+    res = invoke(["predict", "--model", '{preset="llama-3-70b", layers=8}', "--batch", "2048", "--eager"])
     assert res.exit_code == 0 and "eager" in res.stdout and "gate_up" in res.stdout
-    res = runner.invoke(main, ["predict", "--batch", "1:9000"])
+    res = invoke(["predict", "--batch", "1:9000"])
     assert res.exit_code == 2 and "batch[0].context_tokens" in res.stderr
-    assert runner.invoke(main, ["predict", "--batch", "lots"]).exit_code == 2
+    assert invoke(["predict", "--batch", "lots"]).exit_code == 2
 
 
 def test_shipped_profile_meets_the_targets() -> None:

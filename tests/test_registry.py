@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
 from o1sim import cli, registry
 from o1sim.dashboard import charts
+
+from clikit import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL: dict[str, Any] = {
@@ -110,20 +111,20 @@ def test_cli_options_are_the_presets() -> None:
     cat = o1sim.presets()
     assert cli.DEFAULT_POLICIES.split(",") == cat["policies"]
     for command in ("compare", "report"):
-        out = CliRunner().invoke(cli.main, [command, "--help"], terminal_width=400).output
+        out = invoke([command, "--help"], width=400).output
         flat = " ".join(out.split())
         assert ",".join(cat["policies"]) in flat.replace(" ", ""), command
         for p in cat["policy_info"]:
             assert f"{p['name']} ({p['label']}" in flat, (command, p["name"])
-    out = " ".join(CliRunner().invoke(cli.main, ["predict", "--help"], terminal_width=400).output.split())
+    out = " ".join(invoke(["predict", "--help"], width=400).output.split())
     for e in cat["engines"]:
         assert f"{e['name']} ({e['label']}" in out, e["name"]
-    bad = CliRunner().invoke(cli.main, ["predict", "--batch", "1:1023", "--engine", "trtllmx"])
+    bad = invoke(["predict", "--batch", "1:1023", "--engine", "trtllmx"])
     assert bad.exit_code == 2 and "trtllm" in bad.output
-    listed = json.loads(CliRunner().invoke(cli.main, ["presets", "--json"]).output)
+    listed = json.loads(invoke(["presets", "--json"]).output)
     assert listed == cat
     for section in ("policy_info", "routers", "arrival_kinds", "length_kinds", "event_kinds"):
-        res = CliRunner().invoke(cli.main, ["presets", section], terminal_width=400)
+        res = invoke(["presets", section], width=400)
         assert res.exit_code == 0, res.output
         for entry in cat[section]:
             assert (entry["name"] if isinstance(entry, dict) else entry) in res.output, (section, entry)

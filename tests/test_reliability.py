@@ -16,6 +16,8 @@ import pytest
 import o1sim
 from o1sim._input import MAX_DEPTH, MAX_INPUT_BYTES
 
+from clikit import invoke
+
 ROOT = Path(__file__).resolve().parents[1]
 REPRO = ROOT / "tests" / "repro"
 SHARED = ROOT.parent / "shared" / "repro"
@@ -304,11 +306,7 @@ def test_json_results_stay_json() -> None:
 
 
 def _cli(args: list[str]) -> Any:
-    from click.testing import CliRunner
-
-    from o1sim.cli import main
-
-    return CliRunner().invoke(main, args)
+    return invoke(args)
 
 
 def _one_red_line(res: Any) -> str:

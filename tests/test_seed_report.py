@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from o1sim import seed_report
-from o1sim.cli import main
+
+from clikit import invoke
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 #: Verdicts decided by this machine's timings (§4.2), which may differ from the committed run's.
@@ -21,10 +22,10 @@ def _verdicts(markdown: str) -> dict[str, str]:
     return dict(re.findall(r"^\| §[\d.]+ \| \[(.+?)\]\(#claim-\d+\) \| \*\*(.+?)\*\* \|$", markdown, re.M))
 
 
-def test_the_report_runs_in_a_minute_and_gives_every_claim_a_verdict(runner: Any, tmp_path: Path) -> None:
+def test_the_report_runs_in_a_minute_and_gives_every_claim_a_verdict(tmp_path: Path) -> None:
     out = tmp_path / "claims.md"
     t0 = time.perf_counter()
-    res = runner.invoke(main, ["seed-report", "-o", str(out)])
+    res = invoke(["seed-report", "-o", str(out)])
     elapsed = time.perf_counter() - t0
     assert res.exit_code == 0, res.output
     assert elapsed <= 60.0, f"seed-report took {elapsed:.1f} s"
@@ -48,8 +49,8 @@ def test_the_report_runs_in_a_minute_and_gives_every_claim_a_verdict(runner: Any
     assert (DOCS / "seed-claims.html").is_file()
 
 
-def test_a_missing_output_folder_is_refused_before_any_claim_runs(runner: Any, tmp_path: Path) -> None:
-    res = runner.invoke(main, ["seed-report", "-o", str(tmp_path / "nope" / "claims.md")])
+def test_a_missing_output_folder_is_refused_before_any_claim_runs(tmp_path: Path) -> None:
+    res = invoke(["seed-report", "-o", str(tmp_path / "nope" / "claims.md")])
     assert res.exit_code == 2 and "OutputError" in res.output and "does not exist" in res.output
     assert not (tmp_path / "nope").exists()
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
-from o1sim.cli import main
+
+from clikit import invoke
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "speculative_lora.toml"
 
@@ -78,9 +78,8 @@ def test_bad_settings_are_config_errors_naming_the_field(override: dict[str, Any
 
 
 def test_cli_prints_both_tables_and_the_same_bytes_as_python(tmp_path: Path) -> None:
-    runner = CliRunner()
     out = tmp_path / "r.json"
-    res = runner.invoke(main, ["run", str(GOLDEN), "--json", str(out)])
+    res = invoke(["run", str(GOLDEN), "--json", str(out)])
     assert res.exit_code == 0, res.output
     assert "speculative decoding" in res.output and "LoRA adapters" in res.output
     assert "requests that waited for a slot" in res.output

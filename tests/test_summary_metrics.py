@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
 from o1sim import registry
-from o1sim.cli import main
+
+from clikit import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -70,7 +70,7 @@ def test_values_are_written_as_the_table_says() -> None:
 
 
 def test_the_cli_shows_the_tables_rows(vllm: o1sim.Result) -> None:
-    res = CliRunner().invoke(main, ["run", str(GOLDEN / "policy_vllm.toml")], terminal_width=200)
+    res = invoke(["run", str(GOLDEN / "policy_vllm.toml")], width=200)
     assert res.exit_code == 0, res.output
     # Every scalar the table shows in the CLI is a line with its heading and value (gpu_hours:
     # under autoscaling only); the distributions' statistics are a grid.
@@ -83,7 +83,7 @@ def test_the_cli_shows_the_tables_rows(vllm: o1sim.Result) -> None:
     assert [c.strip() for c in grid] == [_text(vllm.summary, f"ttft_ms.{q}") for q in ("mean", "p50", "p90", "p99")]
     # compare: one table of every comparison value when it fits, else several, none cut.
     for width in ("400", "80"):
-        res = CliRunner().invoke(main, ["compare", str(GOLDEN / "policy_vllm.toml"), "--policies", "vllm"],
+        res = invoke(["compare", str(GOLDEN / "policy_vllm.toml"), "--policies", "vllm"],
                                  env={"COLUMNS": width})
         assert res.exit_code == 0, res.output
         cells = [c for ln in res.output.splitlines() if ln.split()[:1] == ["vllm"] for c in ln.split()[1:]]
@@ -147,7 +147,7 @@ def test_the_new_metric_reaches_every_surface_its_row_names(vllm: o1sim.Result) 
     assert row["shown_in"] == list(registry.SURFACES) and row["lower_is_better"] is False
     for surface in registry.SURFACES[:-1]:
         assert NEW in [m.path for m in registry.shown_metrics(surface)], surface
-    res = CliRunner().invoke(main, ["run", str(GOLDEN / "policy_vllm.toml")])
+    res = invoke(["run", str(GOLDEN / "policy_vllm.toml")])
     line = next(ln for ln in res.output.splitlines() if registry.shown_metric(NEW).heading in ln)
     assert _text(vllm.summary, NEW) in line
     fams = {f.name: f for f in text_string_to_metric_families(vllm.to_prometheus())}

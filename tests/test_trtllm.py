@@ -37,10 +37,10 @@ def test_every_knob_changes_the_run() -> None:
     base = o1sim.simulate(_scenario(512, 256, num_gpu_blocks=200))
     mu = o1sim.simulate(_scenario(512, 256, num_gpu_blocks=200, capacity_scheduler_policy="max_utilization"))
     assert base.summary["preemptions"] == 0 < mu.summary["preemptions"]
-    roomy = o1sim.simulate(_scenario(512, 256))
-    capped = o1sim.simulate(_scenario(512, 256, max_batch_size=8))
+    roomy = o1sim.simulate(_scenario(512, 256), record_steps=True)
+    capped = o1sim.simulate(_scenario(512, 256, max_batch_size=8), record_steps=True)
     assert capped.steps["batch_size"].max() == 8 < roomy.steps["batch_size"].max()
-    small = o1sim.simulate(_scenario(512, 256, max_num_tokens=1024))
+    small = o1sim.simulate(_scenario(512, 256, max_num_tokens=1024), record_steps=True)
     assert max(sum(p[0] for p in pre) for pre in small.steps["prefill"]) <= 1024
     assert small.summary["ttft_ms"]["mean"] > roomy.summary["ttft_ms"]["mean"]
     lo = o1sim.simulate(_scenario(kv_cache_free_gpu_mem_fraction=0.5)).deployment["kv_capacity_tokens"]

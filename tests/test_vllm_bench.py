@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 import o1sim
-from o1sim.cli import main
 from o1sim.exports import VLLM_BENCH_DETAILED, vllm_bench, vllm_bench_json
+
+from clikit import invoke
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -156,11 +157,11 @@ def test_result_method_writes_the_file(rejecting: o1sim.Result, tmp_path: Path) 
     assert json.loads(out.read_text()) == data == vllm_bench(rejecting, date="20260101-000000")
 
 
-def test_cli_writes_the_vllm_bench_file(runner: Any, tmp_path: Path) -> None:
+def test_cli_writes_the_vllm_bench_file(tmp_path: Path) -> None:
     out = tmp_path / "sim.json"
     scenario = GOLDEN / "policy_vllm.toml"
-    res = runner.invoke(main, ["run", str(scenario), "--set", "scheduler.max_model_len=1024",
-                               "--format", "vllm-bench", "--json", str(out)])
+    res = invoke(["run", str(scenario), "--set", "scheduler.max_model_len=1024",
+                  "--format", "vllm-bench", "--json", str(out)])
     assert res.exit_code == 0, res.output + res.stderr
     data = json.loads(out.read_text())
     assert set(data) == set(SAMPLE)
@@ -168,15 +169,15 @@ def test_cli_writes_the_vllm_bench_file(runner: Any, tmp_path: Path) -> None:
     assert data["completed"] == s["finished"] and data["completed"] + data["failed"] == data["num_prompts"]
     assert data["mean_ttft_ms"] == pytest.approx(s["ttft_ms"]["mean"])
     # To stdout, the tables on stderr.
-    res = runner.invoke(main, ["run", str(scenario), "--format", "vllm-bench", "--json", "-"])
+    res = invoke(["run", str(scenario), "--format", "vllm-bench", "--json", "-"])
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout)["num_prompts"] == s["num_requests"]
 
 
-def test_cli_format_without_json_is_one_red_line(runner: Any) -> None:
-    res = runner.invoke(main, ["run", "--format", "vllm-bench"])
+def test_cli_format_without_json_is_one_red_line() -> None:
+    res = invoke(["run", "--format", "vllm-bench"])
     assert res.exit_code == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "--json" in lines[0] and "Traceback" not in res.stderr
-    res = runner.invoke(main, ["run", "--format", "chrome", "--json", "-"])
+    res = invoke(["run", "--format", "chrome", "--json", "-"])
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import o1sim
 import o1sim.workload as wl
-from o1sim.cli import main
+
+from clikit import invoke
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not DATA.is_dir():  # a worktree one level deeper than the main checkout
@@ -133,15 +133,15 @@ def test_a_loaded_trace_is_used_once() -> None:
 def test_cli_replays_a_trace(tmp_path: Path) -> None:
     path = tmp_path / "a.csv"
     path.write_text(AZURE)
-    out = CliRunner().invoke(main, ["run", "--trace", str(path), "--set", "workload.trace.max_requests=2"])
+    out = invoke(["run", "--trace", str(path), "--set", "workload.trace.max_requests=2"])
     assert out.exit_code == 0, out.output
     assert "requests" in out.output.lower()
-    result = CliRunner().invoke(main, ["run", "--trace", str(path), "--json", str(tmp_path / "r.json")])
+    result = invoke(["run", "--trace", str(path), "--json", str(tmp_path / "r.json")])
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["num_requests"] == 3
-    bad = CliRunner().invoke(main, ["run", "--trace", str(path), "--trace-format", "mooncake"])
+    bad = invoke(["run", "--trace", str(path), "--trace-format", "mooncake"])
     assert bad.exit_code == 2 and "workload.trace: line 1" in bad.output
-    no_trace = CliRunner().invoke(main, ["run", "--trace-format", "azure"])
+    no_trace = invoke(["run", "--trace-format", "azure"])
     assert no_trace.exit_code != 0 and "needs --trace" in no_trace.output
 
 

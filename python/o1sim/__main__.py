@@ -1,5 +1,7 @@
 """`python -m o1sim` runs the command line."""
 
+import sys
+
 from .cli import main
 
-main()
+sys.exit(main())

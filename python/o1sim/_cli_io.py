@@ -1,29 +1,32 @@
-"""The command line's input/output plumbing: consoles, the one-red-line error contract
-(``SimError``, usage errors, unwritable outputs, unexpected errors), output paths checked
-before a run, and writing results (``-`` is stdout). Kept apart from the commands
-(:mod:`o1sim.cli`), which use it."""
+"""The command line's input/output plumbing: the terminal (its width, whether it takes
+colour), one-line messages, the one-red-line error contract (``SimError``, usage errors,
+unwritable outputs, unexpected errors), output paths checked before a run, and writing
+results (``-`` is stdout). Kept apart from the commands (:mod:`o1sim.cli`), which use it.
+
+The standard library only, at import and for every one-line message: rich (about 50 ms to
+import here) loads only when a command draws one of its tables (``_out``, ``_err``) or a
+progress bar, so ``o1sim --help``, a small run and an error stay fast (``benchmarks/cli.py``).
+"""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
-
-import click
 
 from .errors import SimError
 
-if TYPE_CHECKING:  # rich and pathlib load only when used (`o1sim --help` stays fast)
-    from rich.console import Console
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing itself costs the start-up ~5 ms: not imported at run time)
+    from typing import Any, Callable, Optional, TextIO
 
-F = TypeVar("F", bound=Callable[..., Any])
+    from rich.console import Console
 
 
 def _out() -> Console:
+    """rich's console on stdout, for the tables rich draws (built per call, so a test that
+    swaps ``sys.stdout`` sees the output)."""
     from rich.console import Console
 
-    # Built per call so click's CliRunner (which swaps sys.stdout) sees the output.
     return Console()
 
 
@@ -33,65 +36,97 @@ def _err() -> Console:
     return Console(stderr=True)
 
 
+def terminal_width() -> int:
+    """The width rich gives its console: ``$COLUMNS`` when it is a number, else the size of
+    the first of stdin, stdout and stderr that is a terminal, else 80."""
+    columns = os.environ.get("COLUMNS")
+    if columns is not None and columns.isdigit():
+        return int(columns)
+    for fd in (0, 1, 2):
+        try:
+            return os.get_terminal_size(fd).columns or 80
+        except (AttributeError, ValueError, OSError):
+            continue
+    return 80
+
+
+#: SGR codes of the styles the command line uses (rich's, for the same look).
+_SGR = {"bold": "1", "dim": "2", "italic": "3", "red": "31", "green": "32", "yellow": "33"}
+_COLOURS = ("red", "green", "yellow")
+
+
+def _styled(text: str, style: Optional[str], stream: TextIO) -> str:
+    """``text`` in ``style`` (``"bold red"``) when ``stream`` is a terminal that takes styles,
+    as rich decides it: a terminal, or ``FORCE_COLOR`` set; never ``TERM=dumb``; colours
+    dropped under ``NO_COLOR``. Otherwise the text as it is."""
+    if not style:
+        return text
+    env = os.environ
+    isatty = getattr(stream, "isatty", None)
+    terminal = bool(env.get("FORCE_COLOR")) or (isatty is not None and isatty())
+    if not terminal or env.get("TERM", "").lower() in ("dumb", "unknown"):
+        return text
+    words = [w for w in style.split() if w in _SGR and not (w in _COLOURS and "NO_COLOR" in env)]
+    return f"\x1b[{';'.join(_SGR[w] for w in words)}m{text}\x1b[0m" if words else text
+
+
+def _echo(text: str, style: Optional[str] = None, *, err: bool = False) -> None:
+    """One message line as written (no markup, no wrapping: a path or an error stays whole),
+    on stdout or stderr, in ``style`` on a terminal."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(_styled(text, style, stream) + "\n")
+    stream.flush()
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
 def _fail(exc: BaseException, kind: Optional[str] = None) -> None:
-    line = _one_line(f"{kind or type(exc).__name__}: {exc}")
-    _err().print(line, style="bold red", markup=False, highlight=False, soft_wrap=True)
+    _echo(_one_line(f"{kind or type(exc).__name__}: {exc}"), "bold red", err=True)
 
 
 class OutputError(Exception):
     """An output path that cannot be written."""
 
 
-def _handle_errors(f: F) -> F:
-    """SimError (and any other error) → red one-liner on stderr, exit status 2."""
+class UsageError(Exception):
+    """A bad option or argument, found by the parser or by a command: printed as one
+    ``UsageError: …`` line with where to read the command's options, exit status 2."""
 
-    @functools.wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return f(*args, **kwargs)
-        except (SimError, OutputError) as e:
-            _fail(e)
-            sys.exit(2)
-        except click.ClickException:
-            raise  # one line too, printed by the group (`_Cli.main`)
-        except OSError as e:
-            _fail(e, "OSError")
-            sys.exit(2)
-        except Exception as e:  # a bug: still one line unless debugging
-            if os.environ.get("O1SIM_DEBUG"):
-                raise
-            _fail(e, f"InternalError ({type(e).__name__})")
-            sys.exit(2)
-
-    return wrapper  # type: ignore[return-value]
+    def __init__(self, message: str, option: Optional[str] = None) -> None:
+        """``option``: the option or argument at fault (``--set``), named as click named it:
+        ``Invalid value for '--set': <message>``."""
+        super().__init__(f"Invalid value for '{option}': {message}" if option else message)
 
 
-class _Cli(click.Group):
-    """The command group: usage errors (a bad option, a missing file argument) are one red
-    line and exit status 2 too, instead of click's usage screen."""
+def run_command(name: Optional[str], command: Callable[..., Optional[int]], kwargs: dict[str, Any]) -> int:
+    """Run a command's function and return the exit status: a ``SimError`` (and any other
+    error) is one red line on stderr and status 2; ``O1SIM_DEBUG=1`` shows an unexpected
+    error's traceback instead."""
+    try:
+        return command(**kwargs) or 0
+    except UsageError as e:
+        usage_error(e, name)
+    except (SimError, OutputError) as e:
+        _fail(e)
+    except OSError as e:
+        _fail(e, "OSError")
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        _echo("aborted", "bold red", err=True)
+        return 1
+    except Exception as e:  # a bug: still one line unless debugging
+        if os.environ.get("O1SIM_DEBUG"):
+            raise
+        _fail(e, f"InternalError ({type(e).__name__})")
+    return 2
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs.get("standalone_mode", True):
-            return super().main(*args, **kwargs)
-        kwargs["standalone_mode"] = False
-        try:
-            rv = super().main(*args, **kwargs)
-        except click.exceptions.Exit as e:
-            sys.exit(e.exit_code)
-        except click.ClickException as e:
-            kind = "UsageError" if isinstance(e, click.UsageError) else "Error"
-            hint = f" (see: o1sim {e.ctx.info_name} --help)" if isinstance(e, click.UsageError) and e.ctx and e.ctx.parent else ""
-            _err().print(_one_line(f"{kind}: {e.format_message()}{hint}"), style="bold red", markup=False,
-                         highlight=False, soft_wrap=True)
-            sys.exit(2)
-        except click.exceptions.Abort:
-            _err().print("aborted", style="bold red", markup=False, highlight=False)
-            sys.exit(1)
-        sys.exit(rv if isinstance(rv, int) else 0)
+
+def usage_error(e: BaseException, command: Optional[str]) -> None:
+    """``UsageError: <message> (see: o1sim <command> --help)``, one red line."""
+    hint = f" (see: o1sim {command} --help)" if command else " (see: o1sim --help)"
+    _echo(_one_line(f"UsageError: {e}{hint}"), "bold red", err=True)
 
 
 def _check_out(path: Optional[str], option: str, directory: bool = False) -> None:
@@ -123,17 +158,16 @@ def _write(path: str, text: str) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
         return
-    from pathlib import Path
-
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
     except OSError as e:
         raise OutputError(f"{path}: {e.strerror or e}") from None
-    _err().print(f"wrote {path}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    _echo(f"wrote {path}", "dim", err=True)
 
 
 def _tables(json_out: Optional[str]) -> Console:
-    """Where the tables go: stdout, or stderr when the JSON goes to stdout."""
+    """Where rich's tables go: stdout, or stderr when the JSON goes to stdout."""
     return _err() if json_out == "-" else _out()
 
 

@@ -14,7 +14,6 @@ import os
 import stat
 import sys
 from collections.abc import Mapping
-from pathlib import Path, PurePath
 from typing import IO, Any, Union
 
 from .errors import config_error, resource_error
@@ -69,6 +68,8 @@ def read_text(path: Union[str, os.PathLike[str]], field: str = "") -> str:
     """The UTF-8 text of the regular file ``path`` (:func:`open_input`), reading at most
     :data:`MAX_INPUT_BYTES` + 1 bytes: a longer file is a ``ResourceError``, an unreadable,
     non-regular or non-UTF-8 one a ``ConfigError``, both naming ``field``."""
+    from pathlib import Path
+
     p = Path(path)
     with open_input(p, field) as f:
         try:
@@ -152,7 +153,8 @@ def jsonable(value: Any, path: str, depth: int = 0) -> Any:
     np = sys.modules.get("numpy")  # a numpy scalar can only exist once numpy is loaded
     if np is not None and isinstance(value, np.generic):
         return jsonable(value.item(), path, depth)
-    if isinstance(value, PurePath):
+    pathlib = sys.modules.get("pathlib")  # likewise a path object, once pathlib is loaded
+    if pathlib is not None and isinstance(value, pathlib.PurePath):
         return str(value)
     raise config_error(
         path or "<scenario>",

@@ -7,7 +7,6 @@ not an abort. A scenario that sets ``limits.max_memory_gib`` keeps its own limit
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Optional
 
 from . import _core
@@ -21,7 +20,8 @@ SHARE = 0.75
 
 def _read_int(path: str) -> Optional[int]:
     try:
-        text = Path(path).read_text().strip()
+        with open(path) as f:
+            text = f.read().strip()
     except (OSError, ValueError):
         return None
     return int(text) if text.isdigit() else None
@@ -29,7 +29,9 @@ def _read_int(path: str) -> Optional[int]:
 
 def _status_kib(key: str, path: str = "/proc/self/status") -> Optional[int]:
     try:
-        for line in Path(path).read_text().splitlines():
+        with open(path) as f:
+            lines = f.read().splitlines()
+        for line in lines:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     except (OSError, ValueError, IndexError):

@@ -14,7 +14,6 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 
 from . import _core
@@ -32,7 +31,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pathlib loads when a path is read (it costs the CLI's start-up ~3 ms)
+    from pathlib import Path
+
     import pandas as pd
 
 __all__ = [
@@ -178,13 +179,18 @@ class Scenario:
         sc._data = None
         sc._text = text
         sc._format = format
-        sc._base = Path(base_dir) if base_dir is not None else None
+        if base_dir is not None:
+            from pathlib import Path
+
+            sc._base = Path(base_dir)
         sc.source = source
         return sc
 
     @classmethod
     def from_file(cls, path: Union[str, os.PathLike[str]]) -> Scenario:
         """A scenario from a ``.toml`` or ``.json`` file."""
+        from pathlib import Path
+
         p = Path(path)
         suffix = p.suffix.lower()
         if suffix not in (".toml", ".json"):
@@ -233,7 +239,7 @@ class Scenario:
         if not self._files:
             refuse_files(data)
         else:
-            _resolve_files(data, self._base or Path.cwd())
+            _resolve_files(data, self._base)
         return data
 
     def payload(self) -> tuple[str, str]:
@@ -551,6 +557,8 @@ class Result:
         self._need_steps("to_vllm_bench()")
         data = vllm_bench(self, **kwargs)
         if path is not None:
+            from pathlib import Path
+
             Path(path).write_text(json.dumps(data, allow_nan=False), encoding="utf-8")
         return data
 
@@ -634,6 +642,8 @@ class Simulation:
             raise TypeError("inject_topology() needs a topology and/or events")
         if topology is not None:
             holder: dict[str, Any] = {"topology": topology}
+            from pathlib import Path
+
             resolve_topology(holder, Path.cwd())
             self._sim.inject_topology(json.dumps(_jsonable(holder["topology"], "topology"), allow_nan=False))
             self._injected = True
@@ -825,26 +835,36 @@ class StepPrediction(NamedTuple):
         return pd.DataFrame(self.breakdown, columns=list(OpTime._fields))
 
 
-def _resolve_files(data: dict[str, Any], base: Path) -> bool:
+def _resolve_files(data: dict[str, Any], base: Optional[Path]) -> bool:
     """Inline the file paths a scenario may hold (``topology``, ``cost_model.profile``,
-    ``model.hf_config``), relative to ``base``, and make a trace file's path
-    (``workload.trace.path``, read when the scenario runs) absolute. Returns whether
-    anything changed."""
-    changed = resolve_topology(data, base)
+    ``model.hf_config``), relative to ``base`` (``None``: the working directory), and make a
+    trace file's path (``workload.trace.path``, read when the scenario runs) absolute.
+    Returns whether anything changed."""
     workload = data.get("workload")
     trace = workload.get("trace") if isinstance(workload, Mapping) else None
-    if (isinstance(workload, Mapping) and isinstance(trace, Mapping)
-            and isinstance(trace.get("path"), (str, os.PathLike)) and trace.get("text") is None):
+    trace_path = (isinstance(workload, Mapping) and isinstance(trace, Mapping)
+                  and isinstance(trace.get("path"), (str, os.PathLike)) and trace.get("text") is None)
+    cm = data.get("cost_model")
+    profile = isinstance(cm, Mapping) and isinstance(cm.get("profile"), (str, os.PathLike))
+    model = data.get("model")
+    hf_config = isinstance(model, Mapping) and isinstance(model.get("hf_config"), (str, os.PathLike))
+    if data.get("topology") is None and not (trace_path or profile or hf_config):
+        return False  # nothing to read: pathlib stays unloaded (the CLI's start-up)
+    from pathlib import Path
+
+    base = base if base is not None else Path.cwd()
+    changed = resolve_topology(data, base)
+    if trace_path:
+        assert isinstance(workload, Mapping) and isinstance(trace, Mapping)
         path = Path(trace["path"])
         if not path.is_absolute():
             data["workload"] = {**workload, "trace": {**trace, "path": str(base / path)}}
             changed = True
-    cm = data.get("cost_model")
-    if isinstance(cm, Mapping) and isinstance(cm.get("profile"), (str, os.PathLike)):
+    if profile:
+        assert isinstance(cm, Mapping)
         data["cost_model"] = {**cm, "profile": load_profile(cm["profile"], base, "cost_model.profile")}
         changed = True
-    model = data.get("model")
-    if isinstance(model, Mapping) and isinstance(model.get("hf_config"), (str, os.PathLike)):
+    if hf_config:
         data["model"] = _resolve_model(model, base)
         changed = True
     return changed
@@ -865,6 +885,8 @@ def load_profile(
     ``base`` when given)."""
     if isinstance(profile, Mapping):
         return dict(profile)
+    from pathlib import Path
+
     path = Path(profile)
     if base is not None and not path.is_absolute():
         path = base / path

@@ -8,31 +8,64 @@ search stopped before covering every state without finding one. ``--json -`` wri
 JSON to stdout (the tables then go to stderr). Summary keys are read defensively (``_get``)
 and shown as "—" when the core does not report them. ``O1SIM_DEBUG=1`` shows the traceback
 of an unexpected error instead of its one line.
+
+The parser is the standard library's argparse (:mod:`o1sim._cli_args`), and only the named
+command's parser is built. json, the registry, rich, the API and what it pulls in load only
+for the command that needs them, and a run's summary is drawn without rich when it fits
+(:mod:`o1sim._cli_table`), so ``o1sim --help`` and small runs start fast
+(``benchmarks/cli.py``).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
-
-import click
+from collections.abc import Mapping
 
 from . import _core
-from ._cli_args import _load, _parse_value, _progress_bar, scenario_arg, seed_opt, set_opt, web_dir
-from ._cli_io import _check_out, _Cli, _err, _fail, _handle_errors, _one_line, _out, _tables, _write
+from ._cli_args import (
+    COMMANDS,
+    Parser,
+    _load,
+    _parse_value,
+    _progress_bar,
+    command,
+    existing_file,
+    existing_path,
+    help_width,
+    int_range,
+    not_a_file,
+    not_a_folder,
+    positive_float,
+    scenario_arg,
+    seed_opt,
+    set_opt,
+    trace_opts,
+    web_dir,
+)
+from ._cli_io import (
+    UsageError,
+    _check_out,
+    _echo,
+    _fail,
+    _one_line,
+    _out,
+    _tables,
+    _write,
+    run_command,
+    usage_error,
+)
 from .errors import ConfigError, SimError
 
-# Imported where used: json, the registry, rich, the API and what it pulls in load only for
-# the command that needs them, so `o1sim --help` and small runs start fast (benchmarks/cli.py).
-if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing costs the start-up ~5 ms: not imported at run time)
+    from collections.abc import Sequence
+    from typing import Any, Callable, Optional
+
+    from rich.table import Table as RichTable
 
     from . import registry
+    from ._cli_table import Table
     from .api import CheckProgress, CheckResult, Result, Scenario
     from .api import Progress as SimProgress
 
@@ -55,19 +88,10 @@ def policies_help() -> str:
             + ".")
 
 
-class _PoliciesOption(click.Option):
-    """``--policies``: its default and help are the registry's, read when a command runs or
-    shows its help, not when the CLI starts (``o1sim --help`` and other commands never load
-    the registry)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.update(default=default_policies, show_default=True, callback=_policy_list)
-        super().__init__(*args, **kwargs)
-
-    def get_help_record(self, ctx: click.Context) -> Optional[tuple[str, str]]:
-        self.help = policies_help()
-        self.default = default_policies()  # the value itself, shown as `[default: orca,vllm,…]`
-        return super().get_help_record(ctx)
+def policies_opt(p: Parser) -> None:
+    """``--policies``: its default and help are the registry's, read when the command's parser
+    is built (``o1sim --help`` and other commands never load the registry)."""
+    p.option("--policies", type=_policy_list, default=default_policies(), show_default=True, help=policies_help())
 
 
 def __getattr__(name: str) -> Any:  # the registry's values under their former constant names
@@ -78,15 +102,17 @@ def __getattr__(name: str) -> Any:  # the registry's values under their former c
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _policy_list(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+def _policy_list(value: str) -> list[str]:
     """--policies as a list (the core's parser judges each name: an unknown one is a
     ConfigError on scheduler.policy with the closest names)."""
+    import argparse
+
     names = [p.strip() for p in value.split(",") if p.strip()]
     if not names:
-        raise click.BadParameter("give at least one policy", ctx=ctx, param=param)
+        raise argparse.ArgumentTypeError("give at least one policy")
     return names
 
-F = TypeVar("F", bound=Callable[..., Any])
+
 DASH = "—"
 
 # --------------------------------------------------------------------------- helpers
@@ -113,46 +139,88 @@ def _num(value: Any, digits: int = 1, scale: float = 1.0) -> str:
     return f"{v:,.{digits}f}"
 
 
-_TRACE_HELP = "Replay this trace file as the workload (Azure, Mooncake, Vidur, BLIS, inference-perf, vLLM, CSV/JSONL)."
+# --------------------------------------------------------------------------- the command line
 
 
-def trace_opts(f: F) -> F:
-    """``--trace FILE`` and ``--trace-format FORMAT``: replay a trace instead of the scenario's workload."""
-    f = click.option("--trace-format", type=click.Choice(_core.trace_formats()), default=None,
-                     help="The trace's format (default: detected from its first line).")(f)
-    return click.option("--trace", type=click.Path(exists=True, dir_okay=False), default=None, help=_TRACE_HELP)(f)
+#: ``o1sim --help``'s description (then the commands, each with its first sentence).
+DESCRIPTION = """o1sim: simulate LLM inference serving (schedulers, KV cache, GPUs, topology).
+
+SCENARIO is a .toml or .json file; without one, the built-in default scenario is used."""
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The ``o1sim`` command: parse ``argv`` (default ``sys.argv[1:]``), run the command it
+    names and return its exit status (``-h`` and ``--version`` print and exit 0)."""
+    import argparse
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    top = _TopParser("o1sim", DESCRIPTION, usage="%(prog)s [OPTIONS] COMMAND [ARGS]...")
+    top.option("--version", action="version", version=f"o1sim, version {_core.__version__}",
+               help="Show the version and exit.")
+    top.argument("command", choices=sorted(COMMANDS), metavar="COMMAND", help=argparse.SUPPRESS)
+    top.argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    try:
+        if not args:
+            raise UsageError("Missing command.")
+        ns = top.parse(args, intermixed=False)
+    except UsageError as e:
+        usage_error(e, None)
+        return 2
+    name = ns["command"]
+    func, arguments = COMMANDS[name]
+    parser = Parser(f"o1sim {name}", func.__doc__)
+    try:
+        for add in arguments:
+            add(parser)
+        kwargs = parser.parse(ns["args"])
+    except UsageError as e:
+        usage_error(e, name)
+        return 2
+    return run_command(name, func, kwargs)
+
+
+class _TopParser(Parser):
+    """``o1sim``'s own parser: its help lists the commands, each with its first sentence."""
+
+    def format_help(self) -> str:
+        import re
+
+        width = help_width()
+        names = sorted(COMMANDS)
+        pad = max(map(len, names)) + 4
+        lines = ["Commands:"]
+        for name in names:
+            doc = COMMANDS[name][0].__doc__ or ""
+            first = re.split(r"\n\s*\n", doc.strip())[0]
+            sentence = " ".join(first.split(". ")[0].split()).rstrip(".") + "."
+            limit = max(width - pad, 20)
+            if len(sentence) > limit:  # one line each, cut at a word, as click listed them
+                sentence = sentence[: limit - 3].rsplit(" ", 1)[0] + "..."
+            lines.append(f"  {name:<{pad - 4}}  {sentence}")
+        return super().format_help() + "\n" + "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------- commands
 
 
-@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_core.__version__, prog_name="o1sim")
-def main() -> None:
-    """o1sim: simulate LLM inference serving (schedulers, KV cache, GPUs, topology).
+def _run_opts(p: Parser) -> None:
+    p.option("--json", dest="json_out", metavar="OUT", help="Write the full result (core JSON) to OUT ('-': stdout).")
+    p.option("--format", dest="json_format", choices=["core", "vllm-bench"], default="core", show_default=True,
+             help="The shape of --json: o1sim's own result, or the JSON `vllm bench serve --save-result` writes "
+                  "(its field names and units; rejected requests are its failed ones).")
+    p.option("--csv", dest="csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV ('-': stdout).")
 
-    SCENARIO is a .toml or .json file; without one, the built-in default scenario is used.
-    """
 
-
-@main.command()
-@scenario_arg
-@click.option("--json", "json_out", metavar="OUT", help="Write the full result (core JSON) to OUT ('-': stdout).")
-@click.option("--format", "json_format", type=click.Choice(["core", "vllm-bench"]), default="core", show_default=True,
-              help="The shape of --json: o1sim's own result, or the JSON `vllm bench serve --save-result` writes "
-                   "(its field names and units; rejected requests are its failed ones).")
-@click.option("--csv", "csv_out", metavar="OUT", help="Write the per-request table to OUT as CSV ('-': stdout).")
-@trace_opts
-@seed_opt
-@set_opt
-@_handle_errors
+@command("run", scenario_arg, _run_opts, trace_opts, seed_opt, set_opt)
 def run(scenario: Optional[str], json_out: Optional[str], json_format: str, csv_out: Optional[str],
-        trace: Optional[str], trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+        trace: Optional[str], trace_format: Optional[str], seed: Optional[int], sets: Sequence[str]) -> None:
     """Run one simulation and print its summary."""
+    import time
+
     if json_out == "-" and csv_out == "-":
-        raise click.BadParameter("only one of --json and --csv can go to stdout ('-')", param_hint="--csv")
+        raise UsageError("only one of --json and --csv can go to stdout ('-')", "--csv")
     if json_format != "core" and not json_out:
-        raise click.BadParameter(f"{json_format} is the shape of the --json file: give --json OUT", param_hint="--format")
+        raise UsageError(f"{json_format} is the shape of the --json file: give --json OUT", "--format")
     _check_out(json_out, "--json")
     _check_out(csv_out, "--csv")
     from .api import simulate
@@ -169,7 +237,7 @@ def run(scenario: Optional[str], json_out: Optional[str], json_format: str, csv_
         # vllm-bench's ITLs come from the steps: record them now rather than run again.
         result = simulate(sc, progress=on_progress, record_steps=json_format == "vllm-bench")
     wall_s = time.perf_counter() - started
-    _print_summary(result, sc, wall_s, _tables(json_out if json_out == "-" else csv_out))
+    _print_summary(result, sc, wall_s, err=(json_out if json_out == "-" else csv_out) == "-")
     if json_out:
         if json_format == "vllm-bench":
             from .exports import vllm_bench_json
@@ -181,24 +249,23 @@ def run(scenario: Optional[str], json_out: Optional[str], json_format: str, csv_
         _write(csv_out, result.requests.to_csv(index=False))
 
 
-def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Console] = None) -> None:
-    from rich.table import Table
-
+def _print_summary(result: Result, sc: Scenario, wall_s: float, *, err: bool = False) -> None:
+    """The run's summary tables, on stdout (``err``: stderr)."""
     from . import registry
+    from ._cli_table import Table, show
 
     s = result.summary
-    out = out or _out()
-    head = Table(title=f"o1sim · {sc.source}", show_header=False, title_justify="left")
-    head.add_column("metric", style="bold")
-    head.add_column("value", justify="right")
+    head = Table(f"o1sim · {sc.source}", header=False)
+    head.column("metric", bold=True)
+    head.column("value", right=True)
     # The summary's metrics as the core's table lists them (o1sim.registry): the scalars
     # this run reports, one per line; the latency distributions in a grid below.
     shown = registry.shown_metrics("cli")
     for m in shown:
         if "." not in m.path and m.path in s:
-            head.add_row(m.heading, registry.format_metric(m, registry.metric_value(s, m.path)))
-    head.add_row("wall time (s)", f"{wall_s:.3f}")
-    out.print(head)
+            head.row(m.heading, registry.format_metric(m, registry.metric_value(s, m.path)))
+    head.row("wall time (s)", f"{wall_s:.3f}")
+    show(head, err=err)
 
     rows = {r["key"]: r for r in registry.summary_metrics()}
     grid: dict[str, dict[str, str]] = {}  # distribution heading → {statistic: text}
@@ -208,61 +275,59 @@ def _print_summary(result: Result, sc: Scenario, wall_s: float, out: Optional[Co
             name = registry.heading(rows[m.metric]["label"], m.unit)
             grid.setdefault(name, {})[stat] = registry.format_metric(m, registry.metric_value(s, m.path))
     stats = list(dict.fromkeys(stat for cells in grid.values() for stat in cells))
-    lat = Table(title="latency", title_justify="left")
-    lat.add_column("metric", style="bold")
+    lat = Table("latency")
+    lat.column("metric", bold=True)
     for q in stats:
-        lat.add_column(q, justify="right")
+        lat.column(q, right=True)
     for name, cells in grid.items():
-        lat.add_row(name, *(cells.get(q, DASH) for q in stats))
-    out.print(lat)
+        lat.row(name, *(cells.get(q, DASH) for q in stats))
+    show(lat, err=err)
 
     topo = _get(s, "topology")
     if isinstance(topo, Mapping):
-        t = Table(title="topology", show_header=False, title_justify="left")
-        t.add_column("metric", style="bold")
-        t.add_column("value", justify="right")
-        for label, key in (("events applied", "events_applied"), ("events not reached (after the last request)", "events_not_reached"),
-                           ("route changes", "route_changes"),
-                           ("replicas stopped", "stopped_replicas"), ("requests moved", "moved_requests"),
-                           ("replicas restarted", "restarted_replicas"),
-                           ("steps sharing a link", "shared_steps"), ("KV transfers", "kv_transfers")):
-            t.add_row(label, _num(topo.get(key)))
-        t.add_row("KV transfer ms mean / p99", f"{_num(_get(topo, 'kv_transfer_ms.mean'), 3)} / {_num(_get(topo, 'kv_transfer_ms.p99'), 3)}")
-        out.print(t)
+        show(_counters("topology", [
+            *((label, _num(topo.get(key))) for label, key in (
+                ("events applied", "events_applied"), ("events not reached (after the last request)", "events_not_reached"),
+                ("route changes", "route_changes"),
+                ("replicas stopped", "stopped_replicas"), ("requests moved", "moved_requests"),
+                ("replicas restarted", "restarted_replicas"),
+                ("steps sharing a link", "shared_steps"), ("KV transfers", "kv_transfers"))),
+            ("KV transfer ms mean / p99", f"{_num(_get(topo, 'kv_transfer_ms.mean'), 3)} / {_num(_get(topo, 'kv_transfer_ms.p99'), 3)}")]),
+            err=err)
 
     spec = _get(s, "speculative")
     if isinstance(spec, Mapping):
         per = ", ".join(_num(x, 3) for x in spec.get("acceptance_per_position") or [])
-        out.print(_counters("speculative decoding", [
+        show(_counters("speculative decoding", [
             ("drafts verified", _num(spec.get("draft_tokens"))), ("drafts accepted", _num(spec.get("accepted_tokens"))),
             ("acceptance rate", _num(spec.get("acceptance_rate"), 3)),
-            ("tokens per verify", _num(spec.get("tokens_per_verify"), 3)), ("acceptance per position", per)]))
+            ("tokens per verify", _num(spec.get("tokens_per_verify"), 3)), ("acceptance per position", per)]), err=err)
     lora = _get(s, "lora")
     if isinstance(lora, Mapping):
-        out.print(_counters("LoRA adapters", [
+        show(_counters("LoRA adapters", [
             ("adapter loads", _num(lora.get("adapter_loads"))), ("of them from disk", _num(lora.get("adapter_loads_from_disk"))),
             ("load time (ms)", _num(lora.get("load_ms"), 3)), ("steps that waited for a load", _num(lora.get("stalled_steps"))),
-            ("requests that waited for a slot", _num(lora.get("slot_waits")))]))
+            ("requests that waited for a slot", _num(lora.get("slot_waits")))]), err=err)
 
     rej = _get(s, "rejections")
     if isinstance(rej, Mapping) and any(rej.values()):
-        t = Table(title="rejections by reason", title_justify="left")
-        t.add_column("reason")
-        t.add_column("count", justify="right")
+        t = Table("rejections by reason")
+        t.column("reason")
+        t.column("count", right=True)
         for reason, count in sorted(rej.items()):
-            t.add_row(str(reason) or "(none)", _num(count))
-        out.print(t)
+            t.row(str(reason) or "(none)", _num(count))
+        show(t, err=err)
 
 
-def _counters(title: str, rows: Sequence[tuple[str, str]]) -> Any:
+def _counters(title: str, rows: Sequence[tuple[str, str]]) -> Table:
     """A two-column table of a summary section's counters (label, value)."""
-    from rich.table import Table
+    from ._cli_table import Table
 
-    t = Table(title=title, show_header=False, title_justify="left")
-    t.add_column("metric", style="bold")
-    t.add_column("value", justify="right")
+    t = Table(title, header=False)
+    t.column("metric", bold=True)
+    t.column("value", right=True)
     for label, value in rows:
-        t.add_row(label, value)
+        t.row(label, value)
     return t
 
 
@@ -294,16 +359,15 @@ def _compare_width(names: Sequence[str], results: Mapping[str, Result | SimError
     return sum(w + 3 for w in _column_widths(results, columns)) + max([len(n) for n in names] + [len("policy")]) + 1
 
 
-@main.command()
-@scenario_arg
-@click.option("--policies", cls=_PoliciesOption)
-@click.option("--json", "json_out", metavar="OUT", help="Write every run's result as {policy: result JSON} to OUT ('-': stdout).")
-@trace_opts
-@seed_opt
-@set_opt
-@_handle_errors
+def _compare_opts(p: Parser) -> None:
+    policies_opt(p)
+    p.option("--json", dest="json_out", metavar="OUT",
+             help="Write every run's result as {policy: result JSON} to OUT ('-': stdout).")
+
+
+@command("compare", scenario_arg, _compare_opts, trace_opts, seed_opt, set_opt)
 def compare(scenario: Optional[str], policies: list[str], json_out: Optional[str], trace: Optional[str],
-            trace_format: Optional[str], seed: Optional[int], sets: tuple[str, ...]) -> None:
+            trace_format: Optional[str], seed: Optional[int], sets: Sequence[str]) -> Optional[int]:
     """Run the scenario once per scheduler policy and compare the results."""
     import json
 
@@ -351,16 +415,16 @@ def compare(scenario: Optional[str], policies: list[str], json_out: Optional[str
         _write(json_out, "{" + ",".join(parts) + "}")
     if failed:
         detail = "; ".join(f"{name}: {type(err).__name__}: {err}" for name, err in failed)
-        _err().print(_one_line(f"{len(failed)} of {len(names)} run(s) failed: {detail}"), style="bold red",
-                     markup=False, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        _echo(_one_line(f"{len(failed)} of {len(names)} run(s) failed: {detail}"), "bold red", err=True)
+        return 2
+    return None
 
 
 def _compare_table(
     title: str,
     results: Mapping[str, Result | SimError],
     columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]],
-) -> Table:
+) -> RichTable:
     from rich import box
     from rich.table import Table
 
@@ -378,10 +442,12 @@ def _compare_table(
     return table
 
 
-@main.command(name="presets")
-@click.argument("section", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the raw catalog JSON.")
-@_handle_errors
+def _presets_opts(p: Parser) -> None:
+    p.argument("section", nargs="?", metavar="SECTION", help="One part of the catalog (gpus, models, policies, ...).")
+    p.flag("--json", dest="as_json", help="Print the raw catalog JSON.")
+
+
+@command("presets", _presets_opts)
 def presets_cmd(section: Optional[str], as_json: bool) -> None:
     """List the built-in catalog (GPUs, models, policies, ...); SECTION shows one part."""
     import json
@@ -391,10 +457,10 @@ def presets_cmd(section: Optional[str], as_json: bool) -> None:
     catalog = presets()
     if section is not None:
         if section not in catalog:
-            raise click.BadParameter(f"unknown section {section!r}; sections: {', '.join(catalog) or '(none)'}", param_hint="SECTION")
+            raise UsageError(f"unknown section {section!r}; sections: {', '.join(catalog) or '(none)'}", "SECTION")
         catalog = {section: catalog[section]}
     if as_json:
-        click.echo(json.dumps(catalog, indent=2))
+        print(json.dumps(catalog, indent=2))
         return
     out = _out()
     if not catalog:
@@ -413,7 +479,7 @@ def _billions(value: Any) -> str:
     return f"{value / 1e9:,.1f}B" if isinstance(value, (int, float)) else DASH
 
 
-def _models_table(models: list[Any]) -> Table:
+def _models_table(models: list[Any]) -> RichTable:
     """One row per model preset: its size, shape, architecture and Hugging Face ids (each
     accepted in place of the name, case-insensitively)."""
     from rich.table import Table
@@ -461,7 +527,7 @@ def _models_table(models: list[Any]) -> Table:
     return table
 
 
-def _gpus_table(gpus: list[Any]) -> Table:
+def _gpus_table(gpus: list[Any]) -> RichTable:
     """One row per GPU preset: datasheet figures and what prices it (a shipped calibration
     profile, or the roofline)."""
     from rich.table import Table
@@ -490,7 +556,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _catalog_table(title: str, value: Any) -> Table:
+def _catalog_table(title: str, value: Any) -> RichTable:
     """A table of catalog entries (a name → entry mapping or a list of entries/names)."""
     from rich.table import Table
 
@@ -529,35 +595,33 @@ def _catalog_table(title: str, value: Any) -> Table:
     return table
 
 
-@main.command()
-@scenario_arg
-@trace_opts
-@seed_opt
-@set_opt
-@_handle_errors
+@command("validate", scenario_arg, trace_opts, seed_opt, set_opt)
 def validate(scenario: Optional[str], trace: Optional[str], trace_format: Optional[str], seed: Optional[int],
-             sets: tuple[str, ...]) -> None:
+             sets: Sequence[str]) -> None:
     """Check a scenario and print it resolved (presets expanded) as JSON."""
     import json
 
     sc = _load(scenario, seed, sets, trace, trace_format)
     resolved = sc.validate()
-    click.echo(json.dumps(resolved, indent=2))
-    _err().print(f"{sc.source}: valid", style="bold green", markup=False, highlight=False, soft_wrap=True)
+    print(json.dumps(resolved, indent=2))
+    _echo(f"{sc.source}: valid", "bold green", err=True)
 
 
-@main.command(name="check")
-@click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
-@click.option("--max-states", type=click.IntRange(min=1), default=2_000_000, show_default=True, help="Stop after this many states.")
-@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None, help="Stop after this much wall time.")
-@click.option("--timeliness-steps", type=click.IntRange(0, 200), default=2, show_default=True,
-              help="Steps an urgent request may wait while a less urgent one runs (priority policies).")
-@click.option("--json", "json_out", metavar="OUT", help="Write the whole result (counterexamples, Petri net) as JSON ('-': stdout).")
-@click.option("--pnml", "pnml_out", metavar="OUT", help="Write the policy's Petri net as PNML ('-': stdout).")
-@click.option("--replay", "replay_dir", metavar="DIR", help="Write each counterexample's replay scenario to DIR/<property>.json.")
-@seed_opt
-@set_opt
-@_handle_errors
+def _check_opts(p: Parser) -> None:
+    p.argument("scenario", type=existing_file, metavar="SCENARIO", help="A .toml or .json scenario file.")
+    p.option("--max-states", type=int_range(1), default=2_000_000, show_default=True, metavar="INTEGER",
+             help="Stop after this many states.")
+    p.option("--max-seconds", type=positive_float, default=None, metavar="FLOAT", help="Stop after this much wall time.")
+    p.option("--timeliness-steps", type=int_range(0, 200), default=2, show_default=True, metavar="INTEGER",
+             help="Steps an urgent request may wait while a less urgent one runs (priority policies).")
+    p.option("--json", dest="json_out", metavar="OUT",
+             help="Write the whole result (counterexamples, Petri net) as JSON ('-': stdout).")
+    p.option("--pnml", dest="pnml_out", metavar="OUT", help="Write the policy's Petri net as PNML ('-': stdout).")
+    p.option("--replay", dest="replay_dir", metavar="DIR",
+             help="Write each counterexample's replay scenario to DIR/<property>.json.")
+
+
+@command("check", _check_opts, seed_opt, set_opt)
 def check_cmd(
     scenario: str,
     max_states: int,
@@ -567,8 +631,8 @@ def check_cmd(
     pnml_out: Optional[str],
     replay_dir: Optional[str],
     seed: Optional[int],
-    sets: tuple[str, ...],
-) -> None:
+    sets: Sequence[str],
+) -> Optional[int]:
     """Model-check SCENARIO's scheduler over every order of arrivals and step completions
     (and, with a topology, of its link_down/link_up events and KV arrivals).
 
@@ -579,7 +643,7 @@ def check_cmd(
     import json
 
     if json_out == "-" and pnml_out == "-":
-        raise click.BadParameter("only one of --json and --pnml can go to stdout ('-')", param_hint="--pnml")
+        raise UsageError("only one of --json and --pnml can go to stdout ('-')", "--pnml")
     _check_out(json_out, "--json")
     _check_out(pnml_out, "--pnml")
     _check_out(replay_dir, "--replay", directory=True)
@@ -609,12 +673,13 @@ def check_cmd(
             if raw is not None:
                 _write(str(Path(replay_dir) / f"{v.property}.json"), json.dumps(raw, indent=2))
     if result.violations:
-        sys.exit(1)
+        return 1
     if not result.complete:
-        sys.exit(3)
+        return 3
+    return None
 
 
-def _print_check(result: CheckResult, sc: Scenario, out: Optional[Console] = None) -> None:
+def _print_check(result: CheckResult, sc: Scenario, out: Any = None) -> None:
     from rich.table import Table
 
     out = out or _out()
@@ -673,9 +738,11 @@ def _print_check(result: CheckResult, sc: Scenario, out: Optional[Console] = Non
 
 def _batch_item(text: str) -> list[dict[str, int]]:
     """``NEW:CTX`` or ``NEW:CTXxCOUNT`` (COUNT identical requests) → batch entries."""
+    import re
+
     m = re.fullmatch(r"\s*(-?\d+)\s*(?::\s*(-?\d+))?\s*(?:[xX*]\s*(\d+))?\s*", text)
     if not m:
-        raise click.BadParameter(f"{text!r}: expected NEW[:CONTEXT][xCOUNT], e.g. 2048:0 or 1:1023x64", param_hint="--batch")
+        raise UsageError(f"{text!r}: expected NEW[:CONTEXT][xCOUNT], e.g. 2048:0 or 1:1023x64", "--batch")
     new, ctx, count = int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 1)
     return [{"new_tokens": new, "context_tokens": ctx}] * count
 
@@ -684,21 +751,31 @@ def _preset_or_table(text: str) -> Any:
     return _parse_value(text) if text.lstrip().startswith("{") else text
 
 
-@main.command()
-@click.option("--model", default="llama-3-8b", show_default=True, help="Model preset or Hugging Face id, or a TOML table such as '{preset=\"llama-3-70b\", layers=8}' or '{hf_config=\"config.json\"}'.")
-@click.option("--gpu", default="h200", show_default=True, help="GPU preset, or a TOML table.")
-@click.option("--tp", default=1, show_default=True, help="Tensor-parallel degree.")
-@click.option("--batch", "batch", multiple=True, required=True, metavar="NEW[:CTX][xN]", help="Requests in the step: NEW tokens over CTX cached ones, N times (repeatable). 2048:0 is a prefill, 1:1023x64 64 decodes at KV length 1024.")
-@click.option("--eager", is_flag=True, help="Launch kernels eagerly instead of replaying a CUDA graph.")
-@click.option("--dtype", default="bf16", show_default=True, help="bf16 | fp8 | int8 | int4 (weight-only).")
-@click.option("--kv-dtype", default="bf16", show_default=True, help="bf16 | fp8.")
-@click.option("--engine", default="vllm", show_default=True, type=click.Choice(registry.engine_names()),
-              help="The engine whose kernels price the step: " + "; ".join(f"{e['name']} ({e['label']}: {e['summary']})" for e in registry.engines()) + ".")
-@click.option("--fusion", default="none", show_default=True, help="none | fine | coarse | hybrid (reference engine).")
-@click.option("--profile", type=click.Path(dir_okay=False), default=None, help="Calibration profile JSON replacing the GPU's shipped one (tools/make_profile.py, o1sim calibrate).")
-@click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
-@_handle_errors
-def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, dtype: str, kv_dtype: str, engine: str,
+def _predict_opts(p: Parser) -> None:
+    p.option("--model", default="llama-3-8b", show_default=True,
+             help="Model preset or Hugging Face id, or a TOML table such as '{preset=\"llama-3-70b\", layers=8}' or "
+                  "'{hf_config=\"config.json\"}'.")
+    p.option("--gpu", default="h200", show_default=True, help="GPU preset, or a TOML table.")
+    p.option("--tp", type=int, default=1, show_default=True, metavar="INTEGER", help="Tensor-parallel degree.")
+    p.option("--batch", action="append", required=True, metavar="NEW[:CTX][xN]",
+             help="Requests in the step: NEW tokens over CTX cached ones, N times (repeatable). 2048:0 is a prefill, "
+                  "1:1023x64 64 decodes at KV length 1024.")
+    p.flag("--eager", help="Launch kernels eagerly instead of replaying a CUDA graph.")
+    p.option("--dtype", default="bf16", show_default=True, help="bf16 | fp8 | int8 | int4 (weight-only).")
+    p.option("--kv-dtype", default="bf16", show_default=True, help="bf16 | fp8.")
+    from . import registry
+
+    p.option("--engine", default="vllm", show_default=True, choices=registry.engine_names(),
+             help="The engine whose kernels price the step: "
+                  + "; ".join(f"{e['name']} ({e['label']}: {e['summary']})" for e in registry.engines()) + ".")
+    p.option("--fusion", default="none", show_default=True, help="none | fine | coarse | hybrid (reference engine).")
+    p.option("--profile", type=not_a_folder, default=None, metavar="FILE",
+             help="Calibration profile JSON replacing the GPU's shipped one (tools/make_profile.py, o1sim calibrate).")
+    p.flag("--json", dest="as_json", help="Print the prediction as JSON.")
+
+
+@command("predict", _predict_opts)
+def predict(model: str, gpu: str, tp: int, batch: Sequence[str], eager: bool, dtype: str, kv_dtype: str, engine: str,
             fusion: str, profile: Optional[str], as_json: bool) -> None:
     """Predict the execution time of one step, per operator with its source."""
     import json
@@ -711,7 +788,7 @@ def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, 
     p = predict_step(_preset_or_table(model), _preset_or_table(gpu), tp=tp, batch=items, cuda_graphs=not eager,
                      dtype=dtype, fusion=fusion, kv_dtype=kv_dtype, profile=profile, engine=engine)
     if as_json:
-        click.echo(json.dumps({"total_ms": p.total_ms, "mode": p.mode, "profile": p.profile,
+        print(json.dumps({"total_ms": p.total_ms, "mode": p.mode, "profile": p.profile,
                                "breakdown": [o._asdict() for o in p.breakdown]}, indent=2))
         return
     table = Table(title=f"{len(items)} request(s), {p.mode} — {p.total_ms:,.3f} ms", title_justify="left")
@@ -722,22 +799,26 @@ def predict(model: str, gpu: str, tp: int, batch: tuple[str, ...], eager: bool, 
     for o in p.breakdown:
         table.add_row(o.op, f"{o.ms:,.4f}", f"{o.ms / p.total_ms:.1%}" if p.total_ms > 0 else DASH, o.source)
     _out().print(table)
-    _err().print(f"profile: {p.profile or 'none (roofline from datasheet numbers)'}", markup=False, highlight=False, soft_wrap=True)
+    _echo(f"profile: {p.profile or 'none (roofline from datasheet numbers)'}", err=True)
 
 
-@main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--gpu", required=True, help="The GPU preset the runs ran on (the runs do not record it).")
-@click.option("--server", "server", multiple=True, metavar="KEY=VALUE",
-              help="The server's settings where the runs do not record them: model, tp, max_num_seqs, max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization (repeatable).")
-@click.option("-o", "--out", "out", metavar="OUT", help="Write the calibration profile (JSON) here.")
-@click.option("--per", type=click.Choice(["all", "deployment"]), default="all", show_default=True,
-              help="One profile for all runs, or one per deployment (model and TP) in the cross-validation.")
-@click.option("--holdout", type=click.Choice(["workload", "model", "run", "none"]), default="workload", show_default=True,
-              help="Cross-validation: hold out each workload (the same benchmark on every deployment), model or run in turn.")
-@click.option("--wide", is_flag=True, help="Show every column, however wide (default: the columns that fit the terminal).")
-@_handle_errors
-def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Optional[str], per: str, holdout: str,
+def _calibrate_opts(p: Parser) -> None:
+    p.argument("runs", nargs="+", type=existing_path, metavar="RUNS",
+               help="inference-perf result directories or vLLM benchmark_serving JSON files.")
+    p.option("--gpu", required=True, help="The GPU preset the runs ran on (the runs do not record it).")
+    p.option("--server", action="append", default=[], metavar="KEY=VALUE",
+             help="The server's settings where the runs do not record them: model, tp, max_num_seqs, "
+                  "max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization (repeatable).")
+    p.option("-o", "--out", dest="out", metavar="OUT", help="Write the calibration profile (JSON) here.")
+    p.option("--per", choices=["all", "deployment"], default="all", show_default=True,
+             help="One profile for all runs, or one per deployment (model and TP) in the cross-validation.")
+    p.option("--holdout", choices=["workload", "model", "run", "none"], default="workload", show_default=True,
+             help="Cross-validation: hold out each workload (the same benchmark on every deployment), model or run in turn.")
+    p.flag("--wide", help="Show every column, however wide (default: the columns that fit the terminal).")
+
+
+@command("calibrate", _calibrate_opts)
+def calibrate(runs: Sequence[str], gpu: str, server: Sequence[str], out: Optional[str], per: str, holdout: str,
               wide: bool) -> None:
     """Fit the GPU's kernel speed and the serving front end to measured runs (inference-perf
     result directories, vLLM benchmark_serving JSON) and write a profile scenarios name in
@@ -749,7 +830,7 @@ def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Opt
 
     measured = cal.read_runs(runs, gpu=gpu, server=cal.parse_server(server))
     if not measured:
-        raise click.BadParameter("no runs found", param_hint="RUNS")
+        raise UsageError("no runs found", "RUNS")
     with _progress_bar() as bar:
         task = bar.add_task("calibrate", total=None, detail="")
         ev = cal.calibrate(measured, gpu, per=per, holdout_by=holdout, progress=lambda msg: bar.update(task, description=msg.strip()[:60]))
@@ -789,21 +870,25 @@ def calibrate(runs: tuple[str, ...], gpu: str, server: tuple[str, ...], out: Opt
     _out().print(f"gpu_time_scale {prof.get('gpu_time_scale')}, frontend {prof.get('frontend')}", markup=False, highlight=False)
     if out:
         _write(out, json.dumps(prof, indent=1) + "\n")
-        _err().print(f"name it in a scenario: cost_model.profile = \"{out}\"", style="dim", markup=False, highlight=False, soft_wrap=True)
+        _echo(f"name it in a scenario: cost_model.profile = \"{out}\"", "dim", err=True)
 
 
-@main.command()
-@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Port to serve the dashboard on.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (127.0.0.1: this machine only).")
-@click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
-def dashboard(port: int, host: str, no_browser: bool) -> None:
+def _dashboard_opts(p: Parser) -> None:
+    p.option("--port", type=int_range(1, 65535), default=8501, show_default=True, metavar="INTEGER",
+             help="Port to serve the dashboard on.")
+    p.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (127.0.0.1: this machine only).")
+    p.flag("--no-browser", help="Do not open a browser window.")
+
+
+@command("dashboard", _dashboard_opts)
+def dashboard(port: int, host: str, no_browser: bool) -> int:
     """Open the dashboard: scenario editor, policy comparison, charts and downloads (Streamlit)."""
     import importlib.util
     import subprocess
 
     if importlib.util.find_spec("streamlit") is None:
         _fail(RuntimeError("the dashboard needs Streamlit: pip install 'o1sim[dashboard]'"))
-        sys.exit(2)
+        return 2
     from .dashboard import APP_PATH
 
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.port", str(port),
@@ -814,27 +899,25 @@ def dashboard(port: int, host: str, no_browser: bool) -> None:
         # test's terminate) reaches Streamlit itself instead of orphaning it.
         sys.stdout.flush()
         os.execv(sys.executable, cmd)
-    sys.exit(subprocess.call(cmd))
+    return subprocess.call(cmd)
 
 
-@main.command()
-@scenario_arg
-@click.option("-o", "--output", "output", default="report.html", show_default=True, metavar="OUT",
-              help="Where to write the HTML report.")
-@click.option("--policies", cls=_PoliciesOption)
-@trace_opts
-@seed_opt
-@set_opt
-@_handle_errors
+def _report_opts(p: Parser) -> None:
+    p.option("-o", "--output", dest="output", default="report.html", show_default=True, metavar="OUT",
+             help="Where to write the HTML report.")
+    policies_opt(p)
+
+
+@command("report", scenario_arg, _report_opts, trace_opts, seed_opt, set_opt)
 def report(scenario: Optional[str], output: str, policies: list[str], trace: Optional[str], trace_format: Optional[str],
-           seed: Optional[int], sets: tuple[str, ...]) -> None:
+           seed: Optional[int], sets: Sequence[str]) -> Optional[int]:
     """Write one self-contained HTML file comparing the policies (tables and charts; opens offline)."""
     import importlib.util
 
     names = policies
     if importlib.util.find_spec("vl_convert") is None or importlib.util.find_spec("altair") is None:
         _fail(RuntimeError("the report needs Altair and vl-convert: pip install 'o1sim[dashboard]'"))
-        sys.exit(2)
+        return 2
     from .report import write_report
 
     _check_out(output, "--output")
@@ -846,22 +929,27 @@ def report(scenario: Optional[str], output: str, policies: list[str], trace: Opt
             bar.update(task, completed=i, description=f"{policy} ({i + 1}/{n})")
 
         _, failures = write_report(base, names, output, on_run=on_run)
-    _err().print(f"wrote {output}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    _echo(f"wrote {output}", "dim", err=True)
     if failures:
         detail = "; ".join(f"{name}: {type(err).__name__}: {err}" for name, err in failures.items())
-        _err().print(_one_line(f"{len(failures)} of {len(names)} run(s) failed: {detail}"), style="bold red",
-                     markup=False, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        _echo(_one_line(f"{len(failures)} of {len(names)} run(s) failed: {detail}"), "bold red", err=True)
+        return 2
+    return None
 
 
 # --------------------------------------------------------------------------- web page
 
 
-@main.command(name="web")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on (0 picks a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Folder to serve (default: web/ of the source tree).")
-def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
+def _web_opts(p: Parser) -> None:
+    p.option("--port", type=int_range(0, 65535), default=8000, show_default=True, metavar="INTEGER",
+             help="Port to listen on (0 picks a free one).")
+    p.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+    p.option("--dir", dest="directory", type=not_a_file, metavar="PATH",
+             help="Folder to serve (default: web/ of the source tree).")
+
+
+@command("web", _web_opts)
+def web_cmd(port: int, host: str, directory: Optional[str]) -> Optional[int]:
     """Serve the in-browser page (a plain static server of web/; build it with `make web`)."""
     import http.server
     import mimetypes
@@ -869,11 +957,11 @@ def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
 
     root = (Path(directory) if directory else web_dir()).resolve()
     if not (root / "index.html").is_file():
-        _fail(click.ClickException(f"no page at {root} (run from a source checkout, or pass --dir)"))
-        sys.exit(2)
+        _fail(RuntimeError(f"no page at {root} (run from a source checkout, or pass --dir)"), "Error")
+        return 2
     if not (root / "pkg" / "o1sim.wasm").is_file():
-        _fail(click.ClickException(f"{root / 'pkg' / 'o1sim.wasm'} is missing: run `make web` first"))
-        sys.exit(2)
+        _fail(RuntimeError(f"{root / 'pkg' / 'o1sim.wasm'} is missing: run `make web` first"), "Error")
+        return 2
     mimetypes.add_type("application/wasm", ".wasm")
     mimetypes.add_type("text/javascript", ".js")
 
@@ -881,7 +969,7 @@ def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
 
     server = http.server.ThreadingHTTPServer((host, port), page_handler(root))
     shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
-    _out().print(f"o1sim page: http://{shown}:{server.server_address[1]}/  (serving {root}; Ctrl-C to stop)", markup=False, highlight=False, soft_wrap=True)
+    _echo(f"o1sim page: http://{shown}:{server.server_address[1]}/  (serving {root}; Ctrl-C to stop)")
     sys.stdout.flush()
     try:
         server.serve_forever()
@@ -889,14 +977,17 @@ def web_cmd(port: int, host: str, directory: Optional[str]) -> None:
         pass
     finally:
         server.server_close()
+    return None
 
 
-@main.command(name="seed-report")
-@click.option("-o", "--output", "output", default="docs/seed-claims.md", show_default=True,
-              type=click.Path(dir_okay=False), help="Markdown report; the HTML one goes next to it.")
-@click.option("--html", "html_out", default=None, type=click.Path(dir_okay=False),
-              help="HTML report (default: the Markdown path with .html).")
-@_handle_errors
+def _seed_report_opts(p: Parser) -> None:
+    p.option("-o", "--output", dest="output", default="docs/seed-claims.md", show_default=True, type=not_a_folder,
+             metavar="PATH", help="Markdown report; the HTML one goes next to it.")
+    p.option("--html", dest="html_out", default=None, type=not_a_folder, metavar="PATH",
+             help="HTML report (default: the Markdown path with .html).")
+
+
+@command("seed-report", _seed_report_opts)
 def seed_report_cmd(output: str, html_out: Optional[str]) -> None:
     """Test the seed article's numeric claims: run each under a stated setup and write the
     verdicts (reproduced / refuted / not reproducible, and why) as Markdown and HTML."""
@@ -918,15 +1009,18 @@ def seed_report_cmd(output: str, html_out: Optional[str]) -> None:
     out.print(f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + f" → {output}, {html_path}")
 
 
-@main.command(name="routes")
-@click.argument("topology")
-@click.argument("src")
-@click.argument("dst")
-@click.option("--down", "down", multiple=True, metavar="A:B",
-              help="The link between nodes A and B is down (repeatable): routes as the simulation re-routes after link_down events at t = 0.")
-@click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
-@_handle_errors
-def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json: bool) -> None:
+def _routes_opts(p: Parser) -> None:
+    p.argument("topology", metavar="TOPOLOGY", help="A preset name, a .toml/.json file, or an inline TOML table.")
+    p.argument("src", metavar="SRC", help="The route's first node.")
+    p.argument("dst", metavar="DST", help="The route's last node.")
+    p.option("--down", action="append", default=[], metavar="A:B",
+             help="The link between nodes A and B is down (repeatable): routes as the simulation re-routes after "
+                  "link_down events at t = 0.")
+    p.flag("--json", dest="as_json", help="Print the candidates as JSON.")
+
+
+@command("routes", _routes_opts)
+def routes_cmd(topology: str, src: str, dst: str, down: Sequence[str], as_json: bool) -> None:
     """RTMPv2 candidate routes from SRC to DST on TOPOLOGY (a preset name, a .toml/.json
     file, or an inline TOML table), with bandwidth, latency, score, the chosen route and
     the Pareto frontier."""
@@ -940,15 +1034,15 @@ def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json
     for item in down:
         a, sep, b = item.partition(":")
         if not sep or not a or not b or ":" in b:
-            raise click.BadParameter(f"expected A:B (two node ids), got {item!r}", param_hint="--down")
+            raise UsageError(f"expected A:B (two node ids), got {item!r}", "--down")
         pairs.append((a, b))
     cands = routes(_preset_or_table(topology), src, dst, down=pairs)
     if as_json:
-        click.echo(json.dumps(cands, indent=2))
+        print(json.dumps(cands, indent=2))
         return
     if not cands:
         why = "the links down cut them apart" if down else "they are not connected"
-        click.echo(f"no route from {src} to {dst}: {why}")
+        print(f"no route from {src} to {dst}: {why}")
         return
     title = f"routes {src} → {dst}" + (f" (down: {', '.join(down)})" if down else "")
     table = Table(title=title, title_justify="left")
@@ -960,13 +1054,8 @@ def routes_cmd(topology: str, src: str, dst: str, down: tuple[str, ...], as_json
     _out().print(table)
 
 
-# The many-run commands live in their own module (it imports the helpers above).
-from .cli_search import capacity_cmd, plan_cmd, sweep_cmd  # noqa: E402
-
-main.add_command(sweep_cmd)
-main.add_command(capacity_cmd)
-main.add_command(plan_cmd)
-
+# The many-run commands live in their own module (it registers them in COMMANDS).
+from . import cli_search  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    sys.exit(main())

@@ -5,33 +5,33 @@ scheduler.policy=vllm,sarathi --grid workload.arrival.rate=8,12,16``); commas in
 brackets or quotes do not split. Tables print to the terminal, fitted to its width (the
 columns that fit, the most important first, and a line naming the others; ``--wide``: all);
 ``--csv`` and ``--json`` write every row. Errors print one red line and exit with status 2.
+Importing this module registers the three commands (:data:`o1sim._cli_args.COMMANDS`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-import click
+from ._cli_args import Parser, _load, _parse_value, _progress_bar, command, int_range, scenario_arg, seed_opt, set_opt
+from ._cli_io import UsageError, _check_out, _fail, _tables, _write
 
-from ._cli_args import _load, _parse_value, _progress_bar, scenario_arg, seed_opt, set_opt
-from ._cli_io import OutputError, _check_out, _fail, _tables, _write
-from .errors import SimError
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing costs the start-up ~5 ms: not imported at run time)
+    from collections.abc import Sequence
+    from typing import Any, Callable, Optional, TypeVar
 
-if TYPE_CHECKING:
     import pandas as pd
 
-F = TypeVar("F", bound=Callable[..., Any])
+    F = TypeVar("F", bound=Callable[..., Any])
 
 #: Columns a sweep's table shows unless told otherwise (CSV and JSON hold all).
 SWEEP_COLUMNS = ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "throughput_rps", "goodput_rps"]
 
 
 def _handle(f: F) -> F:
-    """Core errors, a missing Ray and a lost Ray task → one red line, exit status 2."""
+    """A missing Ray and a lost Ray task → one red line, exit status 2 (core errors and the
+    rest: :func:`o1sim._cli_io.run_command`, like every command's)."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -39,12 +39,9 @@ def _handle(f: F) -> F:
 
         try:
             return f(*args, **kwargs)
-        except (SimError, BackendError, ImportError, OutputError) as e:
+        except (BackendError, ImportError) as e:
             _fail(e)
-            sys.exit(2)
-        except OSError as e:
-            _fail(e, "OSError")
-            sys.exit(2)
+            return 2
 
     return wrapper  # type: ignore[return-value]
 
@@ -75,7 +72,7 @@ def _axes(items: Sequence[str], option: str) -> dict[str, list[Any]]:
     for item in items:
         key, sep, values = item.partition("=")
         if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=V1,V2,…, got {item!r}", param_hint=option)
+            raise UsageError(f"expected KEY=V1,V2,…, got {item!r}", option)
         vals = [_parse_value(v) for v in split_values(values) if v]
         axes[key.strip()] = vals
     return axes
@@ -86,10 +83,10 @@ def _bounds(items: Sequence[str], option: str = "--slo") -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise click.BadParameter(f"expected METRIC=VALUE, got {item!r}", param_hint=option)
+            raise UsageError(f"expected METRIC=VALUE, got {item!r}", option)
         v = _parse_value(value.strip())
         if isinstance(v, float) and not math.isfinite(v):
-            raise click.BadParameter(f"{key.strip()}: expected a finite number, got {value.strip()!r}", param_hint=option)
+            raise UsageError(f"{key.strip()}: expected a finite number, got {value.strip()!r}", option)
         out[key.strip()] = v
     return out
 
@@ -101,7 +98,7 @@ def _seeds(text: Optional[str], default: Any) -> Any:
     try:
         values = [int(p) for p in parts]
     except ValueError:
-        raise click.BadParameter(f"expected a count (3) or a list of seeds (0,1,2), got {text!r}", param_hint="--seeds") from None
+        raise UsageError(f"expected a count (3) or a list of seeds (0,1,2), got {text!r}", "--seeds") from None
     return values[0] if len(values) == 1 and "," not in text else values
 
 
@@ -164,7 +161,7 @@ def _frame_table(out: Any, title: str, df: pd.DataFrame, columns: Sequence[str],
 def _check_outputs(csv_out: Optional[str], json_out: Optional[str]) -> None:
     """Refuse unwritable outputs (and both on stdout) before any run."""
     if csv_out == "-" and json_out == "-":
-        raise click.BadParameter("only one of --json and --csv can go to stdout ('-')", param_hint="--csv")
+        raise UsageError("only one of --json and --csv can go to stdout ('-')", "--csv")
     _check_out(csv_out, "--csv")
     _check_out(json_out, "--json")
 
@@ -184,45 +181,40 @@ def _outputs(df: pd.DataFrame, csv_out: Optional[str], json_out: Optional[str], 
         _write(json_out, json.dumps({**(extra or {}), "rows": rows}, indent=1))
 
 
-backend_opts = [
-    click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                 help="Run on this machine's cores, or on a Ray cluster (pip install 'o1sim[ray]')."),
-    click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (ray.init(address=…)); default: a new local one."),
-    click.option("--workers", type=click.IntRange(min=1), default=None, help="Threads for --backend local (default: every CPU)."),
-    click.option("--csv", "csv_out", metavar="OUT", help="Write every row as CSV."),
-    click.option("--json", "json_out", metavar="OUT", help="Write every row (and the answer) as JSON."),
-    click.option("--wide", is_flag=True, help="Show every column, however wide (default: the columns that fit the terminal)."),
-]
+def backend_opts(p: Parser) -> None:
+    """Where the runs run, and where the rows go."""
+    p.option("--backend", choices=["local", "ray"], default="local", show_default=True,
+             help="Run on this machine's cores, or on a Ray cluster (pip install 'o1sim[ray]').")
+    p.option("--address", default=None, metavar="ADDR",
+             help="Ray cluster address (ray.init(address=…)); default: a new local one.")
+    p.option("--workers", type=int_range(1), default=None, metavar="INTEGER",
+             help="Threads for --backend local (default: every CPU).")
+    p.option("--csv", dest="csv_out", metavar="OUT", help="Write every row as CSV.")
+    p.option("--json", dest="json_out", metavar="OUT", help="Write every row (and the answer) as JSON.")
+    p.flag("--wide", help="Show every column, however wide (default: the columns that fit the terminal).")
 
 
-def _with(opts: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
-    def deco(f: F) -> F:
-        for o in reversed(opts):
-            f = o(f)
-        return f
+def _sweep_opts(p: Parser) -> None:
+    p.option("--grid", action="append", default=[], metavar="KEY=V1,V2",
+             help="An axis: a dotted field and its values (repeatable; the product of all axes runs).")
+    p.option("--zip", dest="zipped", action="append", default=[], metavar="KEY=V1,V2",
+             help="A paired axis: all --zip axes advance together (equal lengths).")
+    p.option("--seeds", default=None, metavar="N|S1,S2", help="A count of seeds (from the scenario's) or a list.")
+    p.flag("--aggregate", dest="agg",
+           help="One row per point: means over the seeds and 95% Student-t intervals (<metric>_ci95).")
+    p.option("--columns", default=",".join(SWEEP_COLUMNS), show_default=True, help="Metrics the table shows.")
 
-    return deco
 
-
-@click.command(name="sweep")
-@scenario_arg
-@click.option("--grid", "grid", multiple=True, metavar="KEY=V1,V2", help="An axis: a dotted field and its values (repeatable; the product of all axes runs).")
-@click.option("--zip", "zipped", multiple=True, metavar="KEY=V1,V2", help="A paired axis: all --zip axes advance together (equal lengths).")
-@click.option("--seeds", default=None, metavar="N|S1,S2", help="A count of seeds (from the scenario's) or a list.")
-@click.option("--aggregate", "agg", is_flag=True, help="One row per point: means over the seeds and 95% Student-t intervals (<metric>_ci95).")
-@click.option("--columns", default=",".join(SWEEP_COLUMNS), show_default=True, help="Metrics the table shows.")
-@_with(backend_opts)
-@seed_opt
-@set_opt
+@command("sweep", scenario_arg, _sweep_opts, backend_opts, seed_opt, set_opt)
 @_handle
-def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str, ...], seeds: Optional[str], agg: bool,
+def sweep_cmd(scenario: Optional[str], grid: Sequence[str], zipped: Sequence[str], seeds: Optional[str], agg: bool,
               columns: str, backend: str, address: Optional[str], workers: Optional[int], csv_out: Optional[str],
-              json_out: Optional[str], wide: bool, seed: Optional[int], sets: tuple[str, ...]) -> None:
+              json_out: Optional[str], wide: bool, seed: Optional[int], sets: Sequence[str]) -> None:
     """Run SCENARIO over a grid of field values and seeds; one row per point and seed."""
     from .sweeps import aggregate, sweep
 
     if not grid and not zipped:
-        raise click.BadParameter("give at least one axis", param_hint="--grid")
+        raise UsageError("give at least one axis", "--grid")
     _check_outputs(csv_out, json_out)
     base = _load(scenario, seed, sets)
     with _progress_bar() as bar:
@@ -242,7 +234,7 @@ def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str,
     unknown = [c for c in wanted if c not in df.columns] if ok else []
     wanted = [c for c in wanted if c in df.columns]
     if unknown:
-        raise click.BadParameter(f"no such column(s): {', '.join(unknown)}", param_hint="--columns")
+        raise UsageError(f"no such column(s): {', '.join(unknown)}", "--columns")
     shown = params + (["n_seeds"] if agg else ["seed"])
     shown += [x for c in wanted for x in ([c, c + "_ci95"] if agg else [c])]
     if not agg and df["error"].notna().any():
@@ -254,23 +246,25 @@ def sweep_cmd(scenario: Optional[str], grid: tuple[str, ...], zipped: tuple[str,
     _outputs(df, csv_out, json_out)
 
 
-@click.command(name="capacity")
-@scenario_arg
-@click.option("--slo", "slo", multiple=True, required=True, metavar="METRIC=VALUE",
-              help="An objective: ttft_p99_ms=2000, tpot_p99_ms=50, goodput=0.99, or METRIC={max=…}/{min=…} (repeatable).")
-@click.option("--tolerance", type=float, default=0.02, show_default=True, help="Relative width of the final bracket.")
-@click.option("--seeds", default="3", show_default=True, metavar="N|S1,S2", help="Seeds per rate; a rate counts only if every seed meets the SLO.")
-@click.option("--start-rate", type=float, default=None, help="First rate to try, req/s (default: the scenario's).")
-@click.option("--min-rate", type=float, default=None, help="Lowest rate to try (default: start / 1024).")
-@click.option("--max-rate", type=float, default=None, help="Highest rate to try (default: start × 1024).")
-@_with(backend_opts)
-@seed_opt
-@set_opt
+def _capacity_opts(p: Parser) -> None:
+    p.option("--slo", action="append", required=True, metavar="METRIC=VALUE",
+             help="An objective: ttft_p99_ms=2000, tpot_p99_ms=50, goodput=0.99, or METRIC={max=…}/{min=…} (repeatable).")
+    p.option("--tolerance", type=float, default=0.02, show_default=True, metavar="FLOAT",
+             help="Relative width of the final bracket.")
+    p.option("--seeds", default="3", show_default=True, metavar="N|S1,S2",
+             help="Seeds per rate; a rate counts only if every seed meets the SLO.")
+    p.option("--start-rate", type=float, default=None, metavar="FLOAT",
+             help="First rate to try, req/s (default: the scenario's).")
+    p.option("--min-rate", type=float, default=None, metavar="FLOAT", help="Lowest rate to try (default: start / 1024).")
+    p.option("--max-rate", type=float, default=None, metavar="FLOAT", help="Highest rate to try (default: start × 1024).")
+
+
+@command("capacity", scenario_arg, _capacity_opts, backend_opts, seed_opt, set_opt)
 @_handle
-def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float, seeds: str, start_rate: Optional[float],
+def capacity_cmd(scenario: Optional[str], slo: Sequence[str], tolerance: float, seeds: str, start_rate: Optional[float],
                  min_rate: Optional[float], max_rate: Optional[float], backend: str, address: Optional[str],
                  workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], wide: bool,
-                 seed: Optional[int], sets: tuple[str, ...]) -> None:
+                 seed: Optional[int], sets: Sequence[str]) -> None:
     """The highest arrival rate (req/s) at which SCENARIO meets the SLO on every seed."""
     from .planning import capacity
 
@@ -303,24 +297,27 @@ def capacity_cmd(scenario: Optional[str], slo: tuple[str, ...], tolerance: float
                                                  "message": c.message})
 
 
-@click.command(name="plan")
-@scenario_arg
-@click.option("--choice", "choices", multiple=True, required=True, metavar="KEY=V1,V2",
-              help="A choice: gpu=h100,h200, deployment.tp=2,4,8, deployment.replicas=1,2,4, scheduler.policy=vllm,sarathi (repeatable).")
-@click.option("--slo", "slo", multiple=True, required=True, metavar="METRIC=VALUE", help="An objective (as for capacity; repeatable).")
-@click.option("--load", type=float, default=None, help="Arrival rate to serve, req/s (default: the scenario's).")
-@click.option("--price", "prices", multiple=True, metavar="GPU=USD", help="Price per GPU-hour, over the defaults (repeatable).")
-@click.option("--latency", default="e2e_p99_ms", show_default=True, help="The latency of the cost/latency Pareto front.")
-@click.option("--seeds", default="3", show_default=True, metavar="N|S1,S2", help="Seeds per configuration (all must meet the SLO).")
-@click.option("--all", "show_all", is_flag=True, help="Show infeasible configurations too, with why.")
-@_with(backend_opts)
-@seed_opt
-@set_opt
+def _plan_opts(p: Parser) -> None:
+    p.option("--choice", dest="choices", action="append", required=True, metavar="KEY=V1,V2",
+             help="A choice: gpu=h100,h200, deployment.tp=2,4,8, deployment.replicas=1,2,4, "
+                  "scheduler.policy=vllm,sarathi (repeatable).")
+    p.option("--slo", action="append", required=True, metavar="METRIC=VALUE",
+             help="An objective (as for capacity; repeatable).")
+    p.option("--load", type=float, default=None, metavar="FLOAT", help="Arrival rate to serve, req/s (default: the scenario's).")
+    p.option("--price", dest="prices", action="append", default=[], metavar="GPU=USD",
+             help="Price per GPU-hour, over the defaults (repeatable).")
+    p.option("--latency", default="e2e_p99_ms", show_default=True, help="The latency of the cost/latency Pareto front.")
+    p.option("--seeds", default="3", show_default=True, metavar="N|S1,S2",
+             help="Seeds per configuration (all must meet the SLO).")
+    p.flag("--all", dest="show_all", help="Show infeasible configurations too, with why.")
+
+
+@command("plan", scenario_arg, _plan_opts, backend_opts, seed_opt, set_opt)
 @_handle
-def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, ...], load: Optional[float],
-             prices: tuple[str, ...], latency: str, seeds: str, show_all: bool, backend: str, address: Optional[str],
+def plan_cmd(scenario: Optional[str], choices: Sequence[str], slo: Sequence[str], load: Optional[float],
+             prices: Sequence[str], latency: str, seeds: str, show_all: bool, backend: str, address: Optional[str],
              workers: Optional[int], csv_out: Optional[str], json_out: Optional[str], wide: bool, seed: Optional[int],
-             sets: tuple[str, ...]) -> None:
+             sets: Sequence[str]) -> None:
     """Every configuration of the choices at a load: feasible ones with their cost, the
     cheapest, and the Pareto front of cost against tail latency."""
     import json
@@ -330,7 +327,7 @@ def plan_cmd(scenario: Optional[str], choices: tuple[str, ...], slo: tuple[str, 
     price_map: dict[str, float] = {}
     for k, v in _bounds(prices, "--price").items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise click.BadParameter(f"{k}: expected a number of dollars per GPU-hour, got {v!r}", param_hint="--price")
+            raise UsageError(f"{k}: expected a number of dollars per GPU-hour, got {v!r}", "--price")
         price_map[k] = float(v)
     _check_outputs(csv_out, json_out)
     slo_map = _bounds(slo)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import _core
@@ -20,6 +19,8 @@ from ._input import jsonable
 from .errors import config_error
 
 if TYPE_CHECKING:
+    from pathlib import Path  # (loaded when a topology file is read)
+
     import networkx
 
 __all__ = ["Topology", "TopologyLike", "routes", "topology_presets", "resolve_topology"]
@@ -150,6 +151,8 @@ def _looks_like_path(s: str) -> bool:
 
 def load_topology_file(path: Union[str, os.PathLike[str]], base: Optional[Path] = None) -> dict[str, Any]:
     """Read a topology table from a ``.toml`` or ``.json`` file (relative to ``base``)."""
+    from pathlib import Path
+
     p = Path(path)
     if base is not None and not p.is_absolute():
         p = base / p

@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
 from ._input import MAX_TRACE_BYTES, checked_path, open_input
 from .errors import ConfigError, config_error, resource_error
+
+if TYPE_CHECKING:  # pathlib loads when a trace is read (it costs the CLI's start-up ~3 ms)
+    from pathlib import Path
 
 __all__ = ["CHUNK_BYTES", "TRACE_FORMATS", "from_trace", "load_trace", "load_trace_data", "read_trace_file", "trace_info"]
 
@@ -92,6 +94,8 @@ def _spec_path(trace: Mapping[str, Any], base: Optional[Path], field: str) -> Pa
     raw = trace.get("path")
     if not isinstance(raw, (str, os.PathLike)):
         raise config_error(f"{field}.path", "required: a file path (or give the content as text)")
+    from pathlib import Path
+
     path = Path(raw)
     if base is not None and not path.is_absolute():
         path = base / path
@@ -181,6 +185,8 @@ def from_trace(
         "columns": dict(columns) if columns is not None else None,
         "time_unit": time_unit,
     }
+    from pathlib import Path
+
     section: dict[str, Any] = {"path": str(Path(checked_path(path, "trace.path")).resolve()), "format": format}
     section.update({k: v for k, v in options.items() if v is not None})
     loaded = load_trace(section)
