@@ -83,7 +83,7 @@ def tables(draw: st.DrawFn) -> Table:
     return t
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
 @given(table=tables(), width=st.integers(10, 120))
 def test_a_table_drawn_without_rich_is_the_one_rich_draws(table: Table, width: int) -> None:
     lines = table.lines(width)

@@ -72,7 +72,7 @@ class Table:
         def line(cells: tuple[str, ...], bar: str, heading: bool = False) -> str:
             parts = []
             for cell, w, (_, right, bold) in zip(cells, widths, self.columns):
-                text = f" {cell.rjust(w) if right else cell.ljust(w)} "
+                text = f" {cell.rstrip().rjust(w) if right else cell.ljust(w)} "  # rich drops a right-justified cell's trailing blanks
                 parts.append(style(text, "bold" if bold or heading else None))
             return bar + bar.join(parts) + bar
 
