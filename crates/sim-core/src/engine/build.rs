@@ -127,6 +127,7 @@ impl Engine {
             first_buf: Vec::new(),
             kick: Vec::new(),
             kick_flag: vec![false; slots as usize],
+            lot: None,
             fabric: None,
             rr_decode: 0,
             // Stored KV events are stamped with the time a step is scheduled, so every step

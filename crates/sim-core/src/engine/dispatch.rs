@@ -183,6 +183,9 @@ impl Engine {
 
     /// Offer `rep` a new step at this instant.
     pub(crate) fn mark(&mut self, rep: usize) {
+        if let Some(l) = self.lot.as_mut() {
+            l.touch(rep);
+        }
         if !self.kick_flag[rep] {
             self.kick_flag[rep] = true;
             self.kick.push(rep as u32);

@@ -24,6 +24,7 @@ pub use speculative::{SpecRun, SpecStats};
 pub(crate) mod sessions;
 pub(crate) mod decode_set;
 pub(crate) mod steady;
+mod lot_index;
 mod route;
 mod router_state;
 mod step;
@@ -142,6 +143,9 @@ pub struct Engine {
     /// and that must be offered a new step; `kick_flag` dedups.
     kick: Vec<u32>,
     kick_flag: Vec<bool>,
+    /// The least-outstanding-tokens router's index, built at its first pick
+    /// ([`crate::engine::lot_index`]).
+    lot: Option<lot_index::LotIndex>,
     /// The topology side (only with a `topology` section): routes, collectives, events,
     /// KV transfers ([`crate::fabric`]).
     pub(crate) fabric: Option<Box<crate::fabric::Fabric>>,

@@ -48,7 +48,22 @@ impl Engine {
     }
 
     /// The replica with room and the fewest outstanding tokens (then the lower index).
-    pub(super) fn least_outstanding(&self, n: usize) -> Option<usize> {
+    pub(super) fn least_outstanding(&mut self, n: usize) -> Option<usize> {
+        if n < 2 || n != self.replicas.len() || self.fabric.is_some() || self.scaler.is_some() {
+            return self.least_outstanding_scan(n);
+        }
+        let mut ix = match self.lot.take() {
+            Some(ix) if ix.len() == n => ix,
+            _ => super::lot_index::LotIndex::new(n),
+        };
+        let pick = ix.pick(|i| (self.has_room(i), self.replicas[i].outstanding_tokens));
+        self.lot = Some(ix);
+        debug_assert_eq!(pick, self.least_outstanding_scan(n), "the router's index disagrees with its scan");
+        pick
+    }
+
+    /// [`Engine::least_outstanding`] by a scan of every replica.
+    fn least_outstanding_scan(&self, n: usize) -> Option<usize> {
         (0..n).filter(|&i| self.has_room(i)).min_by_key(|&i| (self.replicas[i].outstanding_tokens, i))
     }
 

@@ -214,6 +214,9 @@ impl Engine {
     /// Start a step on an idle replica if it has work; retry while the scheduler only
     /// preempted (vLLM calls schedule() again); error if it has work but can never run.
     fn try_start(&mut self, rep: usize) -> Result<()> {
+        if let Some(l) = self.lot.as_mut() {
+            l.touch(rep); // its queue and inbox change now
+        }
         self.release_inbox(rep);
         for _attempt in 0..4 {
             let st = &self.replicas[rep].sched;
@@ -299,6 +302,7 @@ impl Engine {
         });
         self.kick.clear();
         self.kick_flag.iter_mut().for_each(|f| *f = false);
+        self.lot = None;
     }
 
     /// The execution-time model pricing this engine's steps (the model checker times
