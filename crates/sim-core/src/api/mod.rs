@@ -644,28 +644,16 @@ fn collect(built: Built) -> SimResult {
     let Built { scenario, deployment, mut engine } = built;
     let end_ns = engine.reqs.iter().map(|r| r.finish_ns).filter(|&t| t != crate::request::NO_TIME).max().unwrap_or(0);
     let fabric = engine.fabric.take();
+    // What the results keep of the prefix cache (tokens hit per request, the offload tier's
+    // counters); the rest of the engine's per-request state goes before the summary's and
+    // the columns' arrays are made (a request's peak bytes: its record, its columns).
+    let cached: Vec<u32> = engine.reqs.iter().map(|r| engine.apc.cached_tokens(r.id)).collect();
+    let offload = engine.apc.offload.take();
+    engine.apc = Default::default();
+    engine.arrival_order = Vec::new();
+    engine.deadlines = Default::default();
     let reqs = &engine.reqs;
     let ms = |ns: u64| if ns == crate::request::NO_TIME { f64::NAN } else { ns as f64 / 1e6 };
-    let mut cols = RequestColumns::with_capacity(reqs.len());
-    for r in reqs {
-        let c = engine.client.get(r.id as usize).copied().unwrap_or_default();
-        cols.request_id.push(r.id);
-        cols.arrival_ms.push(ms(r.arrival_ns - u64::from(c.ingest_ns)));
-        cols.engine_arrival_ms.push(ms(r.arrival_ns));
-        cols.first_token_ms.push(ms(r.first_token_ns));
-        cols.finish_ms.push(ms(r.finish_ns));
-        let later = |t: u64, d: u32| if t == crate::request::NO_TIME { t } else { t + u64::from(d) };
-        cols.client_first_token_ms.push(ms(later(r.first_token_ns, c.out_first_ns)));
-        let done = r.status == crate::request::Status::Finished;
-        cols.client_finish_ms.push(if done { ms(later(r.finish_ns, c.out_last_ns)) } else { f64::NAN });
-        cols.prompt_tokens.push(r.prompt);
-        cols.output_tokens.push(r.output);
-        cols.preemptions.push(r.preemptions);
-        cols.replica.push(r.replica);
-        cols.status.push(if r.status == crate::request::Status::Finished { 0 } else { 1 });
-        cols.reason.push(r.reason as u8);
-        cols.cached_tokens.push(engine.apc.cached_tokens(r.id));
-    }
     let interval = engine.replicas.iter().map(|r| r.series.interval_ns()).max().unwrap_or(10_000_000);
     let mut ts = TimeSeries { interval_ms: interval as f64 / 1e6, ..Default::default() };
     let stats: Vec<_> = engine.replicas.iter().map(|r| r.stats.clone()).collect();
@@ -687,6 +675,27 @@ fn collect(built: Built) -> SimResult {
         replica_ns: engine.scaler.as_ref().map(|sc| sc.replica_ns(end_ns)),
     };
     let mut summary = summarize(reqs, &engine.client, &stats, &kv, REASON_NAMES, slo, engine.frontend.report_client, held);
+    // The columns after the summary: the summary's sorted copies are gone by then (a
+    // request's peak bytes are its engine record plus its columns, not both plus those).
+    let mut cols = RequestColumns { cached_tokens: cached, ..RequestColumns::with_capacity(reqs.len()) };
+    for r in reqs {
+        let c = engine.client.get(r.id as usize).copied().unwrap_or_default();
+        cols.request_id.push(r.id);
+        cols.arrival_ms.push(ms(r.arrival_ns - u64::from(c.ingest_ns)));
+        cols.engine_arrival_ms.push(ms(r.arrival_ns));
+        cols.first_token_ms.push(ms(r.first_token_ns));
+        cols.finish_ms.push(ms(r.finish_ns));
+        let later = |t: u64, d: u32| if t == crate::request::NO_TIME { t } else { t + u64::from(d) };
+        cols.client_first_token_ms.push(ms(later(r.first_token_ns, c.out_first_ns)));
+        let done = r.status == crate::request::Status::Finished;
+        cols.client_finish_ms.push(if done { ms(later(r.finish_ns, c.out_last_ns)) } else { f64::NAN });
+        cols.prompt_tokens.push(r.prompt);
+        cols.output_tokens.push(r.output);
+        cols.preemptions.push(r.preemptions);
+        cols.replica.push(r.replica);
+        cols.status.push(if r.status == crate::request::Status::Finished { 0 } else { 1 });
+        cols.reason.push(r.reason as u8);
+    }
     if let Some(sc) = engine.scaler.as_ref() {
         scaling_results(sc, end_ns, &mut summary, &mut ts);
     }
@@ -700,7 +709,7 @@ fn collect(built: Built) -> SimResult {
     if let Some(st) = engine.spec_stats() {
         summary["speculative"] = speculative::summary(st);
     }
-    if let Some(off) = engine.apc.offload.as_deref() {
+    if let Some(off) = offload.as_deref() {
         cols.kv_load_ms = off.load_ns.iter().map(|&n| n as f64 / 1e6).collect();
         summary["kv_offload"] = offload::summary(off, &summary);
     }
