@@ -51,12 +51,15 @@ pub const NO_TIME: u64 = u64::MAX;
 /// error instead of letting nanosecond sums approach `u64::MAX`.
 pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000_000;
 
-/// One request. Indexed by id in the engine's arena. Fields touched every step come first
-/// and the struct is cache-line aligned, so a step reads one line per scheduled request.
+/// One request. Indexed by id in the engine's arena. Fields touched every step fill the
+/// first cache line and the struct is cache-line aligned, so a step reads one line per
+/// scheduled request; the rest fill the second line exactly (128 bytes: a field that does
+/// not fit would add a third line to every request, 64 MB at 1M requests — the assertion
+/// below the struct holds the size).
 #[derive(Debug, Clone)]
 #[repr(C, align(64))]
 pub struct Req {
-    // --- hot: read or written every step ---
+    // --- hot: read or written every step (64 bytes) ---
     /// Tokens whose KV has been computed.
     pub computed: u32,
     /// Output tokens produced so far.
@@ -72,13 +75,13 @@ pub struct Req {
     /// KV units held (ids into the replica's pool).
     pub blocks: Vec<u32>,
     pub status: Status,
-    pub first_sched_ns: u64,
     /// Prefix caching: the length (in tokens computed) from which a step has shared blocks of
     /// this request to cache ([`crate::kv::prefix::Apc::cache_shared`]), so that the
     /// scheduler's hot loop asks the cache only then; `u32::MAX`: none are left; 0: unknown
     /// (ask).
     pub apc_gate: u32,
-    // --- cold ---
+    pub first_sched_ns: u64,
+    // --- cold (64 bytes) ---
     pub id: u32,
     /// Lower is more urgent (vLLM's convention).
     pub priority: i32,
@@ -88,26 +91,28 @@ pub struct Req {
     pub preemptions: u32,
     pub first_token_ns: u64,
     pub finish_ns: u64,
-    pub reason: Reason,
-    /// Prefix caching: the request freed cached blocks of its own without finishing
-    /// (preempted, handed off), so a later admission looks them up.
-    pub apc_private: bool,
     /// Position key in the waiting queue: (priority, order).
     pub order: i64,
-    /// Nesting depth of the prompt's template (0 = none).
-    pub template_depth: u16,
-    /// An attacker of `workload.adversarial` (the metrics' `adversarial` class).
-    pub adversarial: bool,
-    /// The LoRA adapter it is served through, index + 1; 0 = the base model
-    /// (`workload.lora`).
-    pub lora: u16,
-    /// Multi-LoRA: it was passed over at least once because its adapter had no slot.
-    pub lora_waited: bool,
     /// When it last entered the router's dispatch queue: its arrival, or the moment a
     /// stopped replica's request found no live replica to move to. The dispatch timeout
     /// counts from here.
     pub queued_ns: u64,
+    pub reason: Reason,
+    /// Prefix caching: the request freed cached blocks of its own without finishing
+    /// (preempted, handed off), so a later admission looks them up.
+    pub apc_private: bool,
+    /// An attacker of `workload.adversarial` (the metrics' `adversarial` class).
+    pub adversarial: bool,
+    /// Multi-LoRA: it was passed over at least once because its adapter had no slot.
+    pub lora_waited: bool,
+    /// Nesting depth of the prompt's template (0 = none).
+    pub template_depth: u16,
+    /// The LoRA adapter it is served through, index + 1; 0 = the base model
+    /// (`workload.lora`).
+    pub lora: u16,
 }
+
+const _: () = assert!(std::mem::size_of::<Req>() == 128, "a request is two cache lines");
 
 /// What the serving front end adds to one request's times ([`crate::frontend`]), kept
 /// beside [`Req`] (whose two cache lines hold what the engine touches): the client sent it
