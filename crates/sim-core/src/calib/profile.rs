@@ -123,7 +123,7 @@ impl Profile {
 
     /// Index of the table that answers for the `(dtype, K, N)` shape: its first table.
     pub fn gemm_index(&self, dtype: &str, k: u32, n: u32) -> Option<usize> {
-        self.gemm.iter().position(|g| g.dtype == dtype && g.k == k && g.n == n)
+        self.gemm.iter().position(|g| g.k == k && g.n == n && g.dtype == dtype) // the string last: most tables differ in shape
     }
 
     /// Isolated time (ms) and source of GEMM table `i` (an index into [`Profile::gemm`]'s
