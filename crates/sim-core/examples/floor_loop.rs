@@ -160,7 +160,7 @@ fn floor(arrivals: &[(u64, u32)], replicas: usize) -> (u64, u64) {
                 if r.generated == 1 {
                     r.first_token_ns = now;
                 }
-                if len % BLOCK == 0 {
+                if len.is_multiple_of(BLOCK) {
                     r.blocks += 1;
                     freed = freed.wrapping_sub(1);
                 }
