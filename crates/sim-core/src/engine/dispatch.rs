@@ -75,6 +75,17 @@ impl Engine {
             && self.scaler.as_ref().is_none_or(|s| s.routable(rep))
     }
 
+    /// Replica `rep`'s state changed (the router's index, when built, re-keys it).
+    #[inline]
+    pub(crate) fn rekey(&mut self, rep: usize) {
+        if self.lot.is_some() {
+            let (room, out) = (self.has_room(rep), self.replicas[rep].outstanding_tokens);
+            if let Some(l) = self.lot.as_mut() {
+                l.set(rep, room, out);
+            }
+        }
+    }
+
     /// Replicas arrivals go to: all, or the prefill replicas under `disagg`.
     fn arrival_replicas(&self) -> usize {
         match &self.fabric {
@@ -183,9 +194,7 @@ impl Engine {
 
     /// Offer `rep` a new step at this instant.
     pub(crate) fn mark(&mut self, rep: usize) {
-        if let Some(l) = self.lot.as_mut() {
-            l.touch(rep);
-        }
+        self.rekey(rep);
         if !self.kick_flag[rep] {
             self.kick_flag[rep] = true;
             self.kick.push(rep as u32);
