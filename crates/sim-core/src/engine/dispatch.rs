@@ -75,17 +75,6 @@ impl Engine {
             && self.scaler.as_ref().is_none_or(|s| s.routable(rep))
     }
 
-    /// Replica `rep`'s state changed (the router's index, when built, re-keys it).
-    #[inline]
-    pub(crate) fn rekey(&mut self, rep: usize) {
-        if self.lot.is_some() {
-            let (room, out) = (self.has_room(rep), self.replicas[rep].outstanding_tokens);
-            if let Some(l) = self.lot.as_mut() {
-                l.set(rep, room, out);
-            }
-        }
-    }
-
     /// Replicas arrivals go to: all, or the prefill replicas under `disagg`.
     fn arrival_replicas(&self) -> usize {
         match &self.fabric {
@@ -194,7 +183,9 @@ impl Engine {
 
     /// Offer `rep` a new step at this instant.
     pub(crate) fn mark(&mut self, rep: usize) {
-        self.rekey(rep);
+        if let Some(l) = self.lot.as_mut() {
+            l.touch(rep);
+        }
         if !self.kick_flag[rep] {
             self.kick_flag[rep] = true;
             self.kick.push(rep as u32);

@@ -52,10 +52,12 @@ impl Engine {
         if n < 2 || n != self.replicas.len() || self.fabric.is_some() || self.scaler.is_some() {
             return self.least_outstanding_scan(n);
         }
-        if self.lot.as_ref().is_none_or(|ix| ix.len() != n) {
-            self.lot = Some(super::lot_index::LotIndex::new(n, |i| (self.has_room(i), self.replicas[i].outstanding_tokens)));
-        }
-        let pick = self.lot.as_ref().and_then(|ix| ix.pick());
+        let mut ix = match self.lot.take() {
+            Some(ix) if ix.len() == n => ix,
+            _ => super::lot_index::LotIndex::new(n),
+        };
+        let pick = ix.pick(|i| (self.has_room(i), self.replicas[i].outstanding_tokens));
+        self.lot = Some(ix);
         debug_assert_eq!(pick, self.least_outstanding_scan(n), "the router's index disagrees with its scan");
         pick
     }

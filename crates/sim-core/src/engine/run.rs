@@ -206,7 +206,6 @@ impl Engine {
                 self.kick_flag[rep] = false;
                 if !self.replicas[rep].busy {
                     self.try_start(rep)?;
-                    self.rekey(rep); // its queue and inbox changed
                 }
                 self.drain_dispatch();
             }
@@ -221,6 +220,9 @@ impl Engine {
     /// Start a step on an idle replica if it has work; retry while the scheduler only
     /// preempted (vLLM calls schedule() again); error if it has work but can never run.
     fn try_start(&mut self, rep: usize) -> Result<()> {
+        if let Some(l) = self.lot.as_mut() {
+            l.touch(rep); // its queue and inbox change now
+        }
         self.release_inbox(rep);
         for _attempt in 0..4 {
             let st = &self.replicas[rep].sched;
