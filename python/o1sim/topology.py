@@ -141,7 +141,7 @@ def routes(
 
 
 def topology_presets() -> list[str]:
-    """Names of the shipped topologies; ``{N}x-hgx-{h100|h200|h800|b200}-ib`` also works (N ≤ 64, h200 ≤ 256)."""
+    """Names of the shipped topologies; ``{N}x-hgx-{h100|h200|h800|b200}-ib`` also works (N ≤ 64, h200 ≤ 512)."""
     return _core.topology_presets()
 
 

@@ -41,8 +41,8 @@ impl Fabric {
         Changed { stopped, restarted }
     }
 
-    /// Replicas with a GPU pair whose chosen route crosses one of `links` or changed itself
-    /// (`routes.changed`). With expert parallelism every replica: its all-to-alls' RDMA
+    /// Replicas with a GPU pair whose chosen route crosses one of `links`, is missing, or
+    /// changed itself (`routes.changed`): [`crate::topo::route::RouteTable::reached`]. With expert parallelism every replica: its all-to-alls' RDMA
     /// flows follow each GPU's way into the network, not a pair's route, and a change of any
     /// link may open or close one.
     pub(super) fn replicas_reached(&self, links: &[u32]) -> Vec<bool> {
@@ -56,13 +56,9 @@ impl Fabric {
             }
         }
         let mut hit = vec![false; self.placement.len()];
-        for (key, pr) in &self.routes.pairs {
+        for key in self.routes.reached(links) {
             let r = rep_of[key.0 as usize];
-            if r == u32::MAX || r != rep_of[key.1 as usize] || hit[r as usize] {
-                continue;
-            }
-            let crosses = pr.route().is_none_or(|c| c.path.links.iter().any(|l| links.contains(l)));
-            if crosses || self.routes.changed.contains(key) {
+            if r != u32::MAX && r == rep_of[key.1 as usize] {
                 hit[r as usize] = true;
             }
         }

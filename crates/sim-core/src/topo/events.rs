@@ -134,6 +134,7 @@ pub fn resolve(t: &Topology, specs: &[EventSpec]) -> Result<Vec<TopoEvent>> {
 /// change is structural (path sets may change) and may add paths. A `link_up` on a link of a
 /// removed GPU touches nothing.
 pub fn apply(t: &mut Topology, a: &Action) -> (Vec<u32>, bool, bool) {
+    t.version += 1;
     match *a {
         Action::SetLink { link, bandwidth_gbps, latency_us } => {
             let l = &mut t.links[link as usize];

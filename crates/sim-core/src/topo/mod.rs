@@ -10,16 +10,19 @@
 //!
 //! Submodules: the table form as written (`spec.rs`: [`TopologyTable`], [`TopologyInput`]),
 //! [`presets`] (the shipped fabrics), [`route`] (RTMPv2 routing over k shortest paths, Pareto
-//! frontier), [`collective`] (α–β costs of AllReduce and send/recv), [`placement`] (TP groups,
+//! frontier), [`paths`] (the k shortest paths), [`twins`] (the interchangeable units of a
+//! fabric, which the path searches see one of), [`collective`] (α–β costs of AllReduce and send/recv), [`placement`] (TP groups,
 //! PP stages and replicas onto GPUs), [`events`] (link changes and failures during a run).
 //! This file resolves the table into a validated [`Topology`].
 
 pub mod collective;
 pub mod events;
+pub mod paths;
 pub mod placement;
 pub mod presets;
 pub mod route;
 mod spec;
+pub mod twins;
 
 use std::collections::BTreeMap;
 
@@ -71,6 +74,9 @@ pub struct Topology {
     /// Per node: a GPU removed by a `remove_gpu` event. Its links stay down for good (a
     /// `link_up` on one of them changes nothing).
     pub removed: Vec<bool>,
+    /// Link changes applied so far ([`events::apply`] counts them): route searches built
+    /// for an earlier state notice they must start again.
+    pub version: u64,
 }
 
 fn key(a: u32, b: u32) -> (u32, u32) {
@@ -151,6 +157,7 @@ impl Topology {
             b_min: f64::INFINITY,
             adj: Vec::new(),
             removed: Vec::new(),
+            version: 0,
         };
         for l in base_links {
             let (a, b) = (t.index[&l.src], t.index[&l.dst]);

@@ -14,7 +14,7 @@
 //!   H800 of DeepEP's README): 8 rails.
 //! * The pattern `{N}x-hgx-{gpu}-ib` (see [`PATTERN`]) gives any number of such boxes without
 //!   a preset per N: `gpu` one of [`HGX_GPUS`] (`h100`, `h200`, `h800`, `b200`), N in 1..=64
-//!   (`h200`: 1..=256, as before: `64x-hgx-h200-ib` is 512 GPUs). [`PRESET_NAMES`] lists the
+//!   (`h200`: 1..=512: `64x-hgx-h200-ib` is 512 GPUs, `512x-hgx-h200-ib` 4,096). [`PRESET_NAMES`] lists the
 //!   canonical names only; the unknown-name error states the pattern.
 //! * `gb200-nvl72`: one GB200 NVL72 rack: `gpu0`…`gpu71` on one NVLink Switch domain,
 //!   modelled as one switch `nvswitch0` (the rack's 9 switch trays are non-blocking: NVIDIA's
@@ -48,12 +48,12 @@ pub const PRESET_NAMES: &[&str] = &[
 ];
 
 /// The multi-node pattern, as the unknown-name error states it.
-pub const PATTERN: &str = "{N}x-hgx-{h100|h200|h800|b200}-ib (N HGX boxes of 8 GPUs on 8 InfiniBand rails; 1 ≤ N ≤ 64, h200 up to 256)";
+pub const PATTERN: &str = "{N}x-hgx-{h100|h200|h800|b200}-ib (N HGX boxes of 8 GPUs on 8 InfiniBand rails; 1 ≤ N ≤ 64, h200 up to 512)";
 
 /// The GPUs of the HGX boxes of [`PATTERN`]: (catalog name, NVLink GB/s per direction, most
 /// boxes). NVLink per direction is half the catalog's bidirectional figure (H100/H200 900,
 /// H800 400, B200 1,800 GB/s: their datasheets, `catalog/gpu.rs`).
-pub const HGX_GPUS: &[(&str, f64, usize)] = &[("h100", 450.0, 64), ("h200", 450.0, 256), ("h800", 200.0, 64), ("b200", 900.0, 64)];
+pub const HGX_GPUS: &[(&str, f64, usize)] = &[("h100", 450.0, 64), ("h200", 450.0, 512), ("h800", 200.0, 64), ("b200", 900.0, 64)];
 
 /// GB200 NVL72: GPUs, NVLink GB/s per direction (1.8 TB/s bidirectional per GPU), rails.
 const NVL72_GPUS: usize = 72;

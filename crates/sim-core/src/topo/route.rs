@@ -1,7 +1,7 @@
 //! RTMPv2 routing (seed §2.3, DESIGN "Topology").
 //!
 //! For a GPU pair the candidates are the k shortest loop-free paths by summed latency over
-//! links that are up (Yen's algorithm over a Dijkstra with reusable buffers). Each candidate has
+//! links that are up ([`super::paths`]: Yen's algorithm). Each candidate has
 //! B = bottleneck bandwidth (GB/s per direction) and D = summed latency (µs), and the score
 //! `w = α·B/B_min + (1−α)·D_max/D`: α = 0.65 by default, B_min the nominal cluster
 //! bandwidth (the smallest link bandwidth as loaded, so scores stay comparable across
@@ -11,19 +11,14 @@
 //! not dominated in (higher B, lower D) form the Pareto frontier; the choice is made among
 //! them, and a KV transfer may split its bytes over all of them (`routing.multipath_kv`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 use super::events::{self, Action};
+use super::paths::Router;
+pub use super::paths::{k_shortest, Path};
 use super::Topology;
-
-/// A loop-free path: node indices and the links between them.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Path {
-    pub nodes: Vec<u32>,
-    pub links: Vec<u32>,
-}
 
 /// One candidate path with its RTMPv2 numbers.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,291 +30,6 @@ pub struct Candidate {
     pub latency_us: f64,
     pub score: f64,
     pub frontier: bool,
-}
-
-/// Integer path cost: latency in picoseconds × 16 + 1 per hop, so equal latencies prefer
-/// fewer hops and ties are exact.
-fn cost(t: &Topology, link: u32) -> u64 {
-    let l = &t.links[link as usize];
-    (l.latency_us * 1e6).round() as u64 * 16 + 1
-}
-
-/// A min-priority queue of nodes bucketed by exact key. Path costs on a fabric take few
-/// distinct values (multiples of the link latencies plus hop counts), so a search's frontier
-/// sits in a handful of buckets: push and pop are a vector push/pop plus an ordered-map
-/// lookup over those few keys (a binary heap of the same entries cost 60% of a re-route).
-/// Nodes of equal key pop in any order: neither search below depends on it.
-#[derive(Debug, Default)]
-struct Buckets {
-    map: BTreeMap<u64, Vec<u32>>,
-    spare: Vec<Vec<u32>>,
-}
-
-impl Buckets {
-    fn push(&mut self, key: u64, node: u32) {
-        let spare = &mut self.spare;
-        self.map.entry(key).or_insert_with(|| spare.pop().unwrap_or_default()).push(node);
-    }
-
-    fn pop(&mut self) -> Option<(u64, u32)> {
-        let mut e = self.map.first_entry()?;
-        let key = *e.key();
-        let node = e.get_mut().pop().unwrap_or(u32::MAX);
-        if e.get().is_empty() {
-            self.spare.push(e.remove());
-        }
-        Some((key, node))
-    }
-
-    fn clear(&mut self) {
-        while let Some((_, v)) = self.map.pop_first() {
-            let mut v = v;
-            v.clear();
-            self.spare.push(v);
-        }
-    }
-}
-
-/// Reusable buffers of [`shortest`] for one `k_shortest` call: the integer link costs, the
-/// distances to the destination (the A* heuristic), and lazily reset search arrays.
-#[derive(Debug, Default)]
-struct Scratch {
-    /// Per link: [`cost`], or `u64::MAX` when the link is down.
-    cost: Vec<u64>,
-    /// The destination.
-    d: u32,
-    /// Per node: shortest distance to the destination over links that are up.
-    h: Vec<u64>,
-    g: Vec<u64>,
-    closed: Vec<bool>,
-    touched: Vec<u32>,
-    heap: Buckets,
-    /// Yen's root nodes (all false between spur searches).
-    banned_nodes: Vec<bool>,
-}
-
-/// Most destinations whose buffers [`Scratches`] keeps (each is a few arrays the size of
-/// the fabric).
-const MAX_SCRATCHES: usize = 32;
-
-/// [`Scratch`]es by destination, for the pairs re-routed after one change: they see the
-/// same topology, so pairs toward the same GPU share one reverse Dijkstra.
-#[derive(Debug, Default)]
-pub(crate) struct Scratches(Vec<Scratch>);
-
-impl Scratches {
-    fn for_dst(&mut self, t: &Topology, d: u32) -> &mut Scratch {
-        match self.0.iter().position(|sc| sc.d == d) {
-            Some(i) => &mut self.0[i],
-            None => {
-                // Bounded (a whole re-route touches every destination): oldest out first.
-                if self.0.len() >= MAX_SCRATCHES {
-                    self.0.remove(0);
-                }
-                self.0.push(Scratch::new(t, d));
-                self.0.last_mut().unwrap_or_else(|| unreachable!())
-            }
-        }
-    }
-}
-
-impl Scratch {
-    /// Link costs and the distances of every node to `d` (a plain Dijkstra from `d`).
-    fn new(t: &Topology, d: u32) -> Scratch {
-        let n = t.nodes.len();
-        let cost: Vec<u64> = (0..t.links.len() as u32).map(|l| if t.links[l as usize].up { cost(t, l) } else { u64::MAX }).collect();
-        let mut h = vec![u64::MAX; n];
-        let mut heap = Buckets::default();
-        h[d as usize] = 0;
-        heap.push(0, d);
-        while let Some((du, u)) = heap.pop() {
-            if du > h[u as usize] {
-                continue;
-            }
-            for &(v, li) in &t.adj[u as usize] {
-                let c = cost[li as usize];
-                if c == u64::MAX {
-                    continue;
-                }
-                let nd = du + c;
-                if nd < h[v as usize] {
-                    h[v as usize] = nd;
-                    heap.push(nd, v);
-                }
-            }
-        }
-        Scratch { cost, d, h, g: vec![u64::MAX; n], closed: vec![false; n], touched: Vec::new(), heap, banned_nodes: vec![false; n] }
-    }
-}
-
-/// Shortest path from `s` to the destination of `sc` over links that are up, avoiding
-/// `banned_links` and `banned_nodes`, and no costlier than `limit`.
-///
-/// The result is exactly the path of a plain Dijkstra that settles nodes in (distance, node
-/// index) order and keeps the first predecessor that reaches a node at its distance: that
-/// predecessor is the tight one (g(u) + c = g(v)) with the smallest (g(u), u), the first
-/// such link in u's adjacency list. Yen runs this search once per spur node, hundreds per
-/// pair on a large fabric, so it is an A* guided by the exact distances to the destination
-/// without bans (admissible and consistent under any bans): it settles only the nodes whose
-/// f = g + h is at most the optimum (all of them, so every tight predecessor of a node on an
-/// optimal path has its exact g), then rebuilds the path backwards by the rule above. On
-/// the 512-GPU fabric this settles a few hundred of its 1,616 nodes per search.
-fn shortest(t: &Topology, s: u32, banned_links: &[u32], banned_nodes: &[bool], limit: u64, sc: &mut Scratch) -> Option<Path> {
-    for &x in &sc.touched {
-        sc.g[x as usize] = u64::MAX;
-        sc.closed[x as usize] = false;
-    }
-    sc.touched.clear();
-    sc.heap.clear();
-    let d = sc.d;
-    if sc.h[s as usize] == u64::MAX || sc.h[s as usize] > limit {
-        return None;
-    }
-    let usable = |sc: &Scratch, li: u32, v: u32| sc.cost[li as usize] != u64::MAX && !banned_nodes[v as usize] && !banned_links.contains(&li);
-    sc.g[s as usize] = 0;
-    sc.touched.push(s);
-    sc.heap.push(sc.h[s as usize], s);
-    let mut best = u64::MAX; // f of the destination once settled
-    while let Some((f, u)) = sc.heap.pop() {
-        if f > best || f > limit {
-            break;
-        }
-        let gu = sc.g[u as usize];
-        if sc.closed[u as usize] || f != gu + sc.h[u as usize] {
-            continue;
-        }
-        sc.closed[u as usize] = true;
-        if u == d {
-            best = gu;
-            continue;
-        }
-        for &(v, li) in &t.adj[u as usize] {
-            if !usable(sc, li, v) || sc.h[v as usize] == u64::MAX {
-                continue;
-            }
-            let nd = gu + sc.cost[li as usize];
-            // Beyond the bound (or the optimum, once known) a node is never settled.
-            if nd < sc.g[v as usize] && nd + sc.h[v as usize] <= limit.min(best) {
-                if sc.g[v as usize] == u64::MAX {
-                    sc.touched.push(v);
-                }
-                sc.g[v as usize] = nd;
-                sc.heap.push(nd + sc.h[v as usize], v);
-            }
-        }
-    }
-    if best == u64::MAX {
-        return None;
-    }
-    let (mut nodes, mut links) = (vec![d], Vec::new());
-    let mut x = d;
-    while x != s {
-        let gx = sc.g[x as usize];
-        // The tight settled predecessor with the smallest (g, index).
-        let mut pick: Option<(u64, u32)> = None;
-        for &(u, li) in &t.adj[x as usize] {
-            if !sc.closed[u as usize] || banned_nodes[u as usize] || sc.cost[li as usize] == u64::MAX || banned_links.contains(&li) {
-                continue;
-            }
-            let gu = sc.g[u as usize];
-            if gu + sc.cost[li as usize] == gx && pick.is_none_or(|p| (gu, u) < p) {
-                pick = Some((gu, u));
-            }
-        }
-        let (gu, u) = pick?;
-        // Its first tight link to x, in its adjacency order.
-        let li = t.adj[u as usize]
-            .iter()
-            .find(|&&(v, li)| v == x && usable(sc, li, x) && gu + sc.cost[li as usize] == gx)
-            .map(|&(_, li)| li)?;
-        links.push(li);
-        nodes.push(u);
-        x = u;
-    }
-    nodes.reverse();
-    links.reverse();
-    Some(Path { nodes, links })
-}
-
-fn path_cost(t: &Topology, p: &Path) -> u64 {
-    p.links.iter().map(|&l| cost(t, l)).sum()
-}
-
-/// The `k` shortest loop-free paths from `s` to `d` over links that are up (Yen).
-///
-/// A spur path only matters if it can still be picked: once the pool of found paths holds
-/// as many paths at cost ≤ c as picks remain, a spur search is bounded by c (less the
-/// root's cost) — a costlier path would never be taken, so the result is Yen's exactly.
-pub fn k_shortest(t: &Topology, s: u32, d: u32, k: usize) -> Vec<Path> {
-    k_shortest_in(t, s, k, &mut Scratch::new(t, d))
-}
-
-/// [`k_shortest`] toward the destination of `sc` (whose buffers it reuses).
-fn k_shortest_in(t: &Topology, s: u32, k: usize, sc: &mut Scratch) -> Vec<Path> {
-    let mut banned_nodes = std::mem::take(&mut sc.banned_nodes);
-    let paths = yen(t, s, k, sc, &mut banned_nodes);
-    sc.banned_nodes = banned_nodes;
-    paths
-}
-
-fn yen(t: &Topology, s: u32, k: usize, sc: &mut Scratch, banned_nodes: &mut [bool]) -> Vec<Path> {
-    let Some(first) = shortest(t, s, &[], banned_nodes, u64::MAX, sc) else { return Vec::new() };
-    let mut a = vec![first];
-    let mut b: Vec<(u64, Path)> = Vec::new();
-    let mut banned_links = Vec::new();
-    let mut costs: Vec<u64> = Vec::new();
-    while a.len() < k {
-        let prev = a.last().cloned().unwrap_or_else(|| unreachable!());
-        let mut root_cost = 0u64;
-        for i in 0..prev.nodes.len() - 1 {
-            let spur = prev.nodes[i];
-            let root = &prev.nodes[..=i];
-            if i > 0 {
-                root_cost += sc.cost[prev.links[i - 1] as usize];
-            }
-            banned_links.clear();
-            for p in &a {
-                if p.nodes.len() > i + 1 && p.nodes[..=i] == *root {
-                    banned_links.push(p.links[i]);
-                }
-            }
-            // Bound: the (k − |a|)-th cheapest cost in the pool, if it holds that many.
-            let need = k - a.len();
-            let limit = if b.len() >= need {
-                costs.clear();
-                costs.extend(b.iter().map(|(c, _)| *c));
-                let (_, nth, _) = costs.select_nth_unstable(need - 1);
-                nth.saturating_sub(root_cost)
-            } else {
-                u64::MAX
-            };
-            for &x in &root[..i] {
-                banned_nodes[x as usize] = true;
-            }
-            if let Some(sp) = shortest(t, spur, &banned_links, banned_nodes, limit, sc) {
-                let mut nodes = root[..i].to_vec();
-                nodes.extend_from_slice(&sp.nodes);
-                let mut links = prev.links[..i].to_vec();
-                links.extend_from_slice(&sp.links);
-                let p = Path { nodes, links };
-                if !a.contains(&p) && !b.iter().any(|(_, q)| *q == p) {
-                    b.push((path_cost(t, &p), p));
-                }
-            }
-            for &x in &root[..i] {
-                banned_nodes[x as usize] = false;
-            }
-        }
-        if b.is_empty() {
-            break;
-        }
-        // Cheapest next; ties by node sequence (deterministic).
-        let best = (0..b.len()).min_by(|&x, &y| b[x].cmp(&b[y])).unwrap_or(0);
-        a.push(b.swap_remove(best).1);
-    }
-    // Equal-latency paths come out in search order; list them by node sequence.
-    a.sort_by_cached_key(|p| (path_cost(t, p), p.clone()));
-    a
 }
 
 /// RTMPv2 score.
@@ -364,8 +74,13 @@ pub struct PairRoute {
 impl PairRoute {
     /// Candidates, scores and the best route of a fresh pair.
     pub fn new(t: &Topology, src: u32, dst: u32) -> PairRoute {
+        PairRoute::new_in(t, src, dst, None)
+    }
+
+    /// [`PairRoute::new`] searching with `router` (None: a fresh one).
+    fn new_in(t: &Topology, src: u32, dst: u32, router: Option<&mut Router>) -> PairRoute {
         let mut r = PairRoute { src, dst, cands: Vec::new(), chosen: None, d_max: 0.0 };
-        r.recompute(t, true, None);
+        r.recompute(t, true, router);
         r
     }
 
@@ -378,6 +93,14 @@ impl PairRoute {
     /// first; the chosen one among them.
     pub fn frontier(&self) -> impl Iterator<Item = &Candidate> {
         self.cands.iter().filter(|c| c.frontier)
+    }
+
+    /// The links of its candidates, sorted, unique.
+    fn links(&self) -> Vec<u32> {
+        let mut l: Vec<u32> = self.cands.iter().flat_map(|c| c.path.links.iter().copied()).collect();
+        l.sort_unstable();
+        l.dedup();
+        l
     }
 
     fn set_paths(&mut self, t: &Topology, paths: Vec<Path>) {
@@ -406,14 +129,13 @@ impl PairRoute {
     /// went down or up, a latency changed), else new (B, D) of the same paths. The current
     /// route stays unless broken or beaten by more than the hysteresis. Returns whether the
     /// chosen path changed.
-    /// `scratches`: reverse-Dijkstra buffers shared by the pairs re-routed on the same
-    /// topology (None: fresh ones).
-    pub(crate) fn recompute(&mut self, t: &Topology, structural: bool, scratches: Option<&mut Scratches>) -> bool {
+    /// `router`: the searches' state shared by the pairs of one topology (None: a fresh one).
+    pub(crate) fn recompute(&mut self, t: &Topology, structural: bool, router: Option<&mut Router>) -> bool {
         let old = self.route().map(|c| c.path.clone());
         if structural || self.cands.is_empty() {
             let k = t.routing.k_paths as usize;
-            let paths = match scratches {
-                Some(s) => k_shortest_in(t, self.src, k, s.for_dst(t, self.dst)),
+            let paths = match router {
+                Some(r) => r.k_shortest(t, self.src, self.dst, k),
                 None => k_shortest(t, self.src, self.dst, k),
             };
             self.set_paths(t, paths);
@@ -442,11 +164,14 @@ impl PairRoute {
 
 /// Routes of the GPU pairs a deployment uses, keyed `(min, max)`.
 ///
-/// Re-evaluation after a change of one link touches only the pairs whose candidates use it;
-/// when a link comes back up (or gets faster), the pairs that lost it when it went down and
-/// the pairs with fewer than k candidates are re-evaluated too. (A pair whose k candidates
-/// never included the link keeps them: on a large fabric re-running Yen for every pair
-/// would cost ~1 ms per pair.)
+/// Re-evaluation after a change of one link touches only the pairs whose candidates use it
+/// (found through an index: per link, the pairs whose candidates cross it); when a link
+/// comes back up (or gets faster), the pairs that lost it when it went down and the pairs
+/// with fewer than k candidates are re-evaluated too. (A pair whose k candidates never
+/// included the link keeps them: re-running Yen for every pair would cost the whole build.)
+///
+/// The table's [`Router`] follows its topology through [`RouteTable::apply`]; a topology
+/// changed some other way is noticed by its [`Topology::version`] and routed afresh.
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     pub pairs: BTreeMap<(u32, u32), PairRoute>,
@@ -454,13 +179,69 @@ pub struct RouteTable {
     disturbed: BTreeMap<u32, Vec<(u32, u32)>>,
     /// Pairs whose chosen route changed in the last [`RouteTable::on_link_change`].
     pub changed: Vec<(u32, u32)>,
+    /// Per link: the pairs whose candidates cross it (in no order).
+    users: Vec<Vec<(u32, u32)>>,
+    /// Pairs with fewer than k candidates (those with no route among them).
+    short: BTreeSet<(u32, u32)>,
+    router: Option<Box<Router>>,
 }
 
 impl RouteTable {
     /// The route between two nodes, computed on first use.
     pub fn get(&mut self, t: &Topology, a: u32, b: u32) -> &PairRoute {
-        let k = (a.min(b), a.max(b));
-        self.pairs.entry(k).or_insert_with(|| PairRoute::new(t, k.0, k.1))
+        let key = (a.min(b), a.max(b));
+        if !self.pairs.contains_key(&key) {
+            let r = PairRoute::new_in(t, key.0, key.1, Some(self.router(t)));
+            self.index(t, key, &[], &r);
+            self.pairs.insert(key, r);
+        }
+        &self.pairs[&key]
+    }
+
+    /// The searches' state, following `t`.
+    fn router(&mut self, t: &Topology) -> &mut Router {
+        let r = self.router.get_or_insert_with(|| Box::new(Router::new(t)));
+        if !r.follows(t) {
+            **r = Router::new(t);
+        }
+        r
+    }
+
+    /// Move `key` in the index from the links `old` to those of `r`'s candidates.
+    fn index(&mut self, t: &Topology, key: (u32, u32), old: &[u32], r: &PairRoute) {
+        if self.users.len() != t.links.len() {
+            self.users.resize(t.links.len(), Vec::new());
+        }
+        for &l in old {
+            let u = &mut self.users[l as usize];
+            if let Some(i) = u.iter().position(|&p| p == key) {
+                u.swap_remove(i);
+            }
+        }
+        for l in r.links() {
+            self.users[l as usize].push(key);
+        }
+        if r.cands.len() < t.routing.k_paths as usize {
+            self.short.insert(key);
+        } else {
+            self.short.remove(&key);
+        }
+    }
+
+    /// Re-evaluate pair `key` ([`PairRoute::recompute`]), keeping the index; whether its
+    /// chosen route changed.
+    fn reroute(&mut self, t: &Topology, key: (u32, u32), structural: bool) -> bool {
+        let mut router = self.router.take().filter(|r| r.follows(t)).unwrap_or_else(|| Box::new(Router::new(t)));
+        let Some(mut r) = self.pairs.remove(&key) else { return false };
+        let searched = structural || r.cands.is_empty();
+        let old = if searched { r.links() } else { Vec::new() };
+        let changed = r.recompute(t, structural, Some(&mut router));
+        if searched {
+            self.index(t, key, &old, &r);
+        }
+        self.pairs.insert(key, r);
+        self.router = Some(router);
+        changed
     }
 
     /// Recompute after a change of `link` (structural: down/up/latency). Pairs whose
@@ -470,17 +251,27 @@ impl RouteTable {
         let k = t.routing.k_paths as usize;
         let mut changed = 0;
         let mut disturbed = self.disturbed.remove(&link).unwrap_or_default();
-        let mut scratches = Scratches::default();
-        for (key, r) in self.pairs.iter_mut() {
-            let uses = r.cands.iter().any(|c| c.path.links.contains(&link));
-            let regain = may_add_paths && (r.cands.len() < k || disturbed.binary_search(key).is_ok());
+        let mut users = self.users.get(link as usize).cloned().unwrap_or_default();
+        users.sort_unstable();
+        let mut todo = users.clone();
+        if may_add_paths {
+            todo.extend(self.short.iter().copied());
+            todo.extend(disturbed.iter().copied());
+            todo.sort_unstable();
+            todo.dedup();
+        }
+        // In key order, as a walk over every pair would meet them.
+        for key in todo {
+            let Some(r) = self.pairs.get(&key) else { continue };
+            let uses = users.binary_search(&key).is_ok();
+            let regain = may_add_paths && (r.cands.len() < k || disturbed.binary_search(&key).is_ok());
             if uses || regain {
                 if uses && structural && !t.links[link as usize].up {
-                    disturbed.push(*key);
+                    disturbed.push(key);
                 }
-                if r.recompute(t, structural, Some(&mut scratches)) {
+                if self.reroute(t, key, structural) {
                     changed += 1;
-                    self.changed.push(*key);
+                    self.changed.push(key);
                 }
             }
         }
@@ -494,8 +285,25 @@ impl RouteTable {
 
     /// Recompute every pair (after a node was removed).
     pub fn recompute_all(&mut self, t: &Topology) -> u32 {
-        let mut scratches = Scratches::default();
-        self.pairs.values_mut().map(|r| r.recompute(t, true, Some(&mut scratches)) as u32).sum()
+        let keys: Vec<(u32, u32)> = self.pairs.keys().copied().collect();
+        keys.into_iter().map(|key| self.reroute(t, key, true) as u32).sum()
+    }
+
+    /// The pairs whose chosen route crosses one of `links`, has no route, or changed in the
+    /// last [`RouteTable::on_link_change`] (`changed`): sorted, unique.
+    pub fn reached(&self, links: &[u32]) -> Vec<(u32, u32)> {
+        let mut out: Vec<(u32, u32)> = links
+            .iter()
+            .filter_map(|&l| self.users.get(l as usize))
+            .flatten()
+            .copied()
+            .filter(|key| self.pairs[key].route().is_some_and(|c| c.path.links.iter().any(|l| links.contains(l))))
+            .chain(self.short.iter().copied().filter(|key| self.pairs[key].route().is_none()))
+            .chain(self.changed.iter().copied())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Apply one topology action to `t` and re-route as the simulator does: an action that
@@ -505,6 +313,9 @@ impl RouteTable {
     /// Returns the links touched and how many chosen routes changed.
     pub fn apply(&mut self, t: &mut Topology, a: &Action) -> (Vec<u32>, u32) {
         let (touched, structural, may_add) = events::apply(t, a);
+        if let Some(r) = &mut self.router {
+            r.relink(t, &touched);
+        }
         let changed = match touched[..] {
             [] => 0,
             [l] => self.on_link_change(t, l, structural, may_add),
@@ -561,137 +372,4 @@ pub fn candidates_view(t: &Topology, src: u32, dst: u32, down: &[u32]) -> Vec<Ca
             frontier: c.frontier,
         })
         .collect()
-}
-
-/// The plain Dijkstra-under-Yen of the first version, kept to check that the A*-with-bounds
-/// search returns exactly its paths.
-#[cfg(test)]
-pub mod reference {
-    use super::{cost, Path, Topology};
-
-    /// Reusable buffers of [`shortest`]: Yen's algorithm runs a shortest-path search per spur
-    /// node, hundreds per pair on a large fabric, so this is a plain Dijkstra on the adjacency
-    /// lists with arrays reset lazily (petgraph's A* allocates hash maps on every call; this
-    /// halved the 512-GPU build, 753 → 392 ms). Ties resolve by node index: deterministic.
-    #[derive(Debug, Default)]
-    pub(crate) struct RefScratch {
-        dist: Vec<u64>,
-        via: Vec<u32>,
-        touched: Vec<u32>,
-        heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
-    }
-
-    /// Shortest path from `s` to `d` over links that are up, avoiding `banned_links` and
-    /// `banned_nodes`; stops when `d` is settled.
-    fn shortest(t: &Topology, s: u32, d: u32, banned_links: &[u32], banned_nodes: &[bool], sc: &mut RefScratch) -> Option<Path> {
-        use std::cmp::Reverse;
-        let n = t.nodes.len();
-        if sc.dist.len() != n {
-            sc.dist = vec![u64::MAX; n];
-            sc.via = vec![u32::MAX; n];
-        }
-        for &x in &sc.touched {
-            sc.dist[x as usize] = u64::MAX;
-            sc.via[x as usize] = u32::MAX;
-        }
-        sc.touched.clear();
-        sc.heap.clear();
-        sc.dist[s as usize] = 0;
-        sc.touched.push(s);
-        sc.heap.push(Reverse((0, s)));
-        let mut found = false;
-        while let Some(Reverse((du, u))) = sc.heap.pop() {
-            if du > sc.dist[u as usize] {
-                continue;
-            }
-            if u == d {
-                found = true;
-                break;
-            }
-            for &(v, li) in &t.adj[u as usize] {
-                let l = &t.links[li as usize];
-                if !l.up || banned_nodes[v as usize] || banned_links.contains(&li) {
-                    continue;
-                }
-                let nd = du + cost(t, li);
-                if nd < sc.dist[v as usize] {
-                    if sc.dist[v as usize] == u64::MAX {
-                        sc.touched.push(v);
-                    }
-                    sc.dist[v as usize] = nd;
-                    sc.via[v as usize] = li;
-                    sc.heap.push(Reverse((nd, v)));
-                }
-            }
-        }
-        if !found {
-            return None;
-        }
-        let (mut nodes, mut links) = (vec![d], Vec::new());
-        let mut x = d;
-        while x != s {
-            let li = sc.via[x as usize];
-            let l = &t.links[li as usize];
-            x = if l.src == x { l.dst } else { l.src };
-            links.push(li);
-            nodes.push(x);
-        }
-        nodes.reverse();
-        links.reverse();
-        Some(Path { nodes, links })
-    }
-
-
-    /// The `k` shortest loop-free paths from `s` to `d` over links that are up (Yen).
-    pub fn k_shortest_reference(t: &Topology, s: u32, d: u32, k: usize) -> Vec<Path> {
-        let n = t.nodes.len();
-        let mut banned_nodes = vec![false; n];
-        let mut sc = RefScratch::default();
-        let Some(first) = shortest(t, s, d, &[], &banned_nodes, &mut sc) else { return Vec::new() };
-        let mut a = vec![first];
-        let mut b: Vec<(u64, Path)> = Vec::new();
-        let mut banned_links = Vec::new();
-        while a.len() < k {
-            let prev = a.last().cloned().unwrap_or_else(|| unreachable!());
-            for i in 0..prev.nodes.len() - 1 {
-                let spur = prev.nodes[i];
-                let root = &prev.nodes[..=i];
-                banned_links.clear();
-                for p in &a {
-                    if p.nodes.len() > i + 1 && p.nodes[..=i] == *root {
-                        banned_links.push(p.links[i]);
-                    }
-                }
-                for &x in &root[..i] {
-                    banned_nodes[x as usize] = true;
-                }
-                if let Some(sp) = shortest(t, spur, d, &banned_links, &banned_nodes, &mut sc) {
-                    let mut nodes = root[..i].to_vec();
-                    nodes.extend_from_slice(&sp.nodes);
-                    let mut links = prev.links[..i].to_vec();
-                    links.extend_from_slice(&sp.links);
-                    let p = Path { nodes, links };
-                    if !a.contains(&p) && !b.iter().any(|(_, q)| *q == p) {
-                        b.push((path_cost(t, &p), p));
-                    }
-                }
-                for &x in &root[..i] {
-                    banned_nodes[x as usize] = false;
-                }
-            }
-            if b.is_empty() {
-                break;
-            }
-            // Cheapest next; ties by node sequence (deterministic).
-            let best = (0..b.len()).min_by(|&x, &y| b[x].cmp(&b[y])).unwrap_or(0);
-            a.push(b.swap_remove(best).1);
-        }
-        // Equal-latency paths come out in search order; list them by node sequence.
-        a.sort_by_cached_key(|p| (path_cost(t, p), p.clone()));
-        a
-    }
-
-    fn path_cost(t: &Topology, p: &Path) -> u64 {
-        p.links.iter().map(|&l| cost(t, l)).sum()
-    }
 }

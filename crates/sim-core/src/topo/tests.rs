@@ -69,7 +69,7 @@ fn multi_node_pattern_and_the_new_presets() {
     let e = |s: &str| Topology::from_json(&format!("\"{s}\"")).unwrap_err().to_string();
     assert!(e("65x-hgx-h100-ib").contains("must be 1 to 64 (got 65)"), "{}", e("65x-hgx-h100-ib"));
     assert!(e("0x-hgx-b200-ib").contains("must be 1 to 64"), "{}", e("0x-hgx-b200-ib"));
-    assert!(e("257x-hgx-h200-ib").contains("must be 1 to 256"), "{}", e("257x-hgx-h200-ib"));
+    assert!(e("513x-hgx-h200-ib").contains("must be 1 to 512"), "{}", e("513x-hgx-h200-ib"));
     assert!(Topology::from_json("\"256x-hgx-h200-ib\"").is_ok());
     assert!(e("2x-hgx-a100-ib").contains("no HGX box of GPU 'a100' (one of h100, h200, h800, b200)"), "{}", e("2x-hgx-a100-ib"));
     let near = e("gb200-nvl36");
@@ -288,7 +288,7 @@ fn routes_with_a_link_down_avoid_it_as_the_simulator_does() {
 /// full of equal-cost paths.
 #[test]
 fn k_shortest_matches_the_plain_dijkstra_yen() {
-    use super::route::{k_shortest, reference::k_shortest_reference};
+    use super::paths::{k_shortest, reference::k_shortest_reference};
     let mut rng = crate::rng::SimRng::new(7);
     let mut topos: Vec<Topology> = ["hgx-h200", "pcie-4x-l40s", "2x-hgx-h200-ib", "4x-hgx-h200-ib", "5x-hgx-h200-ib"]
         .iter()
@@ -344,6 +344,155 @@ fn k_shortest_matches_the_plain_dijkstra_yen() {
         }
     }
     assert!(checked > 500, "{checked}");
+}
+
+/// A random fabric of twins: `hubs` switches and `copies` copies of a random unit (a ring
+/// plus chords of `size` nodes, latencies from {1, 2, 3} µs, every copy on every hub at
+/// the same nodes), one odd unit, a few hub–hub links; node ids declared in a shuffled
+/// order when `shuffle` (so some copies interleave and fall out of their class).
+fn twin_fabric(rng: &mut crate::rng::SimRng, hubs: usize, copies: usize, size: usize, shuffle: bool) -> Topology {
+    let lat = |rng: &mut crate::rng::SimRng| 1 + rng.range_u32(0, 2);
+    let mut inside: Vec<(usize, usize, u32)> = (0..size).map(|i| (i, (i + 1) % size, 1)).filter(|x| x.0 < x.1 || (x.1 == 0 && size > 2)).collect();
+    for _ in 0..size / 2 {
+        let (a, b) = (rng.range_u32(0, size as u32 - 1) as usize, rng.range_u32(0, size as u32 - 1) as usize);
+        if a != b && !inside.iter().any(|x| (x.0.min(x.1), x.0.max(x.1)) == (a.min(b), a.max(b))) {
+            inside.push((a, b, lat(rng)));
+        }
+    }
+    let ports: Vec<(usize, usize, u32)> = (0..hubs).map(|h| (rng.range_u32(0, size as u32 - 1) as usize, h, lat(rng))).collect();
+    let mut ids: Vec<String> = (0..copies + 1).flat_map(|c| (0..size).map(move |i| format!("u{c}_{i}"))).collect();
+    if shuffle {
+        for i in (1..ids.len()).rev() {
+            ids.swap(i, rng.range_u32(0, i as u32) as usize);
+        }
+    }
+    ids.extend((0..hubs).map(|h| format!("h{h}")));
+    let node = |id: &String| format!(r#"{{"id": "{id}", "kind": "{}"}}"#, if id.starts_with('h') { "switch" } else { "gpu" });
+    let link = |a: String, b: String, l: u32| format!(r#"{{"src": "{a}", "dst": "{b}", "kind": "eth", "bandwidth_gbps": 100, "latency_us": {l}}}"#);
+    let mut links = Vec::new();
+    for c in 0..=copies {
+        // The last copy is odd: one more port, on its first node.
+        for &(a, b, l) in &inside {
+            links.push(link(format!("u{c}_{a}"), format!("u{c}_{b}"), l));
+        }
+        for &(x, h, l) in &ports {
+            links.push(link(format!("u{c}_{x}"), format!("h{h}"), l));
+        }
+        if c == copies && !ports.iter().any(|p| p.0 == 0 && p.1 == 0) {
+            links.push(link(format!("u{c}_0"), "h0".into(), 2));
+        }
+    }
+    for h in 1..hubs {
+        links.push(link(format!("h{}", h - 1), format!("h{h}"), lat(rng)));
+    }
+    let nodes: Vec<String> = ids.iter().map(node).collect();
+    table(&format!(r#"{{"nodes": [{}], "links": [{}]}}"#, nodes.join(","), links.join(","))).unwrap()
+}
+
+/// The re-routing of the first version: after a change of `link`, a walk over every pair,
+/// re-evaluating those whose candidates cross it and, when paths may be added, those with
+/// fewer than k candidates or that lost the link when it went down.
+fn reroute_every_pair(
+    t: &Topology,
+    pairs: &mut std::collections::BTreeMap<(u32, u32), PairRoute>,
+    disturbed_by: &mut std::collections::BTreeMap<u32, Vec<(u32, u32)>>,
+    link: u32,
+    structural: bool,
+    may_add: bool,
+) {
+    let k = t.routing.k_paths as usize;
+    let mut disturbed = disturbed_by.remove(&link).unwrap_or_default();
+    for (key, r) in pairs.iter_mut() {
+        let uses = r.cands.iter().any(|c| c.path.links.contains(&link));
+        let regain = may_add && (r.cands.len() < k || disturbed.binary_search(key).is_ok());
+        if uses || regain {
+            if uses && structural && !t.links[link as usize].up {
+                disturbed.push(*key);
+            }
+            r.recompute(t, structural, None);
+        }
+    }
+    if !t.links[link as usize].up && !disturbed.is_empty() {
+        disturbed.sort_unstable();
+        disturbed.dedup();
+        disturbed_by.insert(link, disturbed);
+    }
+}
+
+/// With twin units pruned (every search sees one unit of each class it does not touch) Yen
+/// returns exactly the paths of the plain Dijkstra-under-Yen: on multi-node presets large
+/// enough for their rails to be hubs and on random fabrics of twins, as built and after
+/// links go down, come up and change latency (the router following each event, its classes
+/// splitting and joining), ties included. The route table, which finds the pairs an event
+/// concerns through its link index, re-routes exactly the pairs a walk over every pair
+/// would, to the same routes.
+#[test]
+fn twin_pruned_k_shortest_matches_the_plain_dijkstra_yen() {
+    use super::paths::{reference::k_shortest_reference, Router};
+    use super::twins::{Twins, HUB};
+    let mut rng = crate::rng::SimRng::new(11);
+    let mut topos: Vec<Topology> = ["17x-hgx-h200-ib", "20x-hgx-h100-ib", "gb200-nvl72"]
+        .iter()
+        .map(|p| Topology::from_json(&format!("\"{p}\"")).unwrap())
+        .collect();
+    for seed in 0..8 {
+        topos.push(twin_fabric(&mut rng, 1 + seed % 3, 16 + seed, 2 + seed % 4, seed % 2 == 1));
+    }
+    let (mut checked, mut events_checked) = (0, 0);
+    for mut t in topos {
+        let mut router = Router::new(&t);
+        assert!(Twins::new(&t).unit_of.contains(&HUB), "a fabric with hubs");
+        let nodes = t.nodes.len() as u32;
+        let mut table = RouteTable::default();
+        let mut plain = std::collections::BTreeMap::new();
+        let mut disturbed = std::collections::BTreeMap::new();
+        for _ in 0..25 {
+            let (s, d) = (rng.range_u32(0, nodes - 1), rng.range_u32(0, nodes - 1));
+            if s != d {
+                table.get(&t, s, d);
+                plain.entry((s.min(d), s.max(d))).or_insert_with(|| PairRoute::new(&t, s.min(d), s.max(d)));
+            }
+        }
+        for round in 0..4 {
+            if round > 0 {
+                for _ in 0..4 {
+                    let l = rng.range_u32(0, t.links.len() as u32 - 1);
+                    let a = match round {
+                        1 => events::Action::LinkDown(l),
+                        2 => events::Action::SetLink { link: l, bandwidth_gbps: None, latency_us: Some([0.5, 1.0, 2.0, 3.0][rng.range_u32(0, 3) as usize]) },
+                        _ => events::Action::LinkUp(l),
+                    };
+                    let mut shadow = t.clone();
+                    let (touched, structural, may_add) = events::apply(&mut shadow, &a);
+                    let (same, _) = table.apply(&mut t, &a);
+                    assert_eq!(touched, same);
+                    router.relink(&t, &touched);
+                    if let [l] = touched[..] {
+                        reroute_every_pair(&t, &mut plain, &mut disturbed, l, structural, may_add);
+                    }
+                    for (key, r) in &plain {
+                        let got = &table.pairs[key];
+                        let paths = |r: &PairRoute| r.cands.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
+                        assert_eq!((paths(got), got.chosen), (paths(r), r.chosen), "{key:?} after {a:?}");
+                        events_checked += 1;
+                    }
+                }
+            }
+            for _ in 0..20 {
+                let (s, d) = (rng.range_u32(0, nodes - 1), rng.range_u32(0, nodes - 1));
+                if s == d {
+                    continue;
+                }
+                for k in [1, 4, 7] {
+                    let want = k_shortest_reference(&t, s, d, k);
+                    assert_eq!(router.k_shortest(&t, s, d, k), want, "{s} → {d}, k = {k}, round {round}");
+                    assert_eq!(super::paths::k_shortest(&t, s, d, k), want, "fresh: {s} → {d}, k = {k}, round {round}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 1000 && events_checked > 1000, "{checked} {events_checked}");
 }
 
 /// Ids of a placement, per replica per stage.
@@ -558,4 +707,45 @@ fn default_all_to_all_matches_the_hgx_presets() {
     assert_eq!(default_a2a(&gpu("h200"), 1, A2aMode::LowLatency), collective::Affine::default());
     // H800's 400 GB/s NVLink: a box's exchange at 200 GB/s per direction.
     assert!(close(default_a2a(&gpu("h800"), 8, A2aMode::HighThroughput).b, 1.0 / 200e9));
+}
+
+/// 4,096 GPUs are expressible: `512x-hgx-h200-ib` builds, a TP-16 group across its last two
+/// boxes and a pair at its two ends route over the rails, and a rail link going down
+/// re-routes exactly the pairs that crossed it (those the index names), around it, to the
+/// paths of the plain Dijkstra-under-Yen on the reduced fabric.
+#[test]
+fn four_thousand_gpus_build_and_route() {
+    use super::paths::reference::k_shortest_reference;
+    let mut t = Topology::from_json("\"512x-hgx-h200-ib\"").unwrap();
+    assert_eq!(t.gpus().len(), 4096);
+    let id = |t: &Topology, s: &str| t.index[s];
+    let mut group: Vec<u32> = (0..8).map(|g| id(&t, &format!("n510.gpu{g}"))).collect();
+    group.extend((0..8).map(|g| id(&t, &format!("n511.gpu{g}"))));
+    let mut table = RouteTable::default();
+    for (i, &a) in group.iter().enumerate() {
+        for &b in &group[i + 1..] {
+            assert!(table.get(&t, a, b).route().is_some());
+        }
+    }
+    let (far_a, far_b) = (id(&t, "n0.gpu0"), id(&t, "n511.gpu7"));
+    let far = table.get(&t, far_a, far_b).route().unwrap().path.nodes.clone();
+    assert!(far.contains(&id(&t, "ib0")) || far.contains(&id(&t, "ib7")), "{far:?}");
+    // n511.gpu3 to n510.gpu3 goes over rail 3; take n511's link to it down.
+    let (a, b) = (id(&t, "n510.gpu3"), id(&t, "n511.gpu3"));
+    assert!(table.get(&t, a, b).route().unwrap().path.nodes.contains(&id(&t, "ib3")));
+    let rail = t.pair[&(id(&t, "n511.nic3").min(id(&t, "ib3")), id(&t, "n511.nic3").max(id(&t, "ib3")))];
+    let crossed: Vec<(u32, u32)> =
+        table.pairs.iter().filter(|(_, r)| r.cands.iter().any(|c| c.path.links.contains(&rail))).map(|(k, _)| *k).collect();
+    assert!(!crossed.is_empty());
+    table.apply(&mut t, &events::Action::LinkDown(rail));
+    let k = t.routing.k_paths as usize;
+    for key in [(a.min(b), a.max(b)), (far_a.min(far_b), far_a.max(far_b))] {
+        let r = &table.pairs[&key];
+        assert!(r.cands.iter().all(|c| !c.path.links.contains(&rail)), "{key:?}");
+        let got: Vec<_> = r.cands.iter().map(|c| c.path.clone()).collect();
+        if crossed.contains(&key) {
+            assert_eq!(got, k_shortest_reference(&t, key.0, key.1, k), "{key:?}");
+        }
+    }
+    assert!(table.pairs.values().all(|r| r.route().is_some_and(|c| !c.path.links.contains(&rail))));
 }
