@@ -177,14 +177,14 @@ impl Router {
         if !self.follows(t) {
             *self = Router::new(t);
         }
-        let slot = self.to_dst(t, d);
+        let slot = self.dst_slot(t, d);
         let Router { twins, view, buf, dsts, .. } = self;
         yen(t, twins, view, buf, &mut dsts[slot], s, k)
     }
 
     /// The slot of `dsts` holding the distances to `d`, computed if not kept: a Dijkstra
     /// from `d` over the hubs, `d`'s unit and the lowest two other members of each class.
-    fn to_dst(&mut self, t: &Topology, d: u32) -> usize {
+    fn dst_slot(&mut self, t: &Topology, d: u32) -> usize {
         if let Some(i) = self.dsts.iter().position(|x| x.d == d) {
             return i;
         }
