@@ -255,18 +255,17 @@ impl DecodeSet {
     /// are ordinary plan entries of requests now current).
     pub fn dissolve(&mut self, reqs: &mut [Req]) {
         self.settle(reqs);
-        self.members.clear();
-        self.finishes.clear();
-        self.crossings.iter_mut().for_each(Vec::clear);
-        self.sum_base = 0;
-        self.sum_base_pb = 0;
-        self.sum_pb = 0;
-        self.plan_stale = true;
-        self.in_flight = false;
+        self.empty();
     }
 
     /// Forget everything (the model checker loads a state).
     pub fn reset(&mut self) {
+        self.empty();
+        self.t = 0;
+    }
+
+    /// No members, nothing in flight (the clock kept).
+    fn empty(&mut self) {
         self.members.clear();
         self.finishes.clear();
         self.crossings.iter_mut().for_each(Vec::clear);
@@ -275,7 +274,6 @@ impl DecodeSet {
         self.sum_pb = 0;
         self.plan_stale = true;
         self.in_flight = false;
-        self.t = 0;
     }
 }
 

@@ -149,22 +149,17 @@ impl Engine {
         // their last token are finished first, in batch order, as the loop below would.
         let lazy = if replica.set.in_flight { replica.set.len() } else { 0 };
         if lazy > 0 {
-            let mut done_ids = std::mem::take(&mut self.set_done);
-            replica.set.complete(st, &mut self.reqs, &mut replica.outstanding_tokens, &mut done_ids);
-            let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
-            for &id in &done_ids {
-                let r = &mut self.reqs[id as usize];
-                finish_request(r, &mut st.kv, &mut self.apc, self.scaler.as_deref_mut(), now, &mut used_slots, &mut outstanding);
-                done += 1;
-                self.finished_buf.push(id);
-            }
-            st.used_slots = used_slots;
-            replica.outstanding_tokens = outstanding;
-            self.done_requests += done;
-            self.set_done = done_ids;
+            replica.set.complete(st, &mut self.reqs, &mut replica.outstanding_tokens, &mut self.set_done);
         }
-        // Hot loop: counters in locals, written back once.
+        // Hot loop: counters in locals, written back once. The set's members that produced
+        // their last token finish first, in batch order, then the rest of the plan.
         let (mut used_slots, mut outstanding, mut done) = (st.used_slots, replica.outstanding_tokens, 0u64);
+        for &id in &self.set_done[..if lazy > 0 { self.set_done.len() } else { 0 }] {
+            let r = &mut self.reqs[id as usize];
+            finish_request(r, &mut st.kv, &mut self.apc, self.scaler.as_deref_mut(), now, &mut used_slots, &mut outstanding);
+            done += 1;
+            self.finished_buf.push(id);
+        }
         #[cfg(test)]
         let guarded = !self.unguarded;
         #[cfg(not(test))]
