@@ -121,3 +121,23 @@ def test_cli_calibrate_writes_the_profile(runs_dir: Path, tmp_path: Path) -> Non
     assert bad.exit_code == 2 and "server" in bad.stderr
     bad = invoke(["calibrate", str(tmp_path), "--gpu", "h100"])
     assert bad.exit_code == 2 and "no inference-perf results" in bad.stderr
+
+
+def test_fit_with_the_kernel_scale_fixed_fits_the_front_end_alone(runs_dir: Path) -> None:
+    runs = cal.read_runs([runs_dir], gpu="h100")
+    free = cal.fit(runs, "h100")
+    # held at the scale the free fit found, the front end is the free fit's (one pass, same simulations)
+    held = cal.fit(runs, "h100", gpu_time_scale=free["gpu_time_scale"])
+    assert held["gpu_time_scale"] == free["gpu_time_scale"]
+    assert held["frontend"] == pytest.approx(free["frontend"], rel=1e-3)
+    # held at the shipped tables (the made-up server is ~10% slower per token and 30% slower to
+    # its first token than the defaults): the kernels stay, the front end takes more than vLLM's
+    one = cal.fit(runs, "h100", gpu_time_scale=1.0)
+    fe = one["frontend"]
+    assert one["gpu_time_scale"] == 1.0 and free["gpu_time_scale"] > 1.05
+    default_a = cal.DEFAULT_FRONTEND["request_ms"] + cal.DEFAULT_FRONTEND["token_ms"]
+    assert fe["request_ms"] + fe["token_ms"] > default_a
+    assert fe["request_ms"] + fe["token_ms"] > free["frontend"]["request_ms"] + free["frontend"]["token_ms"]
+    for bad in (0.0, -1.0, float("nan"), 11.0):
+        with pytest.raises(o1sim.ConfigError, match="gpu_time_scale"):
+            cal.fit(runs, "h100", gpu_time_scale=bad)

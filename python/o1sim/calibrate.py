@@ -20,7 +20,8 @@ Two sets of physical parameters are fitted, everything else stays at o1sim's def
   and E2E less the engine's, fitted by least squares over the runs against
   ``a + b·(B + 1)/2`` (B: the run's mean batch), ``a`` split between ingest and the way back
   in vLLM's default proportion; tokenisation per prompt token stays at its default (the
-  runs' prompt lengths rarely vary enough to tell it apart).
+  runs' prompt lengths rarely vary enough to tell it apart). ``fit(..., gpu_time_scale=1)``
+  keeps the kernels as shipped and fits the front end alone.
 
 Cross-validation holds out whole groups (by default one model at a time: fit on the others'
 runs, predict its runs) and compares the held-out errors with the defaults'.
@@ -358,17 +359,29 @@ def _errors(run: MeasuredRun, sim: Simulated) -> dict[str, float]:
 ENGINE_ONLY: dict[str, Any] = {"request_ms": 0.0, "prompt_token_us": 0.0, "token_ms": 0.0, "batch_token_us": 0.0, "report": "engine"}
 
 
-def fit(runs: Sequence[MeasuredRun], gpu: str, *, iterations: int = 3,
-        progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+def fit(
+    runs: Sequence[MeasuredRun],
+    gpu: str,
+    *,
+    iterations: int = 3,
+    gpu_time_scale: Optional[float] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> dict[str, Any]:
     """Fit ``gpu_time_scale`` and the front end to ``runs`` (saturated runs are left out:
-    their latencies are their queue's). Returns the calibration profile."""
+    their latencies are their queue's). Returns the calibration profile.
+
+    ``gpu_time_scale``: keep the kernels at this scale (1: the GPU's tables as shipped) and
+    fit the front end alone. The front end is the server's CPU work, not the GPU's, so this
+    is how to fit it on runs whose kernel speed is taken as known."""
     lat = [r for r in runs if not r.saturated]
     if not lat:
         raise config_error("runs", "no run without failures to fit latencies on")
+    if gpu_time_scale is not None and not (math.isfinite(gpu_time_scale) and 0.0 < gpu_time_scale <= 10.0):
+        raise config_error("gpu_time_scale", f"must be in (0, 10] (got {gpu_time_scale})")
     say = progress or (lambda _msg: None)
-    scale = 1.0
+    scale = 1.0 if gpu_time_scale is None else float(gpu_time_scale)
     sims: list[Simulated] = []
-    for it in range(iterations):
+    for it in range(iterations if gpu_time_scale is None else 0):
         prof = profile_dict(gpu, scale, ENGINE_ONLY, "fit")
         sims = [simulate_run(r, prof) for r in lat]
         ratio = statistics.median(r.itl_ms / s.itl_ms for r, s in zip(lat, sims))
