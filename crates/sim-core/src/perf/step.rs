@@ -124,6 +124,21 @@ const DECODE_MAX_LOG2: u32 = 26;
 /// Mantissa bits below a decode grid cell's index.
 const DECODE_SHIFT: u32 = 52 - DECODE_SUB_BITS;
 
+/// The part of a pure decode step's price that depends only on its sequence count: the
+/// dense aggregates, the epilogue, the launch mode and the kernel counts, each exactly as
+/// [`StepModel::step_s`] computes them for such a step.
+#[derive(Debug, Clone, Copy)]
+struct DecodeFixed {
+    dense: Agg,
+    epi: (f64, f64),
+    mode: Mode,
+    kernels: (f64, f64),
+}
+
+/// Pure decode steps priced from a memo up to this many sequences (larger batches are
+/// priced in full; 4,096 entries are ~0.6 MB once all filled).
+const FIXED_MAX_SEQS: u32 = 4096;
+
 /// Sums of the M-dependent part of a step (all times s).
 #[derive(Debug, Clone, Copy, Default)]
 struct Agg {
@@ -264,6 +279,9 @@ pub struct StepModel {
     /// Decode attention's GPU time (s) at each point of its token grid, computed on first use;
     /// empty without a profile (the roofline is a line: evaluated directly).
     decode_grid: Vec<OnceLock<f64>>,
+    /// What a pure decode step of `n` sequences costs apart from its attention, by `n`
+    /// ([`StepModel::decode_fixed`]); sized by [`StepModel::set_max_num_seqs`], empty before.
+    fixed: Vec<OnceLock<DecodeFixed>>,
     /// Launch cost of the decode attention kernel and its lookup, cached at build.
     decode_cpu: f64,
     prefill_cpu: f64,
@@ -433,6 +451,7 @@ impl StepModel {
             grid: Vec::new(),
             epi: Vec::new(),
             decode_grid: Vec::new(),
+            fixed: Vec::new(),
             decode_cpu: 0.0,
             prefill_cpu: 0.0,
             external_comm,
@@ -529,6 +548,7 @@ impl StepModel {
     /// `min(2 · max_num_seqs, 512)` tokens (`CompilationConfig`'s default capture sizes)
     /// unless the spec set `cuda_graph_max_tokens`.
     pub fn set_max_num_seqs(&mut self, max_num_seqs: u32) {
+        self.fixed = empty_cells(max_num_seqs.min(FIXED_MAX_SEQS) as usize + 1);
         if self.engine == Engine::Vllm && !self.graph_bound_given {
             self.graph_max_tokens = (2 * u64::from(max_num_seqs)).min(VLLM_CAPTURE_MAX_TOKENS);
         }
@@ -550,6 +570,7 @@ impl StepModel {
         }
         self.ep = ep.map(Box::new);
         self.grid = empty_cells(self.grid_m.len());
+        self.fixed = empty_cells(self.fixed.len());
     }
 
     /// (Token, expert) pairs the busiest GPU's experts process when each rank carries `m`
@@ -1316,12 +1337,36 @@ impl StepModel {
         if self.dp > 1.0 || self.ep.is_some() {
             return self.ep_step_s(b, None);
         }
+        if let Some(f) = self.decode_fixed(b) {
+            let att = self.attention(b, None);
+            return self.compose(&f.dense, f.epi, att, f.mode, f.kernels, seqs(b));
+        }
+        let f = self.fixed_parts(b);
+        let att = self.attention(b, None);
+        self.compose(&f.dense, f.epi, att, f.mode, f.kernels, seqs(b))
+    }
+
+    /// The parts of `b`'s price other than attention.
+    #[inline]
+    fn fixed_parts(&self, b: &BatchShape) -> DecodeFixed {
         let mode = self.mode(b);
         let (m, s) = self.trtllm_rows(b, mode, b.tokens() as f64, b.sampled as f64);
-        let dense = self.dense_at(m);
-        let epi = self.epilogue_at(s);
-        let att = self.attention(b, None);
-        self.compose(&dense, epi, att, mode, self.other_kernels(b, s), seqs(b))
+        DecodeFixed { dense: self.dense_at(m), epi: self.epilogue_at(s), mode, kernels: self.other_kernels(b, s) }
+    }
+
+    /// A pure decode step's parts other than attention, from the memo: a step of `n`
+    /// sequences, each decoding one token and sampled, no prefill, no drafts (then the
+    /// tokens, the sampled rows, the launch mode, TensorRT-LLM's padded rows and the kernel
+    /// counts are all functions of `n`, so the first such step's parts are every one's).
+    /// `None` for any other step, beyond the memo, or with MLA (its kernel count reads the
+    /// shape).
+    #[inline]
+    fn decode_fixed(&self, b: &BatchShape) -> Option<&DecodeFixed> {
+        if !b.prefill.is_empty() || b.prefill_tokens != 0 || b.spec_tokens != 0 || b.sampled != b.decode_seqs || self.mla.is_some() {
+            return None;
+        }
+        let cell = self.fixed.get(usize::try_from(b.decode_seqs).ok()?)?;
+        Some(cell.get_or_init(|| self.fixed_parts(b)))
     }
 
     /// What LoRA kernels are priced with ([`super::lora`]): the streaming bandwidth, the
@@ -1556,6 +1601,52 @@ mod tests {
     fn model_8b() -> StepModel {
         let (m, g) = (resolve_model(&"llama-3-8b".into()).unwrap(), resolve_gpu(&"h200".into()).unwrap());
         StepModel::new(&StepSpec::default(), true, &m, &g, 1, 1, false)
+    }
+
+    /// A pure decode step priced from the memo costs, to the bit, what pricing it in full
+    /// does, for every engine, with and without CUDA graphs, across the capture bound, and
+    /// in either order of first use; other steps are priced in full.
+    #[test]
+    fn memoized_decode_steps_are_priced_to_the_bit() {
+        let (m, g) = (resolve_model(&"llama-3-8b".into()).unwrap(), resolve_gpu(&"h100".into()).unwrap());
+        for engine in [Engine::Vllm, Engine::Reference, Engine::Trtllm] {
+            for graphs in [true, false] {
+                let spec = StepSpec { engine, cuda_graphs: graphs, ..StepSpec::default() };
+                let full = StepModel::new(&spec, true, &m, &g, 2, 1, false);
+                let mut memo = full.clone();
+                memo.set_max_num_seqs(300);
+                let mut full = full;
+                full.set_max_num_seqs(300);
+                full.fixed = Vec::new(); // no memo: every step priced in full
+                memo.set_block_size(16);
+                full.set_block_size(16);
+                let item = [PrefillItem { new_tokens: 200, context_before: 64 }];
+                for pass in 0..2 {
+                    for n in [1u64, 2, 7, 64, 65, 128, 255, 256, 257, 300, 301, 4000] {
+                        let n = if pass == 0 { n } else { 301 - n.min(300) };
+                        for ctx in [n, n * 100 + 3, n * 2_000] {
+                            let decode = BatchShape {
+                                prefill: &[],
+                                prefill_tokens: 0,
+                                decode_seqs: n,
+                                decode_context_sum: ctx,
+                                context_sum_after: ctx,
+                                sampled: n,
+                                decode_blocks_1024: 0,
+                                spec_tokens: 0,
+                                lora_adapters: 0,
+                            };
+                            assert_eq!(memo.step_s(&decode).to_bits(), full.step_s(&decode).to_bits(), "{engine:?} graphs {graphs} n {n} ctx {ctx}");
+                            let mixed = BatchShape { prefill: &item, prefill_tokens: 200, sampled: n + 1, ..decode };
+                            assert_eq!(memo.step_s(&mixed).to_bits(), full.step_s(&mixed).to_bits());
+                            let drafts = BatchShape { spec_tokens: 2 * n, ..decode };
+                            assert_eq!(memo.step_s(&drafts).to_bits(), full.step_s(&drafts).to_bits());
+                        }
+                    }
+                }
+                assert!(memo.fixed.iter().filter(|c| c.get().is_some()).count() > 10, "the memo was used");
+            }
+        }
     }
 
     #[test]
