@@ -45,6 +45,9 @@ use crate::kv::KvMode;
 use crate::request::Req;
 use crate::sched::{Params, SchedState};
 
+/// A slot of [`DecodeSet::members`] whose member left.
+const FREE: u32 = u32::MAX;
+
 /// One member of the set: its progress as affine functions of the set's step count.
 #[derive(Debug, Clone, Copy)]
 struct Member {
@@ -62,14 +65,20 @@ struct Member {
 /// A replica's lazy decode set ([`crate::engine::decode_set`]).
 #[derive(Debug, Clone, Default)]
 pub struct DecodeSet {
-    /// The members, in batch order: `running[..members.len()]`.
+    /// The members (`running[..len]`, in no particular order), each in a slot it keeps for
+    /// its life in the set (its finish entry names the slot, so leaving is O(1)); a slot
+    /// whose member left holds `id == FREE` until a join takes it.
     members: Vec<Member>,
+    /// Members now.
+    live: usize,
+    /// Slots of `members` whose member left.
+    free_slots: Vec<u32>,
     /// Steps the set has completed (its clock; members' lengths are affine in it).
     t: i64,
     /// Joins so far.
     seq: u64,
-    /// (step at which it produces its last token, join order, id).
-    finishes: BinaryHeap<Reverse<(i64, u64, u32)>>,
+    /// (step at which it produces its last token, join order, id, slot).
+    finishes: BinaryHeap<Reverse<(i64, u64, u32, u32)>>,
     /// Paged pool: `crossings[k]` = the members (id, base) that pass a block boundary at the
     /// steps t ≡ k (mod block size), in batch order.
     crossings: Vec<Vec<(u32, i64)>>,
@@ -104,14 +113,14 @@ impl DecodeSet {
     /// Members now (the first entries of `running`).
     #[inline]
     pub fn len(&self) -> usize {
-        self.members.len()
+        self.live
     }
 
     /// Start a step with the set: grow the members that pass a block boundary now, and make
     /// the plan's first entries theirs. `false` (nothing changed) when there is no set, it
     /// would not get a token each from `budget`, or the free units cannot cover its growth.
     pub fn advance(&mut self, st: &mut SchedState, reqs: &mut [Req], budget: u32) -> bool {
-        let s = self.members.len();
+        let s = self.live;
         if s == 0 || s as u64 > u64::from(budget) {
             return false;
         }
@@ -133,7 +142,16 @@ impl DecodeSet {
         } else {
             st.plan.truncate(s);
         }
-        debug_assert!(st.plan.iter().zip(&self.members).all(|(p, m)| p.0 == m.id), "the plan starts with the set");
+        debug_assert!(
+            {
+                let mut ids: Vec<u32> = self.members.iter().map(|m| m.id).filter(|&id| id != FREE).collect();
+                let mut plan: Vec<u32> = st.plan.iter().map(|p| p.0).collect();
+                ids.sort_unstable();
+                plan.sort_unstable();
+                ids == plan && st.plan.iter().zip(&st.running).all(|(p, &id)| p.0 == id)
+            },
+            "the plan is the set, in running's order"
+        );
         self.in_flight = true;
         self.steps += 1;
         true
@@ -141,7 +159,7 @@ impl DecodeSet {
 
     /// Add the set's decodes to the step's aggregates (the policy's pass wrote the rest's).
     pub fn add_shape(&self, st: &mut SchedState) {
-        let s = self.members.len() as u64;
+        let s = self.live as u64;
         // Σ over members of the KV length after this step: Σ (base + t + 1).
         let after = (self.sum_base + self.t * s as i64) as u64 + s;
         let sh = &mut st.shape;
@@ -160,22 +178,22 @@ impl DecodeSet {
     /// by the caller, in that order) and out of the set.
     pub fn complete(&mut self, st: &mut SchedState, reqs: &mut [Req], outstanding: &mut u64, done: &mut Vec<u32>) {
         self.in_flight = false;
-        let s = self.members.len() as u64;
+        let s = self.live as u64;
         st.used_slots += s;
         *outstanding = outstanding.saturating_sub(s);
         self.t += 1;
         done.clear();
-        while let Some(&Reverse((at, _, id))) = self.finishes.peek() {
+        while let Some(&Reverse((at, _, id, slot))) = self.finishes.peek() {
             if at > self.t {
                 break;
             }
             debug_assert_eq!(at, self.t, "a member finishes at the step it was due");
             self.finishes.pop();
             done.push(id);
-        }
-        for &id in done.iter() {
-            let k = self.members.iter().position(|m| m.id == id).expect("a finishing member is in the set");
-            let m = self.members.remove(k);
+            let m = std::mem::replace(&mut self.members[slot as usize], Member { id: FREE, base: 0, gbase: 0, seq: 0, per_block: 0 });
+            debug_assert_eq!(m.id, id, "a finishing member is in its slot");
+            self.free_slots.push(slot);
+            self.live -= 1;
             self.update(&m, &mut reqs[id as usize]);
             self.leave(&m, st.kv.block_size);
         }
@@ -210,8 +228,8 @@ impl DecodeSet {
         if self.crossings.len() != bs as usize {
             self.crossings.resize_with(bs as usize, Vec::new);
         }
-        while let Some(&id) = st.running.get(self.members.len()) {
-            if self.members.len() as u64 >= u64::from(budget) {
+        while let Some(&id) = st.running.get(self.live) {
+            if self.live as u64 >= u64::from(budget) {
                 break;
             }
             let r = &reqs[id as usize];
@@ -232,12 +250,22 @@ impl DecodeSet {
                 per_block: 1024u64 >> r.req_block.trailing_zeros().min(10),
             };
             self.seq += 1;
-            self.finishes.push(Reverse((i64::from(r.output) - m.gbase, m.seq, id)));
+            let slot = match self.free_slots.pop() {
+                Some(k) => {
+                    self.members[k as usize] = m;
+                    k
+                }
+                None => {
+                    self.members.push(m);
+                    (self.members.len() - 1) as u32
+                }
+            };
+            self.live += 1;
+            self.finishes.push(Reverse((i64::from(r.output) - m.gbase, m.seq, id, slot)));
             self.crossings[(-m.base).rem_euclid(i64::from(bs)) as usize].push((id, m.base));
             self.sum_base += m.base;
             self.sum_base_pb += m.base * m.per_block as i64;
             self.sum_pb += m.per_block;
-            self.members.push(m);
             self.plan_stale = true;
         }
     }
@@ -245,7 +273,7 @@ impl DecodeSet {
     /// Bring every member up to date; the set goes on (its members' progress stays affine
     /// in the same clock).
     pub fn settle(&self, reqs: &mut [Req]) {
-        for m in &self.members {
+        for m in self.members.iter().filter(|m| m.id != FREE) {
             self.update(m, &mut reqs[m.id as usize]);
         }
     }
@@ -267,6 +295,8 @@ impl DecodeSet {
     /// No members, nothing in flight (the clock kept).
     fn empty(&mut self) {
         self.members.clear();
+        self.live = 0;
+        self.free_slots.clear();
         self.finishes.clear();
         self.crossings.iter_mut().for_each(Vec::clear);
         self.sum_base = 0;
