@@ -45,6 +45,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from real_vllm import data_dir
+
 import o1sim
 from o1sim import calibrate as cal
 
@@ -58,15 +60,6 @@ LABELS = {"ttft": "TTFT mean", "ttft_p99": "TTFT p99", "e2e": "E2E mean", "itl":
 #: "As well as": the fitted constants' held-out MAPE at most this many percentage points
 #: above the shipped constants', for mean TTFT and mean E2E (the figures the front end moves).
 TOLERANCE_POINTS = 1.0
-
-
-def data_dir() -> Optional[Path]:
-    """``shared/data/real-vllm-h100`` next to the checkout or one level up (worktrees)."""
-    for base in (ROOT.parent, ROOT.parent.parent):
-        d = base / "shared" / "data" / "real-vllm-h100"
-        if d.is_dir():
-            return d
-    return None
 
 
 def model_of(run: cal.MeasuredRun) -> str:
