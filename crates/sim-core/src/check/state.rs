@@ -525,6 +525,9 @@ fn replica_fields(rep: &Replica) {
         last_dur_ns: _,
         last_comm_s: _,
         last_decision_ns: _,
+        // Kernels compiled while serving: steps are unpriced in a check (and its linear
+        // cost model has no warm-up), so it stays 0.
+        compiled: _,
         // Metrics.
         series: _,
         stats: _,

@@ -94,6 +94,7 @@ impl Engine {
         let replicas = (0..slots)
             .map(|i| Ok(Replica::new(SchedState::new(kv_pool(pools[pool_of[i as usize] as usize].num_blocks)?.for_replica(i)))))
             .collect::<Result<_>>()?;
+        let warmups = pools.iter().map(|p| p.perf.warmup_plan(base.budget, base.max_num_seqs)).collect();
         let perfs = pools.into_iter().map(|p| p.perf).collect();
         Ok(Engine {
             reqs,
@@ -105,6 +106,7 @@ impl Engine {
             pool_of,
             pool_first,
             perfs,
+            warmups,
             router: scenario.deployment.router,
             routing: super::router_state::Routing::new(scenario),
             rr_next: 0,
@@ -202,6 +204,7 @@ impl Replica {
             last_dur_ns: 0,
             last_comm_s: 0.0,
             last_decision_ns: 0,
+            compiled: 0,
         }
     }
 }

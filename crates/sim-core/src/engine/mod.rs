@@ -90,6 +90,9 @@ pub struct Replica {
     /// the topology (s) and exposed decision latency (ns); kept for its [`StepRecord`].
     pub(crate) last_comm_s: f64,
     pub(crate) last_decision_ns: u64,
+    /// Kernel variants this replica compiled while serving, one bit each
+    /// ([`crate::perf::warmup::WarmupPlan::stall`]).
+    pub(crate) compiled: u64,
 }
 
 /// Router policies (defined with their names in [`crate::policy`]).
@@ -112,6 +115,8 @@ pub struct Engine {
     pub(crate) pool_first: Vec<u32>,
     /// Per pool: the cost model pricing its replicas' steps (its own GPU and layout).
     perfs: Vec<StepCostModel>,
+    /// Per pool: its first-use compilation stalls ([`crate::perf::warmup`]); `None`: none.
+    warmups: Vec<Option<crate::perf::warmup::WarmupPlan>>,
     pub(crate) router: Router,
     /// The cache-aware routers' state ([`route`]); `None` for the others.
     pub(crate) routing: Option<Box<router_state::Routing>>,

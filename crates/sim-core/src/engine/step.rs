@@ -35,8 +35,13 @@ impl Engine {
         let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
         // Blocking tier loads of this step's admissions: the batch waits for them; so it
         // does for adapters brought into GPU slots.
+        // The first step that needs a kernel variant start-up did not compile waits for its
+        // compilation (perf/warmup.rs).
         let stall = self.apc.offload.as_deref_mut().map_or(0, |o| o.take_stall(rep))
-            + self.lora.as_deref_mut().map_or(0, |l| l.activate(rep, &replica.sched.step_loras));
+            + self.lora.as_deref_mut().map_or(0, |l| l.activate(rep, &replica.sched.step_loras))
+            + self.warmups[self.pool_of[rep] as usize]
+                .as_ref()
+                .map_or(0, |w| w.stall(&mut replica.compiled, replica.sched.shape.tokens));
         let dur = dur + decision + stall;
         replica.last_comm_s = comm_s;
         replica.last_decision_ns = decision;

@@ -7,6 +7,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use super::warmup::WarmupSpec;
 use super::spec::{parse_dtype, parse_engine, parse_fusion, StepSpec, DTYPE_NAMES, KV_DTYPE_NAMES};
 use crate::error::{check, Result, SimError};
 
@@ -93,6 +94,7 @@ struct RawCostModel {
     comm_latency_us: Option<f64>,
     cpu_overhead_ms: Option<f64>,
     profile: Option<serde_json::Value>,
+    warmup: Option<WarmupSpec>,
     base_ms: Option<f64>,
     per_prefill_token_ms: Option<f64>,
     per_decode_seq_ms: Option<f64>,
@@ -103,7 +105,7 @@ const KINDS: [&str; 3] = ["calibrated", "roofline", "linear"];
 const LINEAR_FIELDS: &str = "base_ms, per_prefill_token_ms, per_decode_seq_ms, per_context_token_ms";
 const STEP_FIELDS: &str = "engine, dtype, kv_dtype, cuda_graphs, cuda_graph_max_tokens, fusion, fusion_latency_threshold_ms, \
                            memory_coalesce, compute_efficiency, memory_efficiency, kernel_floor_us, launch_us, \
-                           comm_latency_us, cpu_overhead_ms, profile";
+                           comm_latency_us, cpu_overhead_ms, profile, warmup";
 
 fn wrong_kind(field: &str, kind: &str, valid: &str) -> String {
     format!("field `{field}` does not apply to kind \"{kind}\" (its fields: {valid})")
@@ -141,6 +143,7 @@ impl RawCostModel {
             comm_latency_us: self.comm_latency_us.unwrap_or(d.comm_latency_us),
             cpu_overhead_ms: self.cpu_overhead_ms.unwrap_or(d.cpu_overhead_ms),
             profile: self.profile.clone(),
+            warmup: self.warmup.clone().unwrap_or_default(),
         })
     }
 
@@ -178,6 +181,7 @@ impl RawCostModel {
                     ("comm_latency_us", self.comm_latency_us.is_some()),
                     ("cpu_overhead_ms", self.cpu_overhead_ms.is_some()),
                     ("profile", self.profile.is_some()),
+                    ("warmup", self.warmup.is_some()),
                 ] {
                     if given {
                         return Err(wrong_kind(name, "linear", LINEAR_FIELDS));

@@ -29,6 +29,7 @@ mod shape;
 mod spec;
 mod step;
 pub mod trtllm;
+pub mod warmup;
 
 use crate::num::round_u64;
 use crate::catalog::{Gpu, Model};
@@ -288,6 +289,15 @@ impl StepCostModel {
         } + extra_s
             + self.extra_s(b);
         round_u64(seconds * 1e9).max(1)
+    }
+
+    /// The first-use compilation stalls of this replica's steps ([`warmup`]), given the
+    /// scheduler's token budget and seats of one rank; `None` when nothing can stall.
+    pub fn warmup_plan(&self, budget: u32, max_num_seqs: u32) -> Option<warmup::WarmupPlan> {
+        match &self.inner {
+            Inner::Step(s) => s.warmup_plan(budget, max_num_seqs),
+            Inner::Linear { .. } => None,
+        }
     }
 
     /// Data-parallel ranks of a DP/EP replica; 0 when it has neither (and for a linear model).

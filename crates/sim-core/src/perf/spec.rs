@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::warmup::WarmupSpec;
 use super::seed::{Fusion, DEFAULT_FUSION_LATENCY_THRESHOLD_MS, FUSION_NAMES};
 use crate::catalog::fraction;
 use crate::error::{check, Result, SimError};
@@ -163,6 +164,9 @@ pub struct StepSpec {
     /// the GPU's shipped one; none = the shipped profile, if the GPU has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<serde_json::Value>,
+    /// One-time stalls of kernels compiled on first use while serving ([`super::warmup`]):
+    /// on by default; only the `vllm` engine's fused-MoE kernels have any.
+    pub warmup: WarmupSpec,
 }
 
 impl Default for StepSpec {
@@ -183,6 +187,7 @@ impl Default for StepSpec {
             comm_latency_us: DEFAULT_COMM_LATENCY_US,
             cpu_overhead_ms: 0.0,
             profile: None,
+            warmup: WarmupSpec::default(),
         }
     }
 }
@@ -201,6 +206,15 @@ impl StepSpec {
                 format!("applies to the reference engine's unfused ops; {who} kernels are fused already (use engine = \"reference\")"),
             ));
         }
+        if self.engine != Engine::Vllm && self.warmup.enabled && self.warmup != WarmupSpec::default() {
+            return Err(SimError::config(
+                "warmup",
+                format!(
+                    "models vLLM's Triton fused-MoE kernels compiled on first use; {} has none (use engine = \"vllm\", or warmup = false)",
+                    self.engine.name()
+                ),
+            ));
+        }
         if let Some(v) = self.compute_efficiency {
             fraction("compute_efficiency", v)?;
         }
@@ -217,6 +231,7 @@ impl StepSpec {
         }
         check::non_negative("comm_latency_us", self.comm_latency_us)?;
         check::non_negative("cpu_overhead_ms", self.cpu_overhead_ms)?;
+        self.warmup.validate()?;
         self.custom_profile()?;
         Ok(())
     }

@@ -297,6 +297,8 @@ pub struct StepModel {
     graph_bound_given: bool,
     /// GPU time of an attention call with nothing to do, s (what merging calls saves).
     attn_floor: f64,
+    /// First-use compilation stalls ([`super::warmup`]).
+    warmup: super::warmup::WarmupSpec,
 }
 
 /// MLA's widths as one GPU runs them: its `hq` query heads (TP splits the heads; the
@@ -459,6 +461,7 @@ impl StepModel {
             nvlink: t <= gpu.nvlink_gpus && gpu.link_gbps(t) >= NVLINK_MIN_GBPS,
             graph_bound_given: spec.cuda_graph_max_tokens.is_some(),
             attn_floor: 0.0,
+            warmup: spec.warmup.clone(),
             r,
             experts_r,
             expert_quant: model.experts > 1 && experts_dtype == Dtype::Fp8 && model.expert_format == Some(WeightFormat::Fp8),
@@ -1373,6 +1376,24 @@ impl StepModel {
     /// large-GEMM rate and the kernel floor, and the DP ranks that share a step's rows.
     pub(super) fn lora_rates(&self) -> (f64, f64, f64, f64) {
         (self.r.stream_bw, self.r.gemm_flops, self.r.floor, self.dp)
+    }
+
+    /// The warm-up plan of this replica's steps given the scheduler's per-rank token budget
+    /// and seats ([`super::warmup`]): the `vllm` engine's fused-MoE configurations; `None`
+    /// for a dense model, another engine, or warm-up off.
+    pub fn warmup_plan(&self, budget: u32, max_num_seqs: u32) -> Option<super::warmup::WarmupPlan> {
+        if self.engine != Engine::Vllm || self.moe.is_none() {
+            return None;
+        }
+        super::warmup::WarmupPlan::new(
+            &self.warmup,
+            super::warmup::Startup {
+                graph_max_tokens: if self.graphs { self.graph_max_tokens } else { 0 },
+                profile_tokens: u64::from(budget),
+                max_num_seqs: u64::from(max_num_seqs),
+                ranks: u64::from(self.dp_ranks().max(1)),
+            },
+        )
     }
 
     /// Data-parallel attention ranks of a DP/EP replica (`deployment.dp`); 0 without DP or EP.
