@@ -37,12 +37,21 @@ impl Engine {
         // does for adapters brought into GPU slots.
         // The first step that needs a kernel variant start-up did not compile waits for its
         // compilation (perf/warmup.rs).
-        let stall = self.apc.offload.as_deref_mut().map_or(0, |o| o.take_stall(rep))
-            + self.lora.as_deref_mut().map_or(0, |l| l.activate(rep, &replica.sched.step_loras))
-            + self.warmups[self.pool_of[rep] as usize]
-                .as_ref()
-                .map_or(0, |w| w.stall(&mut replica.compiled, replica.sched.shape.tokens));
-        let dur = dur + decision + stall;
+        // Saturating and clamped as the price is ([`price_step`]): a stall the user set
+        // absurdly long ends the step past the time horizon (a typed error when it comes
+        // due), not in an overflow.
+        let stall = self
+            .apc
+            .offload
+            .as_deref_mut()
+            .map_or(0, |o| o.take_stall(rep))
+            .saturating_add(self.lora.as_deref_mut().map_or(0, |l| l.activate(rep, &replica.sched.step_loras)))
+            .saturating_add(
+                self.warmups[self.pool_of[rep] as usize]
+                    .as_ref()
+                    .map_or(0, |w| w.stall(&mut replica.compiled, replica.sched.shape.tokens)),
+            );
+        let dur = dur.saturating_add(decision).saturating_add(stall).min(MAX_TIME_NS);
         replica.last_comm_s = comm_s;
         replica.last_decision_ns = decision;
         replica.last_end_ns = now.saturating_add(dur);
