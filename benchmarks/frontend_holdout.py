@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from docblock import write_block
 from real_vllm import data_dir
 
 import o1sim
@@ -280,16 +280,7 @@ def doc_block(s: dict[str, Any]) -> str:
 
 
 def write(s: dict[str, Any]) -> None:
-    doc = DOC.read_text(encoding="utf-8")
-    new, n = re.subn(
-        r"(<!-- frontend-holdout:[^\n]*-->\n)(?:.*?\n)?(<!-- /frontend-holdout -->)",
-        lambda m: m.group(1) + doc_block(s) + "\n" + m.group(2),
-        doc,
-        flags=re.S,
-    )
-    if n != 1:
-        raise SystemExit(f"{DOC} has no frontend-holdout markers")
-    DOC.write_text(new, encoding="utf-8")
+    write_block(DOC, "frontend-holdout", doc_block(s))
 
 
 def main(argv: list[str]) -> int:

@@ -27,11 +27,12 @@ simulates each point the way the published runs were made and prints published v
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from docblock import write_block
 
 import o1sim
 
@@ -192,12 +193,7 @@ def main(argv: list[str]) -> None:
               f"{r['max_batch_size']:>5}/{r['max_num_tokens']:<6} {r['kv_tokens']:>10} {r['wall_s']:7.2f}")
     print(summary_line(rs))
     if "--write" in argv:
-        doc = DOC.read_text(encoding="utf-8")
-        new, n = re.subn(r"(<!-- trtllm-table:[^\n]*-->\n)(?:.*?\n)?(<!-- /trtllm-table -->)",
-                         lambda m: m.group(1) + markdown(rs) + "\n" + m.group(2), doc, flags=re.S)
-        if n != 1:
-            raise SystemExit(f"{DOC} has no trtllm-table markers")
-        DOC.write_text(new, encoding="utf-8")
+        write_block(DOC, "trtllm-table", markdown(rs))
 
 
 if __name__ == "__main__":

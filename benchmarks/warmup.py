@@ -26,9 +26,11 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
+from docblock import write_block
+from real_vllm import data_dir
 
 import o1sim
 from o1sim import calibrate as cal
@@ -42,15 +44,6 @@ FIT_RANGE_MS = (200.0, 4000.0)
 FIT_STEP_MS = 100.0
 #: The arrival seeds the fit averages over.
 FIT_SEEDS = (1, 2, 3, 4, 5)
-
-
-def data_dir() -> Optional[Path]:
-    """``shared/data/real-vllm-h100`` next to the checkout or one level up (worktrees)."""
-    for base in (ROOT.parent, ROOT.parent.parent):
-        d = base / "shared" / "data" / "real-vllm-h100"
-        if d.is_dir():
-            return d
-    return None
 
 
 def measured_stages(run_dir: Path) -> list[dict[str, float]]:
@@ -178,16 +171,7 @@ def doc_block(s: dict[str, Any]) -> str:
 
 
 def write(s: dict[str, Any]) -> None:
-    doc = DOC.read_text(encoding="utf-8")
-    new, n = re.subn(
-        r"(<!-- warmup-table:[^\n]*-->\n)(?:.*?\n)?(<!-- /warmup-table -->)",
-        lambda m: m.group(1) + doc_block(s) + "\n" + m.group(2),
-        doc,
-        flags=re.S,
-    )
-    if n != 1:
-        raise SystemExit(f"{DOC} has no warmup-table markers")
-    DOC.write_text(new, encoding="utf-8")
+    write_block(DOC, "warmup-table", doc_block(s))
 
 
 def main(argv: list[str]) -> int:
