@@ -69,8 +69,6 @@ pub struct DecodeSet {
     /// its life in the set (its finish entry names the slot, so leaving is O(1)); a slot
     /// whose member left holds `id == FREE` until a join takes it.
     members: Vec<Member>,
-    /// Members now.
-    live: usize,
     /// Slots of `members` whose member left.
     free_slots: Vec<u32>,
     /// Steps the set has completed (its clock; members' lengths are affine in it).
@@ -113,14 +111,14 @@ impl DecodeSet {
     /// Members now (the first entries of `running`).
     #[inline]
     pub fn len(&self) -> usize {
-        self.live
+        self.members.len() - self.free_slots.len()
     }
 
     /// Start a step with the set: grow the members that pass a block boundary now, and make
     /// the plan's first entries theirs. `false` (nothing changed) when there is no set, it
     /// would not get a token each from `budget`, or the free units cannot cover its growth.
     pub fn advance(&mut self, st: &mut SchedState, reqs: &mut [Req], budget: u32) -> bool {
-        let s = self.live;
+        let s = self.len();
         if s == 0 || s as u64 > u64::from(budget) {
             return false;
         }
@@ -159,7 +157,7 @@ impl DecodeSet {
 
     /// Add the set's decodes to the step's aggregates (the policy's pass wrote the rest's).
     pub fn add_shape(&self, st: &mut SchedState) {
-        let s = self.live as u64;
+        let s = self.len() as u64;
         // Σ over members of the KV length after this step: Σ (base + t + 1).
         let after = (self.sum_base + self.t * s as i64) as u64 + s;
         let sh = &mut st.shape;
@@ -178,7 +176,7 @@ impl DecodeSet {
     /// by the caller, in that order) and out of the set.
     pub fn complete(&mut self, st: &mut SchedState, reqs: &mut [Req], outstanding: &mut u64, done: &mut Vec<u32>) {
         self.in_flight = false;
-        let s = self.live as u64;
+        let s = self.len() as u64;
         st.used_slots += s;
         *outstanding = outstanding.saturating_sub(s);
         self.t += 1;
@@ -193,7 +191,6 @@ impl DecodeSet {
             let m = std::mem::replace(&mut self.members[slot as usize], Member { id: FREE, base: 0, gbase: 0, seq: 0, per_block: 0 });
             debug_assert_eq!(m.id, id, "a finishing member is in its slot");
             self.free_slots.push(slot);
-            self.live -= 1;
             self.update(&m, &mut reqs[id as usize]);
             self.leave(&m, st.kv.block_size);
         }
@@ -228,8 +225,8 @@ impl DecodeSet {
         if self.crossings.len() != bs as usize {
             self.crossings.resize_with(bs as usize, Vec::new);
         }
-        while let Some(&id) = st.running.get(self.live) {
-            if self.live as u64 >= u64::from(budget) {
+        while let Some(&id) = st.running.get(self.len()) {
+            if self.len() as u64 >= u64::from(budget) {
                 break;
             }
             let r = &reqs[id as usize];
@@ -260,7 +257,6 @@ impl DecodeSet {
                     (self.members.len() - 1) as u32
                 }
             };
-            self.live += 1;
             self.finishes.push(Reverse((i64::from(r.output) - m.gbase, m.seq, id, slot)));
             self.crossings[(-m.base).rem_euclid(i64::from(bs)) as usize].push((id, m.base));
             self.sum_base += m.base;
@@ -295,7 +291,6 @@ impl DecodeSet {
     /// No members, nothing in flight (the clock kept).
     fn empty(&mut self) {
         self.members.clear();
-        self.live = 0;
         self.free_slots.clear();
         self.finishes.clear();
         self.crossings.iter_mut().for_each(Vec::clear);
