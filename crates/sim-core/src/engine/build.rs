@@ -95,7 +95,7 @@ impl Engine {
             .map(|i| Ok(Replica::new(SchedState::new(kv_pool(pools[pool_of[i as usize] as usize].num_blocks)?.for_replica(i)))))
             .collect::<Result<_>>()?;
         let warmups = pools.iter().map(|p| p.perf.warmup_plan(base.budget, base.max_num_seqs)).collect();
-        let perfs = pools.into_iter().map(|p| p.perf).collect();
+        let perfs: Vec<StepCostModel> = pools.into_iter().map(|p| p.perf).collect();
         Ok(Engine {
             reqs,
             arrival_order,
@@ -105,6 +105,7 @@ impl Engine {
             pool_params,
             pool_of,
             pool_first,
+            memos: perfs.iter().map(|_| crate::perf::StepMemo::default()).collect(),
             perfs,
             warmups,
             router: scenario.deployment.router,

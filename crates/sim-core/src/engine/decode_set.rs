@@ -90,6 +90,9 @@ pub struct DecodeSet {
     pub in_flight: bool,
     /// Steps started with a lazy set (for tests and profiling).
     pub steps: u64,
+    /// Of those, steps completed and started again without the event loop's general path
+    /// ([`crate::engine::Engine::quiet_step`]; for tests and profiling).
+    pub quiet: u64,
 }
 
 /// Whether a replica whose policy has `p`, whose pool is `mode` and whose requests have no
@@ -153,6 +156,17 @@ impl DecodeSet {
         self.in_flight = true;
         self.steps += 1;
         true
+    }
+
+    /// The step in flight is the set's alone (every running request is a member, nothing
+    /// else was planned) and no member produces its last token when it completes.
+    #[inline]
+    pub fn quiet(&self, st: &SchedState) -> bool {
+        let s = self.len();
+        self.in_flight
+            && s == st.plan.len()
+            && s == st.running.len()
+            && self.finishes.peek().is_none_or(|&Reverse((at, ..))| at > self.t + 1)
     }
 
     /// Add the set's decodes to the step's aggregates (the policy's pass wrote the rest's).
@@ -321,13 +335,15 @@ mod tests {
         )
     }
 
-    fn run(text: &str, options: SimOptions) -> (String, u64, u64) {
+    fn run(text: &str, options: SimOptions) -> (String, u64, u64, u64) {
         let mut sim = Simulation::from_text(text, Format::Json, options).unwrap();
         sim.run().unwrap();
         let e = sim.engine();
         let lazy = e.replicas.iter().map(|r| r.set.steps).sum();
         let steps = e.replicas.iter().map(|r| r.stats.steps).sum();
-        (sim.finish().unwrap().to_json(), lazy, steps)
+        let quiet: u64 = e.replicas.iter().map(|r| r.set.quiet).sum();
+        assert!(quiet <= lazy);
+        (sim.finish().unwrap().to_json(), lazy, steps, quiet)
     }
 
     /// Arrivals, prefills and finishes in the middle of the batch: most steps still schedule
@@ -343,9 +359,11 @@ mod tests {
             ("vllm", "", 400, 0.0),
         ] {
             let text = busy(policy, extra, blocks);
-            let (fast, lazy, steps) = run(&text, SimOptions::default());
-            let (slow, none, steps_again) = run(&text, SimOptions { check_invariants: true, ..SimOptions::default() });
+            let (fast, lazy, steps, quiet) = run(&text, SimOptions::default());
+            let (slow, none, steps_again, _) = run(&text, SimOptions { check_invariants: true, ..SimOptions::default() });
             assert_eq!(none, 0, "checked runs schedule every step");
+            // Between arrivals and finishes, steps of the set alone skip the event loop.
+            assert!(blocks < 1000 || quiet * 5 > steps, "{policy} {extra}: {quiet} of {steps} steps quiet");
             assert_eq!(steps, steps_again, "{policy} {extra} {blocks}");
             assert!(lazy as f64 >= min_lazy * steps as f64, "{policy} {extra} {blocks}: {lazy} of {steps} steps lazy");
             assert_eq!(fast, slow, "{policy} {extra} {blocks}");

@@ -115,6 +115,8 @@ pub struct Engine {
     pub(crate) pool_first: Vec<u32>,
     /// Per pool: the cost model pricing its replicas' steps (its own GPU and layout).
     perfs: Vec<StepCostModel>,
+    /// What each pool's steps repeat, remembered for its cost model ([`crate::perf::StepMemo`]).
+    memos: Vec<crate::perf::StepMemo>,
     /// Per pool: its first-use compilation stalls ([`crate::perf::warmup`]); `None`: none.
     warmups: Vec<Option<crate::perf::warmup::WarmupPlan>>,
     pub(crate) router: Router,

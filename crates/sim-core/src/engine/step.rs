@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 
 use super::{Engine, Replica};
 use crate::fabric::Fabric;
-use crate::perf::StepCostModel;
+use crate::perf::{StepCostModel, StepMemo};
 use crate::sched::SchedState;
 use crate::error::SimError;
 use crate::metrics::{StepRecord, StepSample};
@@ -18,10 +18,25 @@ impl Engine {
     pub(super) fn start_step(&mut self, rep: usize) -> bool {
         let now = self.now_ns;
         let planned = self.plan_step(rep, now);
+        self.note_out_of_memory(rep);
+        let Some(lazy) = planned else { return false };
+        self.launch(rep, lazy);
+        true
+    }
+
+    /// A KV pool whose free list could not grow while the step was planned: the run's
+    /// error, reported after the instant.
+    #[inline]
+    fn note_out_of_memory(&mut self, rep: usize) {
         if self.replicas[rep].sched.kv.out_of_memory && self.log_error.is_none() {
             self.log_error = Some(kv_out_of_memory(&self.replicas[rep].sched.kv, self.kv_field));
         }
-        let Some(lazy) = planned else { return false };
+    }
+
+    /// Price the step planned on `rep` (`lazy`: a steady run's step, which made no
+    /// prefix-cache lookups), record its metrics and schedule its completion.
+    fn launch(&mut self, rep: usize, lazy: bool) {
+        let now = self.now_ns;
         self.seq += 1;
         let replica = &mut self.replicas[rep];
         replica.step_seq = self.seq;
@@ -29,9 +44,10 @@ impl Engine {
             // The model checker orders completions itself: no duration, metrics or event.
             replica.busy = true;
             replica.stats.steps += 1;
-            return true;
+            return;
         }
-        let (dur, comm_s) = price_step(&self.perfs[self.pool_of[rep] as usize], self.fabric.as_deref_mut(), rep, &replica.sched);
+        let pool = self.pool_of[rep] as usize;
+        let (dur, comm_s) = price_step(&self.perfs[pool], &mut self.memos[pool], self.fabric.as_deref_mut(), rep, &replica.sched);
         let decision = Self::decision_exposed_ns(self.decision_ns, replica.last_end_ns, replica.last_dur_ns, now);
         // Blocking tier loads of this step's admissions: the batch waits for them; so it
         // does for adapters brought into GPU slots.
@@ -60,6 +76,57 @@ impl Engine {
         replica.step_start_ns = now;
         record_step_metrics(replica, now, dur, lazy);
         self.heap.push(Reverse((now.saturating_add(dur), self.seq, rep as u32)));
+    }
+
+    /// The completion of step `seq` on `rep` and the start of the next, in O(1), when the
+    /// step is a lazy decode set's alone ([`crate::engine::decode_set::DecodeSet::quiet`]):
+    /// every running request is a member, none produces its last token, nothing waits, and
+    /// the last plan's admission pass found the waiting queue empty. Then the completion is
+    /// the set's own (no token is a first or a last one, nothing joins), and the next plan
+    /// is the set again: the policy's passes over the rest of the batch and the waiting
+    /// queue have nothing to do, so their only effect, a fresh shape, is made here.
+    /// `false` (nothing changed) for any other step. When the set cannot take the next step
+    /// (its growth does not fit), the replica is marked for an ordinary start instead.
+    /// The caller has checked that nothing else is due at this instant.
+    pub(super) fn quiet_step(&mut self, rep: usize, seq: u64) -> bool {
+        let replica = &mut self.replicas[rep];
+        let st = &replica.sched;
+        let quiet = replica.busy
+            && replica.step_seq == seq
+            && !replica.steady.in_flight
+            && replica.inbox.is_empty()
+            && st.waiting.is_empty()
+            && st.admission == crate::sched::Admission::Empty
+            && st.prefill_items.is_empty()
+            && st.preempted.is_empty()
+            && replica.set.quiet(st)
+            && !self.options.record_steps
+            && !self.unpriced_steps;
+        if !quiet {
+            return false;
+        }
+        replica.busy = false;
+        replica.step_seq = 0;
+        replica.set.quiet += 1;
+        self.finished_buf.clear();
+        self.first_buf.clear();
+        replica.set.complete(&mut replica.sched, &mut self.reqs, &mut replica.outstanding_tokens, &mut self.set_done);
+        debug_assert!(self.set_done.is_empty(), "no member of a quiet step finishes");
+        if let Some(l) = self.lot.as_mut() {
+            l.touch(rep); // its outstanding tokens changed
+        }
+        let budget = self.pool_params[self.pool_of[rep] as usize].budget;
+        let st = &mut replica.sched;
+        if !replica.set.advance(st, &mut self.reqs, budget) {
+            self.mark(rep);
+            return true;
+        }
+        st.shape = crate::sched::PlanShape::default();
+        st.shape_dirty = false;
+        replica.set.add_shape(st);
+        self.apc.now_ns = self.now_ns;
+        self.note_out_of_memory(rep);
+        self.launch(rep, false);
         true
     }
 
@@ -365,7 +432,7 @@ pub(super) fn kv_out_of_memory(kv: &crate::kv::KvPool, field: &str) -> SimError 
     )
 }
 
-fn price_step(perf: &StepCostModel, fabric: Option<&mut Fabric>, rep: usize, st: &SchedState) -> (u64, f64) {
+fn price_step(perf: &StepCostModel, memo: &mut StepMemo, fabric: Option<&mut Fabric>, rep: usize, st: &SchedState) -> (u64, f64) {
     let sh = st.shape;
     let shape = BatchShape {
         prefill: &st.prefill_items,
@@ -380,7 +447,7 @@ fn price_step(perf: &StepCostModel, fabric: Option<&mut Fabric>, rep: usize, st:
     };
     let mut comm_s = 0.0;
     let dur = match fabric {
-        None => perf.step_ns(&shape),
+        None => perf.step_ns_memo(&shape, memo),
         Some(f) if perf.stages() > 1 => {
             let mb = perf.micro_batches(&shape);
             let (ar, x) = f.step_comm_pipeline(rep, sh.tokens, mb);

@@ -45,7 +45,7 @@ pub use spec::{
     DEFAULT_LAUNCH_US, DTYPE_NAMES, ENGINE_INFO, ENGINE_NAMES, KV_DTYPE_NAMES,
 };
 pub use ep::AllToAll;
-pub use step::{Anatomy, EpModel, KernelColumns, OpCost};
+pub use step::{Anatomy, EpModel, KernelColumns, OpCost, StepMemo};
 
 /// Names of the linear components, in [`StepCostModel::breakdown`] order.
 const LINEAR_NAMES: [&str; 4] = ["base", "prefill_tokens", "decode_seqs", "context_tokens"];
@@ -273,6 +273,22 @@ impl StepCostModel {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
             Inner::Step(s) => s.step_s(b),
+        } + self.extra_s(b);
+        round_u64(seconds * 1e9).max(1)
+    }
+
+    /// [`StepCostModel::step_ns`] with what mixed steps repeat (a prefill's attention, the
+    /// parts other than attention) taken from `memo`, the caller's for this model: the same
+    /// value to the bit.
+    #[inline]
+    pub fn step_ns_memo(&self, b: &BatchShape, memo: &mut StepMemo) -> u64 {
+        if b.is_empty() {
+            return 0;
+        }
+        let seconds = match &self.inner {
+            Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
+            Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
+            Inner::Step(s) => s.step_s_memo(b, Some(memo)),
         } + self.extra_s(b);
         round_u64(seconds * 1e9).max(1)
     }

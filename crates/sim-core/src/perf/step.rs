@@ -135,6 +135,39 @@ struct DecodeFixed {
     kernels: (f64, f64),
 }
 
+/// Entries of each of [`StepMemo`]'s direct-mapped tables (a power of two).
+const MEMO_SLOTS: usize = 256;
+
+/// What the steps of a run repeat beyond pure decodes, remembered by exact key in small
+/// direct-mapped tables (an entry holds its whole key; a collision replaces the older
+/// entry): a prefill's attention by (new tokens, cached context), and a step's parts other
+/// than attention by (tokens, sampled rows, prefill requests, whether it decodes). A hit
+/// returns the very values the computation would: they are functions of those keys and of
+/// the model. The engine keeps one per pool beside its cost model, made once the model is
+/// configured (a model's setters change what it prices), and passes it mutably
+/// ([`super::StepCostModel::step_ns_memo`]).
+#[derive(Debug, Clone)]
+pub struct StepMemo {
+    prefill: Box<[(u64, OpT)]>,
+    parts: Box<[(u64, u64, Option<DecodeFixed>)]>,
+}
+
+impl Default for StepMemo {
+    fn default() -> StepMemo {
+        let none = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
+        StepMemo { prefill: vec![(u64::MAX, none); MEMO_SLOTS].into(), parts: vec![(0, 0, None); MEMO_SLOTS].into() }
+    }
+}
+
+impl StepMemo {
+
+    /// The slot of `key` (a multiplicative hash's top bits).
+    #[inline]
+    fn slot(key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
+    }
+}
+
 /// Pure decode steps priced from a memo up to this many sequences (larger batches are
 /// priced in full; 4,096 entries are ~0.6 MB once all filled).
 const FIXED_MAX_SEQS: u32 = 4096;
@@ -1122,6 +1155,21 @@ impl StepModel {
         }
     }
 
+    /// [`StepModel::prefill_attention`] of one prefill request, from the memo when it was
+    /// priced before.
+    #[inline]
+    fn prefill_attention_of(&self, item: &PrefillItem, memo: Option<&mut StepMemo>) -> OpT {
+        let Some(memo) = memo else {
+            return self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
+        };
+        let key = (u64::from(item.new_tokens) << 32) | u64::from(item.context_before);
+        let cell = &mut memo.prefill[StepMemo::slot(key)];
+        if cell.0 != key {
+            *cell = (key, self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before)));
+        }
+        cell.1
+    }
+
     /// Decode attention's GPU time (s) in one layer, averaged over the layers, for the
     /// batch's decodes split over `k` micro-batches: `b.decode_seqs / k` sequences reading
     /// `tokens` cached tokens (with the block-remap cost). A local layer reads at most its
@@ -1160,7 +1208,7 @@ impl StepModel {
     }
 
     /// Attention of one layer: (GPU s, CPU s), and the ops for a breakdown when asked.
-    fn attention(&self, b: &BatchShape, detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+    fn attention(&self, b: &BatchShape, detail: Option<&mut Vec<Named>>, memo: Option<&mut StepMemo>) -> (f64, f64) {
         if let Some(a) = &self.mla {
             return self.mla_attention(a, b, 1.0, detail);
         }
@@ -1168,19 +1216,19 @@ impl StepModel {
             return self.attention_trtllm(b, 1.0, detail);
         }
         if self.engine == Engine::Vllm {
-            return self.attention_vllm(b, detail);
+            return self.attention_vllm(b, detail, memo);
         }
-        self.attention_reference(b, detail)
+        self.attention_reference(b, detail, memo)
     }
 
     /// vLLM's one FlashAttention varlen call per layer over every request of the step: the
     /// work of each request's prefill and of the decodes adds up, their calls' fixed cost is
     /// paid once ([`StepModel::attn_floor`] saved per merged call).
-    fn attention_vllm(&self, b: &BatchShape, detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+    fn attention_vllm(&self, b: &BatchShape, detail: Option<&mut Vec<Named>>, mut memo: Option<&mut StepMemo>) -> (f64, f64) {
         let (mut sum, mut longest, mut calls) = (0.0, 0.0f64, 0.0);
         let mut src = Source::Table;
         for item in b.prefill {
-            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
+            let t = self.prefill_attention_of(item, memo.as_deref_mut());
             sum += t.gpu_s;
             longest = longest.max(t.gpu_s);
             calls += 1.0;
@@ -1209,11 +1257,11 @@ impl StepModel {
     }
 
     /// The reference engine's attention: one call per prefill request, one for all decodes.
-    fn attention_reference(&self, b: &BatchShape, mut detail: Option<&mut Vec<Named>>) -> (f64, f64) {
+    fn attention_reference(&self, b: &BatchShape, mut detail: Option<&mut Vec<Named>>, mut memo: Option<&mut StepMemo>) -> (f64, f64) {
         let (mut g, mut c) = (0.0, 0.0);
         let mut pre = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
         for item in b.prefill {
-            let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
+            let t = self.prefill_attention_of(item, memo.as_deref_mut());
             pre.gpu_s += t.gpu_s;
             pre.cpu_s += t.cpu_s;
             pre.src = pre.src.max(t.src);
@@ -1337,16 +1385,43 @@ impl StepModel {
 
     /// Duration of the step, s (grid-interpolated dense part).
     pub fn step_s(&self, b: &BatchShape) -> f64 {
+        self.step_s_memo(b, None)
+    }
+
+    /// [`StepModel::step_s`], with what mixed steps repeat taken from `memo` when given.
+    pub fn step_s_memo(&self, b: &BatchShape, mut memo: Option<&mut StepMemo>) -> f64 {
         if self.dp > 1.0 || self.ep.is_some() {
             return self.ep_step_s(b, None);
         }
         if let Some(f) = self.decode_fixed(b) {
-            let att = self.attention(b, None);
+            let att = self.attention(b, None, None);
             return self.compose(&f.dense, f.epi, att, f.mode, f.kernels, seqs(b));
         }
-        let f = self.fixed_parts(b);
-        let att = self.attention(b, None);
+        let f = self.step_parts(b, memo.as_deref_mut());
+        let att = self.attention(b, None, memo);
         self.compose(&f.dense, f.epi, att, f.mode, f.kernels, seqs(b))
+    }
+
+    /// [`StepModel::fixed_parts`] of any step, from the memo when a step with the same
+    /// tokens, sampled rows, prefill requests and decodes was priced before. Those decide
+    /// them except with MLA (its kernel count reads the decodes' shape) and under
+    /// TensorRT-LLM (its padded rows read the sequence count and drafts): computed then.
+    #[inline]
+    fn step_parts(&self, b: &BatchShape, memo: Option<&mut StepMemo>) -> DecodeFixed {
+        let Some(memo) = memo.filter(|_| self.mla.is_none() && self.engine != Engine::Trtllm) else {
+            return self.fixed_parts(b);
+        };
+        let tokens = b.tokens();
+        let shape = (b.sampled << 32) | ((b.prefill.len() as u64 & 0x7FFF_FFFF) << 1) | u64::from(b.decode_seqs > 0);
+        let cell = &mut memo.parts[StepMemo::slot(tokens ^ shape.rotate_left(17))];
+        match cell {
+            (t, k, Some(f)) if *t == tokens && *k == shape && b.sampled < 1 << 32 && b.prefill.len() < 1 << 31 => *f,
+            _ => {
+                let f = self.fixed_parts(b);
+                *cell = (tokens, shape, Some(f));
+                f
+            }
+        }
     }
 
     /// The parts of `b`'s price other than attention.
@@ -1542,7 +1617,7 @@ impl StepModel {
         let epi_ops = self.epilogue(s);
         let epi = self.epilogue_sum(s);
         let mut att_ops = Vec::new();
-        let att = self.attention(b, Some(&mut att_ops));
+        let att = self.attention(b, Some(&mut att_ops), None);
         let graph = mode != Mode::Eager;
         let (forward, cpu) = self.compose_parts(&a, epi, att, mode, self.other_kernels(b, s), seqs(b));
         let mut out: Vec<OpCost> = Vec::new();
@@ -1666,6 +1741,56 @@ mod tests {
                     }
                 }
                 assert!(memo.fixed.iter().filter(|c| c.get().is_some()).count() > 10, "the memo was used");
+            }
+        }
+    }
+
+    /// Mixed and prefill steps priced through a [`StepMemo`] cost, to the bit, what pricing
+    /// them without one does: for every engine, a dense model, one with local layers, an MoE
+    /// model and one with MLA, over more keys than the memo has slots (so entries are
+    /// replaced), each shape priced twice (the second from the memo).
+    #[test]
+    fn steps_priced_through_the_memo_cost_the_same_to_the_bit() {
+        let g = resolve_gpu(&"h100".into()).unwrap();
+        for name in ["llama-3-8b", "gpt-oss-20b", "mixtral-8x7b", "deepseek-v3"] {
+            let m = resolve_model(&name.into()).unwrap();
+            for engine in [Engine::Vllm, Engine::Reference, Engine::Trtllm] {
+                let mut s = StepModel::new(&StepSpec { engine, ..StepSpec::default() }, true, &m, &g, 1, 1, false);
+                s.set_max_num_seqs(256);
+                s.set_block_size(16);
+                let mut memo = StepMemo::default();
+                let mut used = 0;
+                for pass in 0..2 {
+                    for k in 0..600u32 {
+                        let items = [
+                            PrefillItem { new_tokens: 1 + (k * 37) % 2048, context_before: (k * 101) % 3000 },
+                            PrefillItem { new_tokens: 512, context_before: 0 },
+                        ];
+                        let prefill = &items[..1 + (k % 3 == 0) as usize];
+                        let new: u64 = prefill.iter().map(|p| u64::from(p.new_tokens)).sum();
+                        let n = u64::from(k % 5) * 13;
+                        let b = BatchShape {
+                            prefill,
+                            prefill_tokens: new,
+                            decode_seqs: n,
+                            decode_context_sum: n * 700,
+                            context_sum_after: n * 700 + new,
+                            sampled: n + u64::from(k % 2),
+                            decode_blocks_1024: 0,
+                            spec_tokens: 0,
+                            lora_adapters: 0,
+                        };
+                        let with = s.step_s_memo(&b, Some(&mut memo));
+                        assert_eq!(with.to_bits(), s.step_s(&b).to_bits(), "{name} {engine:?} pass {pass} k {k}");
+                        used += 1;
+                    }
+                }
+                assert!(used > 2 * MEMO_SLOTS);
+                // TensorRT-LLM's and MLA's steps are priced in full (see `step_parts`).
+                if engine != Engine::Trtllm && m.mla.is_none() {
+                    assert!(memo.parts.iter().filter(|e| e.2.is_some()).count() > MEMO_SLOTS / 2, "{name} {engine:?}: the memo was used");
+                    assert!(memo.prefill.iter().filter(|e| e.0 != u64::MAX).count() > MEMO_SLOTS / 2, "{name} {engine:?}");
+                }
             }
         }
     }

@@ -387,7 +387,7 @@ impl StepModel {
             return (cpu, ops);
         }
         // vLLM: one FlashAttention varlen call per layer over every request of the step.
-        let (gpu_s, cpu_s) = self.attention_vllm(b, None);
+        let (gpu_s, cpu_s) = self.attention_vllm(b, None, None);
         let src = ops.iter().map(|o| o.src).max().unwrap_or(Source::Table);
         let ctas = ops.iter().map(|o| o.ctas).sum();
         (cpu_s, vec![Op { name: "attention".into(), layer: -1, kernels: 1.0, gpu_s, src, stream: "compute", ctas }])
