@@ -36,6 +36,14 @@
 //! passed) — elsewhere [`crate::engine::steady`] runs as before. Results are byte-identical to
 //! scheduling every request every step: the goldens and the property tests that compare lazy
 //! and checked runs (which schedule every step) hold it.
+//!
+//! **Quiet steps.** When the set is the whole batch, none of its members produces its last
+//! token, nothing waits and the last admission pass found the queue empty, and the step's
+//! completion is the only thing due at its instant, the engine completes it and starts the
+//! next one directly ([`crate::engine::Engine::quiet_step`]): the set's O(1) completion and
+//! advance, a fresh shape, the price, the metrics and the heap entry — none of the event
+//! loop's general instant, the completion loop or the policy's passes, which would find
+//! nothing to do. Checked runs take the general path at every instant.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
