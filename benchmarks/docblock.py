@@ -8,6 +8,11 @@ import re
 from pathlib import Path
 
 
+def command_block(command: str, output: str) -> str:
+    """A fenced text block showing ``command`` and what it printed."""
+    return f"```text\n$ {command}\n{output}\n```"
+
+
 def write_block(path: Path, marker: str, block: str) -> None:
     """Replace what stands between ``marker``'s two comments in ``path`` with ``block``; exits
     with a message when the document does not have them exactly once."""

@@ -44,7 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from docblock import write_block
+from docblock import command_block, write_block
 from real_vllm import data_dir
 
 import o1sim
@@ -276,7 +276,7 @@ def report(s: dict[str, Any]) -> str:
 
 def doc_block(s: dict[str, Any]) -> str:
     """What docs/fidelity.md holds between its ``frontend-holdout`` markers."""
-    return f"```text\n$ {COMMAND}\n{report(s)}\n```"
+    return command_block(COMMAND, report(s))
 
 
 def write(s: dict[str, Any]) -> None:

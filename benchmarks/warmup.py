@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from docblock import write_block
+from docblock import command_block, write_block
 from real_vllm import data_dir
 
 import o1sim
@@ -167,7 +167,7 @@ def shipped_ms() -> float:
 
 def doc_block(s: dict[str, Any]) -> str:
     """What docs/fidelity.md holds between its ``warmup-table`` markers."""
-    return f"```text\n$ {COMMAND}\n{report(s)}\n```"
+    return command_block(COMMAND, report(s))
 
 
 def write(s: dict[str, Any]) -> None:

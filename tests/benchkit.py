@@ -26,6 +26,19 @@ def benchmark(name: str) -> Any:
         sys.path.remove(str(ROOT / "benchmarks"))
 
 
+def development_runs(bench: Any) -> tuple[Any, Path]:
+    """The development runs (``../shared/data/real-vllm-h100``) read for ``bench``'s GPU, and
+    their directory; the test is skipped without them (they are not shipped)."""
+    import pytest
+
+    from o1sim import calibrate as cal
+
+    d = bench.data_dir()
+    if d is None:
+        pytest.skip("../shared/data/real-vllm-h100 not found (the development runs are not shipped)")
+    return cal.read_runs([d], gpu=bench.GPU), d
+
+
 def generated_table(doc: str, marker: str) -> str:
     """The text between ``<!-- marker: ... -->`` and ``<!-- /marker -->`` in ``doc``."""
     m = re.search(rf"<!-- {marker}:[^\n]*-->\n(.*?)\n<!-- /{marker} -->", doc, flags=re.S)

@@ -14,17 +14,15 @@ import pytest
 
 from o1sim import calibrate as cal
 
-from benchkit import ROOT, benchmark, generated_table
+from benchkit import ROOT, benchmark, development_runs, generated_table
 
 bench = benchmark("frontend_holdout")
 
 
 @pytest.fixture(scope="module")
 def study() -> dict[str, Any]:
-    d = bench.data_dir()
-    if d is None:
-        pytest.skip("../shared/data/real-vllm-h100 not found (the development runs are not shipped)")
-    return dict(bench.study(cal.read_runs([d], gpu=bench.GPU)))
+    runs, _ = development_runs(bench)
+    return dict(bench.study(runs))
 
 
 def test_every_fold_fits_finite_positive_constants(study: dict[str, Any]) -> None:

@@ -11,20 +11,15 @@ from typing import Any
 
 import pytest
 
-from o1sim import calibrate as cal
-
-from benchkit import ROOT, benchmark, generated_table
+from benchkit import ROOT, benchmark, development_runs, generated_table
 
 bench = benchmark("warmup")
 
 
 @pytest.fixture(scope="module")
 def study() -> dict[str, Any]:
-    d = bench.data_dir()
-    if d is None:
-        pytest.skip("../shared/data/real-vllm-h100 not found (the development runs are not shipped)")
-    return dict(bench.study(cal.read_runs([d], gpu=bench.GPU), d))
-
+    runs, d = development_runs(bench)
+    return dict(bench.study(runs, d))
 
 def test_the_moe_runs_first_stage_tail_reaches_the_measured_order(study: dict[str, Any]) -> None:
     moe = [x for x in study["rows"] if x["moe"]]
@@ -38,12 +33,10 @@ def test_the_moe_runs_first_stage_tail_reaches_the_measured_order(study: dict[st
         if x["stages"] > 1:
             assert x["on_last"]["max"] < 0.5 * m, x
 
-
 def test_dense_models_do_not_move(study: dict[str, Any]) -> None:
     for x in study["rows"]:
         if not x["moe"]:
             assert x["on"] == x["off"] and x["err_on"] == x["err_off"], x
-
 
 def test_latency_errors_do_not_get_worse(study: dict[str, Any]) -> None:
     off, on = study["mape"]["off"], study["mape"]["on"]
@@ -53,11 +46,9 @@ def test_latency_errors_do_not_get_worse(study: dict[str, Any]) -> None:
     for k in ("ttft_p99", "e2e", "itl"):
         assert on[k] < off[k] + 0.002, (k, off, on)
 
-
 def test_the_shipped_stall_is_the_codegen_fit(study: dict[str, Any]) -> None:
     assert [x["run"] for x in study["rows"] if x["fitted_on"]] == ["mixtral-8x7b-v0-1-tp2-codegen"]
     assert abs(study["fitted_ms"] / bench.shipped_ms() - 1) < 0.05, study["fitted_ms"]
-
 
 def test_the_documented_output_is_the_script_s(study: dict[str, Any]) -> None:
     doc = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")

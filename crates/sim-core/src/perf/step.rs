@@ -148,14 +148,13 @@ const MEMO_SLOTS: usize = 256;
 /// ([`super::StepCostModel::step_ns_memo`]).
 #[derive(Debug, Clone)]
 pub struct StepMemo {
-    prefill: Box<[(u64, OpT)]>,
-    parts: Box<[(u64, u64, Option<DecodeFixed>)]>,
+    prefill: Box<[Option<(u64, OpT)>]>,
+    parts: Box<[Option<(u64, u64, DecodeFixed)>]>,
 }
 
 impl Default for StepMemo {
     fn default() -> StepMemo {
-        let none = OpT { gpu_s: 0.0, cpu_s: 0.0, src: Source::Table };
-        StepMemo { prefill: vec![(u64::MAX, none); MEMO_SLOTS].into(), parts: vec![(0, 0, None); MEMO_SLOTS].into() }
+        StepMemo { prefill: vec![None; MEMO_SLOTS].into(), parts: vec![None; MEMO_SLOTS].into() }
     }
 }
 
@@ -1164,10 +1163,14 @@ impl StepModel {
         };
         let key = (u64::from(item.new_tokens) << 32) | u64::from(item.context_before);
         let cell = &mut memo.prefill[StepMemo::slot(key)];
-        if cell.0 != key {
-            *cell = (key, self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before)));
+        match cell {
+            Some((k, t)) if *k == key => *t,
+            _ => {
+                let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
+                *cell = Some((key, t));
+                t
+            }
         }
-        cell.1
     }
 
     /// Decode attention's GPU time (s) in one layer, averaged over the layers, for the
@@ -1408,17 +1411,19 @@ impl StepModel {
     /// TensorRT-LLM (its padded rows read the sequence count and drafts): computed then.
     #[inline]
     fn step_parts(&self, b: &BatchShape, memo: Option<&mut StepMemo>) -> DecodeFixed {
-        let Some(memo) = memo.filter(|_| self.mla.is_none() && self.engine != Engine::Trtllm) else {
+        // (Sampled rows and prefill requests beyond what the key packs: priced in full.)
+        let keyed = self.mla.is_none() && self.engine != Engine::Trtllm && b.sampled < 1 << 32 && b.prefill.len() < 1 << 31;
+        let Some(memo) = memo.filter(|_| keyed) else {
             return self.fixed_parts(b);
         };
         let tokens = b.tokens();
-        let shape = (b.sampled << 32) | ((b.prefill.len() as u64 & 0x7FFF_FFFF) << 1) | u64::from(b.decode_seqs > 0);
+        let shape = (b.sampled << 32) | ((b.prefill.len() as u64) << 1) | u64::from(b.decode_seqs > 0);
         let cell = &mut memo.parts[StepMemo::slot(tokens ^ shape.rotate_left(17))];
         match cell {
-            (t, k, Some(f)) if *t == tokens && *k == shape && b.sampled < 1 << 32 && b.prefill.len() < 1 << 31 => *f,
+            Some((t, k, f)) if *t == tokens && *k == shape => *f,
             _ => {
                 let f = self.fixed_parts(b);
-                *cell = (tokens, shape, Some(f));
+                *cell = Some((tokens, shape, f));
                 f
             }
         }
@@ -1788,8 +1793,8 @@ mod tests {
                 assert!(used > 2 * MEMO_SLOTS);
                 // TensorRT-LLM's and MLA's steps are priced in full (see `step_parts`).
                 if engine != Engine::Trtllm && m.mla.is_none() {
-                    assert!(memo.parts.iter().filter(|e| e.2.is_some()).count() > MEMO_SLOTS / 2, "{name} {engine:?}: the memo was used");
-                    assert!(memo.prefill.iter().filter(|e| e.0 != u64::MAX).count() > MEMO_SLOTS / 2, "{name} {engine:?}");
+                    assert!(memo.parts.iter().filter(|e| e.is_some()).count() > MEMO_SLOTS / 2, "{name} {engine:?}: the memo was used");
+                    assert!(memo.prefill.iter().filter(|e| e.is_some()).count() > MEMO_SLOTS / 2, "{name} {engine:?}");
                 }
             }
         }
