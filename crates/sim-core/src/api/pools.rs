@@ -134,18 +134,25 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
 /// The execution-time model of a scenario's replicas: the cost model priced for its model,
 /// GPU and parallelism, communication left to the topology when there is one, and the
 /// block-table remap of its KV manager (Orca's contiguous reservation has none; o1pro's
-/// blocks are sized per request; the others' are `block_size`).
+/// blocks are sized per request; the others' are `block_size`), then the drafter of
+/// speculative decoding and the LoRA kernels, which leave the rest as it is. The part before
+/// the drafter is kept for the process ([`kept_cost_model`]).
 pub(super) fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu: &crate::catalog::Gpu, pool: &crate::config::PoolView) -> Result<StepCostModel> {
     let s = &scenario.scheduler;
-    let perf = if scenario.topology.is_some() {
-        StepCostModel::new_external_comm(&scenario.cost_model, model, gpu, pool.tp, pool.pp)
-    } else {
-        StepCostModel::new(&scenario.cost_model, model, gpu, pool.tp, pool.pp)
-    }
-    .map_err(|e| e.under("cost_model"))?
-    // the policy's seats: vLLM's max_num_seqs, TensorRT-LLM's max_batch_size
-    .with_max_num_seqs(crate::sched::Params::for_policy(s).0.max_num_seqs)
-    .with_parallel(&ep_spec(scenario, pool), model, gpu, pool.pp)?;
+    let (params, kv) = crate::sched::Params::for_policy(s);
+    let perf = kept_cost_model(CostInputs {
+        spec: scenario.cost_model.clone(),
+        model: model.clone(),
+        gpu: gpu.clone(),
+        tp: pool.tp,
+        pp: pool.pp,
+        external_comm: scenario.topology.is_some(),
+        // the policy's seats: vLLM's max_num_seqs, TensorRT-LLM's max_batch_size
+        max_num_seqs: params.max_num_seqs,
+        ep: ep_spec(scenario, pool),
+        kv,
+        block_size: s.block_size,
+    })?;
     let perf = match super::speculative::resolve(scenario, model)? {
         None => perf,
         Some(r) => {
@@ -162,15 +169,92 @@ pub(super) fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu
             perf.with_drafter(drafter)
         }
     };
-    let perf = match super::lora::shapes(scenario, model, pool.tp)? {
+    Ok(match super::lora::shapes(scenario, model, pool.tp)? {
         None => perf,
         Some(shapes) => perf.with_lora(shapes),
-    };
-    Ok(match crate::sched::Params::for_policy(s).1 {
+    })
+}
+
+/// Everything a pool's cost model before its drafter and LoRA kernels is built from
+/// ([`base_cost_model`] reads nothing else): equal inputs build equal models.
+#[derive(Debug, Clone, PartialEq)]
+struct CostInputs {
+    spec: crate::perf::CostModelSpec,
+    model: Model,
+    gpu: Gpu,
+    tp: u32,
+    pp: u32,
+    /// A topology prices the TP and PP communication.
+    external_comm: bool,
+    max_num_seqs: u32,
+    ep: crate::perf::ep::EpSpec,
+    kv: crate::kv::KvMode,
+    block_size: u32,
+}
+
+fn base_cost_model(i: &CostInputs) -> Result<StepCostModel> {
+    let perf = if i.external_comm {
+        StepCostModel::new_external_comm(&i.spec, &i.model, &i.gpu, i.tp, i.pp)
+    } else {
+        StepCostModel::new(&i.spec, &i.model, &i.gpu, i.tp, i.pp)
+    }
+    .map_err(|e| e.under("cost_model"))?
+    .with_max_num_seqs(i.max_num_seqs)
+    .with_parallel(&i.ep, &i.model, &i.gpu, i.pp)?;
+    Ok(match i.kv {
         crate::kv::KvMode::Contiguous => perf,
         crate::kv::KvMode::PagedPerRequest => perf.with_per_request_blocks(),
-        crate::kv::KvMode::Paged => perf.with_block_size(s.block_size),
+        crate::kv::KvMode::Paged => perf.with_block_size(i.block_size),
     })
+}
+
+/// Cost models built earlier, with their inputs, most recently used last ([`Kept::get`]).
+struct Kept(std::sync::Mutex<Vec<(CostInputs, StepCostModel)>>);
+
+/// The cost models this process keeps.
+static KEPT: Kept = Kept(std::sync::Mutex::new(Vec::new()));
+
+/// How many cost models the process keeps (each with the values it computed on first use:
+/// tens of kB, up to ~0.7 MB at 4,096 seats).
+const KEEP: usize = 8;
+
+/// [`base_cost_model`] of `inputs`, or one built from equal inputs earlier in this process
+/// ([`Kept::get`]).
+fn kept_cost_model(inputs: CostInputs) -> Result<StepCostModel> {
+    KEPT.get(inputs)
+}
+
+impl Kept {
+    /// A clone of the model kept for inputs equal to `inputs`, else [`base_cost_model`]'s,
+    /// kept (the least recently used one goes beyond [`KEEP`]). A clone shares the values
+    /// the model computes on first use (its step grids), which every run that prices with
+    /// it then fills once for all the others: a sweep of points on one model and GPU pays
+    /// for them once. They are functions of the model's fields alone, so a run's results do
+    /// not depend on which runs came before it.
+    fn get(&self, inputs: CostInputs) -> Result<StepCostModel> {
+        let lock = || self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        {
+            let mut kept = lock();
+            if let Some(at) = kept.iter().position(|(k, _)| *k == inputs) {
+                let entry = kept.remove(at);
+                let perf = entry.1.clone();
+                kept.push(entry);
+                return Ok(perf);
+            }
+        }
+        // Built without the lock held (a build may fail; another thread may build the
+        // same model meanwhile: then the one kept first is the one shared).
+        let perf = base_cost_model(&inputs)?;
+        let mut kept = lock();
+        if let Some((_, p)) = kept.iter().find(|(k, _)| *k == inputs) {
+            return Ok(p.clone());
+        }
+        if kept.len() >= KEEP {
+            kept.remove(0);
+        }
+        kept.push((inputs, perf.clone()));
+        Ok(perf)
+    }
 }
 
 /// A pool's DP/EP layout for the cost model (the expert options are the deployment's).
@@ -184,5 +268,90 @@ fn ep_spec(scenario: &Scenario, pool: &crate::config::PoolView) -> crate::perf::
         expert_load_cv: moe.expert_load_cv.unwrap_or(crate::perf::ep::DEFAULT_EXPERT_LOAD_CV),
         all_to_all: moe.all_to_all,
         two_batch_overlap: moe.two_batch_overlap,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{resolve_gpu, resolve_model};
+    use crate::kv::KvMode;
+    use crate::perf::{BatchShape, PrefillItem, StepMemo};
+
+    fn inputs(model: &str) -> CostInputs {
+        CostInputs {
+            spec: crate::perf::CostModelSpec::default(),
+            model: resolve_model(&model.into()).unwrap(),
+            gpu: resolve_gpu(&"h100".into()).unwrap(),
+            tp: 1,
+            pp: 1,
+            external_comm: false,
+            max_num_seqs: 256,
+            ep: crate::perf::ep::EpSpec {
+                dp: 1,
+                tp: 1,
+                ep: 1,
+                redundant_experts: 0,
+                expert_load_cv: crate::perf::ep::DEFAULT_EXPERT_LOAD_CV,
+                all_to_all: crate::perf::AllToAll::Auto,
+                two_batch_overlap: false,
+            },
+            kv: KvMode::Paged,
+            block_size: 16,
+        }
+    }
+
+    /// A cost model asked for again with equal inputs is the kept one, sharing what it
+    /// computed on first use; inputs that differ in any field the model is built from get
+    /// a model of their own; beyond [`KEEP`] models the least recently used goes; and the
+    /// kept model, warmed by earlier pricing, prices every step to the bit as a model built
+    /// afresh does.
+    #[test]
+    fn kept_cost_models_are_shared_by_equal_inputs_only_and_price_as_fresh_ones() {
+        let kept = Kept(std::sync::Mutex::new(Vec::new()));
+        let base = inputs("llama-3-8b");
+        let a = kept.get(base.clone()).unwrap();
+        let item = [PrefillItem { new_tokens: 300, context_before: 40 }];
+        let shape = |n: u64, ctx: u64, prefill: bool| BatchShape {
+            prefill: if prefill { &item } else { &[] },
+            prefill_tokens: if prefill { 300 } else { 0 },
+            decode_seqs: n,
+            decode_context_sum: ctx,
+            context_sum_after: ctx,
+            sampled: n + u64::from(prefill),
+            decode_blocks_1024: 0,
+            spec_tokens: 0,
+            lora_adapters: 0,
+        };
+        let mut memo = StepMemo::default();
+        let priced = |m: &StepCostModel, memo: &mut StepMemo| -> Vec<u64> {
+            (1..200u64).flat_map(|n| [shape(n, n * 700, false), shape(n, n * 90, true)]).map(|b| m.step_ns_memo(&b, memo)).collect()
+        };
+        let warm = priced(&a, &mut memo);
+        let b = kept.get(base.clone()).unwrap();
+        assert!(a.shares_first_use_values(&b), "equal inputs share the kept model");
+        let fresh = base_cost_model(&base).unwrap();
+        assert!(!fresh.shares_first_use_values(&a));
+        assert!(!a.clone().with_block_size(32).shares_first_use_values(&a), "a clone changed gets cells of its own");
+        assert_eq!(priced(&b, &mut StepMemo::default()), warm, "the kept model, warm, prices as it did cold");
+        assert_eq!(priced(&fresh, &mut StepMemo::default()), warm, "and as a model built afresh");
+        let variants = [
+            CostInputs { block_size: 32, ..base.clone() },
+            CostInputs { kv: KvMode::Contiguous, ..base.clone() },
+            CostInputs { max_num_seqs: 128, ..base.clone() },
+            CostInputs { tp: 2, ..base.clone() },
+            CostInputs { external_comm: true, ..base.clone() },
+            CostInputs { gpu: resolve_gpu(&"h200".into()).unwrap(), ..base.clone() },
+            inputs("qwen2.5-7b"),
+        ];
+        for v in &variants {
+            let m = kept.get(v.clone()).unwrap();
+            assert!(!m.shares_first_use_values(&a), "{v:?}");
+            assert_eq!(priced(&m, &mut StepMemo::default()), priced(&base_cost_model(v).unwrap(), &mut StepMemo::default()), "{v:?}");
+        }
+        // 1 + 7 models kept, the base used last but for the variants: one more evicts it.
+        assert_eq!(kept.0.lock().unwrap().len(), KEEP);
+        kept.get(CostInputs { block_size: 64, ..base.clone() }).unwrap();
+        assert!(!kept.get(base).unwrap().shares_first_use_values(&a), "the least recently used model went");
     }
 }

@@ -78,6 +78,16 @@ enum Inner {
 }
 
 impl StepCostModel {
+    /// Whether `self` and `other` share the values their step models compute on first use
+    /// (clones of one model that neither changed since).
+    #[cfg(test)]
+    pub(crate) fn shares_first_use_values(&self, other: &StepCostModel) -> bool {
+        match (&self.inner, &other.inner) {
+            (Inner::Step(a), Inner::Step(b)) => a.shares_cells(b),
+            _ => false,
+        }
+    }
+
     /// Precompute the model for one replica of `model` on `gpu` with tensor parallelism `tp`
     /// and pipeline parallelism `pp`. Errors: spec problems under `cost_model` (e.g.
     /// `cost_model.base_ms`), invalid model/GPU under `model` / `gpu`, bad

@@ -37,7 +37,7 @@
 //! points), so building a model is cheap and the values are the same whichever step asks
 //! first. Breakdowns ([`StepModel::breakdown`]) are always exact.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 mod anatomy;
 mod trtllm_ops;
@@ -304,16 +304,8 @@ pub struct StepModel {
     /// The GPU's streaming multiprocessors (a step anatomy's occupancy estimate).
     sms: f64,
     grid_m: Vec<f64>,
-    /// The dense part's aggregates at each grid point, computed on first use.
-    grid: Vec<OnceLock<Agg>>,
-    /// (GPU, CPU) of the epilogue at each grid point of sampled rows, computed on first use.
-    epi: Vec<OnceLock<(f64, f64)>>,
-    /// Decode attention's GPU time (s) at each point of its token grid, computed on first use;
-    /// empty without a profile (the roofline is a line: evaluated directly).
-    decode_grid: Vec<OnceLock<f64>>,
-    /// What a pure decode step of `n` sequences costs apart from its attention, by `n`
-    /// ([`StepModel::decode_fixed`]); sized by [`StepModel::set_max_num_seqs`], empty before.
-    fixed: Vec<OnceLock<DecodeFixed>>,
+    /// What is computed on first use, shared by clones ([`Cells`]).
+    cells: Arc<Cells>,
     /// Launch cost of the decode attention kernel and its lookup, cached at build.
     decode_cpu: f64,
     prefill_cpu: f64,
@@ -331,6 +323,24 @@ pub struct StepModel {
     attn_floor: f64,
     /// First-use compilation stalls ([`super::warmup`]).
     warmup: super::warmup::WarmupSpec,
+}
+
+/// What a [`StepModel`] computes on first use: values that depend only on the model's
+/// other fields. Clones share them (`Arc`), so a cost model built once (and kept by
+/// [`super::shared`]) fills them once for every run that uses it; every method that changes
+/// a field gives the model fresh cells, so no cell is shared by models that differ.
+#[derive(Debug)]
+struct Cells {
+    /// The dense part's aggregates at each grid point.
+    grid: Vec<OnceLock<Agg>>,
+    /// (GPU, CPU) of the epilogue at each grid point of sampled rows.
+    epi: Vec<OnceLock<(f64, f64)>>,
+    /// Decode attention's GPU time (s) at each point of its token grid; empty without a
+    /// profile (the roofline is a line: evaluated directly).
+    decode_grid: Vec<OnceLock<f64>>,
+    /// What a pure decode step of `n` sequences costs apart from its attention, by `n`
+    /// ([`StepModel::decode_fixed`]); sized by [`StepModel::set_max_num_seqs`], empty before.
+    fixed: Vec<OnceLock<DecodeFixed>>,
 }
 
 /// MLA's widths as one GPU runs them: its `hq` query heads (TP splits the heads; the
@@ -482,10 +492,7 @@ impl StepModel {
             per_request_blocks: false,
             sms: f64::from(gpu.sms),
             grid_m: Vec::new(),
-            grid: Vec::new(),
-            epi: Vec::new(),
-            decode_grid: Vec::new(),
-            fixed: Vec::new(),
+            cells: Arc::new(Cells { grid: Vec::new(), epi: Vec::new(), decode_grid: Vec::new(), fixed: Vec::new() }),
             decode_cpu: 0.0,
             prefill_cpu: 0.0,
             external_comm,
@@ -504,12 +511,26 @@ impl StepModel {
         s.decode_cpu = s.r.attention_decode(hkv, hd, 1.0).cpu_s;
         s.prefill_cpu = s.r.attention_prefill(hq, hkv, hd, 1.0, 0.0).cpu_s;
         s.grid_m = grid_points();
-        s.grid = empty_cells(s.grid_m.len());
-        s.epi = empty_cells(s.grid_m.len());
-        if s.r.profile.as_ref().is_some_and(|p| p.has_attention()) || !s.r.bounds.is_empty() || !s.r.floors.is_empty() {
-            s.decode_grid = empty_cells((DECODE_MAX_LOG2 << DECODE_SUB_BITS) as usize + 1);
-        }
+        s.renew_cells(0);
         s
+    }
+
+    /// Whether `self` and `other` share their cells ([`Cells`]).
+    #[cfg(test)]
+    pub(crate) fn shares_cells(&self, other: &StepModel) -> bool {
+        Arc::ptr_eq(&self.cells, &other.cells)
+    }
+
+    /// Fresh cells (nothing computed yet), `fixed` sized for `fixed` sequence counts: after
+    /// any change of a field, which the cells' values may depend on ([`Cells`]).
+    fn renew_cells(&mut self, fixed: usize) {
+        let decode = self.r.profile.as_ref().is_some_and(|p| p.has_attention()) || !self.r.bounds.is_empty() || !self.r.floors.is_empty();
+        self.cells = Arc::new(Cells {
+            grid: empty_cells(self.grid_m.len()),
+            epi: empty_cells(self.grid_m.len()),
+            decode_grid: if decode { empty_cells((DECODE_MAX_LOG2 << DECODE_SUB_BITS) as usize + 1) } else { Vec::new() },
+            fixed: empty_cells(fixed),
+        });
     }
 
     /// Exact GPU time (s) of one layer's decode attention reading `tokens` cached tokens.
@@ -533,7 +554,7 @@ impl StepModel {
     /// weight of the next point its remaining mantissa bits (both exact).
     #[inline]
     fn decode_s(&self, tokens: f64) -> f64 {
-        if self.decode_grid.is_empty() || !(1.0..(1u64 << DECODE_MAX_LOG2) as f64).contains(&tokens) {
+        if self.cells.decode_grid.is_empty() || !(1.0..(1u64 << DECODE_MAX_LOG2) as f64).contains(&tokens) {
             return self.decode_exact_s(tokens);
         }
         let bits = tokens.to_bits();
@@ -546,7 +567,7 @@ impl StepModel {
     /// Decode attention's GPU time at grid point `i` (see [`StepModel::decode_s`]).
     #[inline]
     fn decode_point(&self, i: usize) -> f64 {
-        *self.decode_grid[i].get_or_init(|| {
+        *self.cells.decode_grid[i].get_or_init(|| {
             let x = f64::from_bits((i as u64 + (1023 << DECODE_SUB_BITS)) << DECODE_SHIFT);
             self.decode_exact_s(x)
         })
@@ -555,7 +576,7 @@ impl StepModel {
     /// The dense aggregates at grid point `i`.
     #[inline]
     fn grid_at(&self, i: usize) -> &Agg {
-        self.grid[i].get_or_init(|| {
+        self.cells.grid[i].get_or_init(|| {
             let m = self.grid_m[i];
             self.agg(&self.dense(m))
         })
@@ -564,26 +585,27 @@ impl StepModel {
     /// The epilogue (GPU s, CPU s) at grid point `i`.
     #[inline]
     fn epi_at(&self, i: usize) -> (f64, f64) {
-        *self.epi[i].get_or_init(|| self.epilogue_sum(self.grid_m[i]))
+        *self.cells.epi[i].get_or_init(|| self.epilogue_sum(self.grid_m[i]))
     }
 
     /// Use a paged KV cache of `block_size` tokens (adds the block-table remap cost, §2.5).
     pub fn set_block_size(&mut self, block_size: u32) {
         self.block_size = f64::from(block_size);
         self.per_request_blocks = false;
+        self.renew_cells(self.cells.fixed.len());
     }
 
     /// Use a paged KV cache with per-request block sizes (o1pro).
     pub fn set_per_request_blocks(&mut self) {
         self.block_size = 0.0;
         self.per_request_blocks = true;
+        self.renew_cells(self.cells.fixed.len());
     }
 
     /// The scheduler's `max_num_seqs`: vLLM captures CUDA graphs up to
     /// `min(2 · max_num_seqs, 512)` tokens (`CompilationConfig`'s default capture sizes)
     /// unless the spec set `cuda_graph_max_tokens`.
     pub fn set_max_num_seqs(&mut self, max_num_seqs: u32) {
-        self.fixed = empty_cells(max_num_seqs.min(FIXED_MAX_SEQS) as usize + 1);
         if self.engine == Engine::Vllm && !self.graph_bound_given {
             self.graph_max_tokens = (2 * u64::from(max_num_seqs)).min(VLLM_CAPTURE_MAX_TOKENS);
         }
@@ -591,6 +613,7 @@ impl StepModel {
             // the captured sizes up to max_batch_size (perf/trtllm.rs)
             self.graph_max_tokens = super::trtllm::largest_captured(u64::from(max_num_seqs));
         }
+        self.renew_cells(max_num_seqs.min(FIXED_MAX_SEQS) as usize + 1);
     }
 
     /// Expert parallelism and data-parallel attention ([`super::ep`]): `dp` attention ranks;
@@ -604,8 +627,7 @@ impl StepModel {
             self.expert_inter = f64::from(intermediate);
         }
         self.ep = ep.map(Box::new);
-        self.grid = empty_cells(self.grid_m.len());
-        self.fixed = empty_cells(self.fixed.len());
+        self.renew_cells(self.cells.fixed.len());
     }
 
     /// (Token, expert) pairs the busiest GPU's experts process when each rank carries `m`
@@ -1368,7 +1390,7 @@ impl StepModel {
     #[inline]
     fn dense_at(&self, m: f64) -> Agg {
         match self.locate(m) {
-            Some((i, t)) => Agg::lerp(self.grid_at(i), self.grid_at((i + 1).min(self.grid.len() - 1)), t),
+            Some((i, t)) => Agg::lerp(self.grid_at(i), self.grid_at((i + 1).min(self.cells.grid.len() - 1)), t),
             None if m <= 0.0 => Agg::default(),
             None => self.agg(&self.dense(m)),
         }
@@ -1379,7 +1401,7 @@ impl StepModel {
     fn epilogue_at(&self, s: f64) -> (f64, f64) {
         match self.locate(s) {
             Some((i, t)) => {
-                let (a, c) = (self.epi_at(i), self.epi_at((i + 1).min(self.epi.len() - 1)));
+                let (a, c) = (self.epi_at(i), self.epi_at((i + 1).min(self.cells.epi.len() - 1)));
                 (a.0 + t * (c.0 - a.0), a.1 + t * (c.1 - a.1))
             }
             None => self.epilogue_sum(s),
@@ -1448,7 +1470,7 @@ impl StepModel {
         if !b.prefill.is_empty() || b.prefill_tokens != 0 || b.spec_tokens != 0 || b.sampled != b.decode_seqs || self.mla.is_some() {
             return None;
         }
-        let cell = self.fixed.get(usize::try_from(b.decode_seqs).ok()?)?;
+        let cell = self.cells.fixed.get(usize::try_from(b.decode_seqs).ok()?)?;
         Some(cell.get_or_init(|| self.fixed_parts(b)))
     }
 
@@ -1718,7 +1740,7 @@ mod tests {
                 memo.set_max_num_seqs(300);
                 let mut full = full;
                 full.set_max_num_seqs(300);
-                full.fixed = Vec::new(); // no memo: every step priced in full
+                full.renew_cells(0); // no memo: every step priced in full
                 memo.set_block_size(16);
                 full.set_block_size(16);
                 let item = [PrefillItem { new_tokens: 200, context_before: 64 }];
@@ -1745,7 +1767,7 @@ mod tests {
                         }
                     }
                 }
-                assert!(memo.fixed.iter().filter(|c| c.get().is_some()).count() > 10, "the memo was used");
+                assert!(memo.cells.fixed.iter().filter(|c| c.get().is_some()).count() > 10, "the memo was used");
             }
         }
     }
@@ -1823,7 +1845,7 @@ mod tests {
         for (name, tp) in [("llama-3-8b", 1), ("llama-3-70b", 4), ("llama-3-70b", 8), ("mixtral-8x7b", 2), ("deepseek-v3", 8), ("deepseek-v3", 1)] {
             let (m, g) = (resolve_model(&name.into()).unwrap(), resolve_gpu(&"h200".into()).unwrap());
             let s = StepModel::new(&StepSpec::default(), true, &m, &g, tp, 1, false);
-            assert!(!s.decode_grid.is_empty());
+            assert!(!s.cells.decode_grid.is_empty());
             let mut x = 1.0f64;
             while x < 7e7 {
                 for v in [x, x + 0.5, x / 3.0] {
@@ -1842,7 +1864,7 @@ mod tests {
         let m = resolve_model(&"llama-3-8b".into()).unwrap();
         for (gpu, spec) in [("l40s", StepSpec::reference()), ("h100", StepSpec::reference())] {
             let g = resolve_gpu(&gpu.into()).unwrap();
-            assert!(StepModel::new(&spec, true, &m, &g, 1, 1, false).decode_grid.is_empty(), "{gpu}");
+            assert!(StepModel::new(&spec, true, &m, &g, 1, 1, false).cells.decode_grid.is_empty(), "{gpu}");
         }
     }
 
