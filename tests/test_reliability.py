@@ -422,3 +422,17 @@ def test_the_process_ceiling_reads_rlimit_as() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 0 < int(proc.stdout) < 3000000 * 1024 * 0.75
+
+
+def test_the_process_ceiling_reads_its_proc_tables_field_by_field(tmp_path: Path) -> None:
+    """The kB figures the ceiling is made of are found wherever their line is in the table
+    (first, between others, last without a newline) and only there: a missing line or
+    file is no figure (the ceiling then leaves that bound out), never another line's."""
+    from o1sim._memory import _status_kib
+
+    table = tmp_path / "status"
+    table.write_text("MemTotal:       100 kB\nMemFree:  20 kB\nMemAvailable:   30 kB\nVmSize:\t  77 kB")
+    assert [_status_kib(k, str(table)) for k in ("MemTotal", "MemFree", "MemAvailable", "VmSize")] == [100, 20, 30, 77]
+    assert _status_kib("Free", str(table)) is None and _status_kib("VmRSS", str(table)) is None
+    assert _status_kib("MemTotal", str(tmp_path / "absent")) is None
+    assert (_status_kib("MemAvailable", "/proc/meminfo") or 0) > 0
