@@ -35,7 +35,9 @@
 //! finding a point is a shift (within 0.03% of the exact op; tested). A grid point is
 //! computed the first time a step needs it (a run visits a few dozen of the 224 dense
 //! points), so building a model is cheap and the values are the same whichever step asks
-//! first. Breakdowns ([`StepModel::breakdown`]) are always exact.
+//! first — or whichever run: a model's clones share the points ([`Cells`]), and the pools'
+//! cost models are kept for the process, so runs on one model and GPU compute each once.
+//! Breakdowns ([`StepModel::breakdown`]) are always exact.
 
 use std::sync::{Arc, OnceLock};
 
@@ -326,9 +328,9 @@ pub struct StepModel {
 }
 
 /// What a [`StepModel`] computes on first use: values that depend only on the model's
-/// other fields. Clones share them (`Arc`), so a cost model built once (and kept by
-/// [`super::shared`]) fills them once for every run that uses it; every method that changes
-/// a field gives the model fresh cells, so no cell is shared by models that differ.
+/// other fields. Clones share them (`Arc`), so a cost model built once (and kept for the
+/// process by `api/pools.rs`) fills them once for every run that uses it; every method that
+/// changes a field gives the model fresh cells, so no cell is shared by models that differ.
 #[derive(Debug)]
 struct Cells {
     /// The dense part's aggregates at each grid point.
