@@ -53,7 +53,7 @@ use crate::memory::kv_heads_per_gpu;
 use super::layer_mix::{local_pair_share, LayerMix};
 
 use super::ops::{OpT, Rates, NVLINK_MIN_GBPS};
-use super::seed::{descriptor_cache, plan_fusion, remap_blocks, remap_with, sm_clock_hz, ElemCost, FusionPolicy};
+use super::seed::{descriptor_cache, plan_fusion, remap_blocks, sm_clock_hz, ElemCost, FusionPolicy};
 use super::spec::Dtype;
 use super::{BatchShape, Engine, StepSpec};
 
@@ -300,6 +300,8 @@ pub struct StepModel {
     /// Tokens per KV block of a paged cache with one block size; 0 for a contiguous cache
     /// (no block table, no remap) and for per-request blocks (see `per_request_blocks`).
     block_size: f64,
+    /// `1 / block_size` when the block size is a power of two (then exact), else 0.
+    inv_block: f64,
     /// Each request has its own block size: the remap reads the batch's
     /// [`BatchShape::decode_blocks_1024`].
     per_request_blocks: bool,
@@ -491,6 +493,7 @@ impl StepModel {
             ),
             cpu_overhead: spec.cpu_overhead_ms * 1e-3,
             block_size: 0.0,
+            inv_block: 0.0,
             per_request_blocks: false,
             sms: f64::from(gpu.sms),
             grid_m: Vec::new(),
@@ -593,6 +596,7 @@ impl StepModel {
     /// Use a paged KV cache of `block_size` tokens (adds the block-table remap cost, §2.5).
     pub fn set_block_size(&mut self, block_size: u32) {
         self.block_size = f64::from(block_size);
+        self.inv_block = if block_size.is_power_of_two() { 1.0 / self.block_size } else { 0.0 };
         self.per_request_blocks = false;
         self.renew_cells(self.cells.fixed.len());
     }
@@ -600,6 +604,7 @@ impl StepModel {
     /// Use a paged KV cache with per-request block sizes (o1pro).
     pub fn set_per_request_blocks(&mut self) {
         self.block_size = 0.0;
+        self.inv_block = 0.0;
         self.per_request_blocks = true;
         self.renew_cells(self.cells.fixed.len());
     }
@@ -1146,14 +1151,18 @@ impl StepModel {
     #[inline]
     fn remap(&self, b: &BatchShape, tokens: f64, t: f64, k: f64) -> f64 {
         let (entries, cycles, clock) = self.remap_consts;
-        let seqs = b.decode_seqs as f64 / k;
+        // (x / 1 is x: the division, on every decode step's critical path, only when split.)
+        let seqs = if k == 1.0 { b.decode_seqs as f64 } else { b.decode_seqs as f64 / k };
         if self.per_request_blocks {
             // A local layer walks the blocks of its window only: the same share of them.
             let read = if tokens > 0.0 { t / tokens } else { 1.0 };
             let blocks = b.decode_blocks_1024 as f64 / 1024.0 / k * read;
             remap_blocks(blocks, seqs, entries, cycles, clock)
-        } else if self.block_size > 0.0 {
-            remap_with(t, seqs, self.block_size, entries, cycles, clock)
+        } else if self.block_size > 0.0 && seqs > 0.0 {
+            // `remap_with`'s arithmetic; a power-of-two block size divides exactly as its
+            // reciprocal multiplies (`inv_block`), off the step's critical path.
+            let blocks = if self.inv_block > 0.0 { t * self.inv_block } else { t / self.block_size };
+            remap_blocks(blocks, seqs, entries, cycles, clock)
         } else {
             0.0
         }
@@ -1276,7 +1285,8 @@ impl StepModel {
         if calls == 0.0 {
             return (0.0, 0.0);
         }
-        let g = longest.max(sum - (calls - 1.0) * self.attn_floor);
+        // One call (a pure decode step): the sum is that call's time, nothing is saved.
+        let g = if calls == 1.0 { longest } else { longest.max(sum - (calls - 1.0) * self.attn_floor) };
         if let Some(d) = detail {
             d.push(Named { name: "attention".into(), t: OpT { gpu_s: g, cpu_s: self.decode_cpu, src }, kernels: 1.0 });
         }
@@ -1840,6 +1850,40 @@ mod tests {
         for m in probes.into_iter().filter(|&m| m > GRID_LINEAR_MAX as f64 && m <= GRID_MAX_M) {
             assert_eq!(s.geometric_index(m), search(m), "m = {m}");
         }
+    }
+
+    /// The block-table remap a decode step pays is `seed::remap_with`'s to the bit: for
+    /// block sizes that are powers of two (priced through the exact reciprocal) and others,
+    /// with the decodes whole or split over micro-batches.
+    #[test]
+    fn step_remap_is_the_seed_remap_to_the_bit() {
+        let mut s = model_8b();
+        let (entries, cycles, clock) = s.remap_consts;
+        let mut priced = 0;
+        for bs in [1u32, 8, 16, 24, 32, 48, 64, 100, 128, 256, 1000] {
+            s.set_block_size(bs);
+            for seqs in [0u64, 1, 3, 64, 255, 4096] {
+                let b = BatchShape {
+                    prefill: &[],
+                    prefill_tokens: 0,
+                    decode_seqs: seqs,
+                    decode_context_sum: 0,
+                    context_sum_after: 0,
+                    sampled: seqs,
+                    decode_blocks_1024: 0,
+                    spec_tokens: 0,
+                    lora_adapters: 0,
+                };
+                for k in [1.0, 2.0, 3.0] {
+                    for t in [0.0, 1.0, 17.0, 1000.0, 123_457.0, 9.9e6, 3.3e9] {
+                        let want = super::super::seed::remap_with(t, seqs as f64 / k, f64::from(bs), entries, cycles, clock);
+                        assert_eq!(s.remap(&b, t, t, k).to_bits(), want.to_bits(), "block {bs}, {seqs} seqs / {k}, {t} tokens");
+                        priced += usize::from(want > 0.0);
+                    }
+                }
+            }
+        }
+        assert!(priced > 100, "the cases reach the misses ({priced})");
     }
 
     #[test]
