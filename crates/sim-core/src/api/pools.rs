@@ -136,11 +136,11 @@ pub(crate) fn build_pools(scenario: &Scenario, model: &Model, base_gpu: &Gpu) ->
 /// block-table remap of its KV manager (Orca's contiguous reservation has none; o1pro's
 /// blocks are sized per request; the others' are `block_size`), then the drafter of
 /// speculative decoding and the LoRA kernels, which leave the rest as it is. The part before
-/// the drafter is kept for the process ([`kept_cost_model`]).
+/// the drafter is kept for the process ([`Kept::get`]).
 pub(super) fn cost_model(scenario: &Scenario, model: &crate::catalog::Model, gpu: &crate::catalog::Gpu, pool: &crate::config::PoolView) -> Result<StepCostModel> {
     let s = &scenario.scheduler;
     let (params, kv) = crate::sched::Params::for_policy(s);
-    let perf = kept_cost_model(CostInputs {
+    let perf = KEPT.get(CostInputs {
         spec: scenario.cost_model.clone(),
         model: model.clone(),
         gpu: gpu.clone(),
@@ -217,12 +217,6 @@ static KEPT: Kept = Kept(std::sync::Mutex::new(Vec::new()));
 /// How many cost models the process keeps (each with the values it computed on first use:
 /// tens of kB, up to ~0.7 MB at 4,096 seats).
 const KEEP: usize = 8;
-
-/// [`base_cost_model`] of `inputs`, or one built from equal inputs earlier in this process
-/// ([`Kept::get`]).
-fn kept_cost_model(inputs: CostInputs) -> Result<StepCostModel> {
-    KEPT.get(inputs)
-}
 
 impl Kept {
     /// A clone of the model kept for inputs equal to `inputs`, else [`base_cost_model`]'s,

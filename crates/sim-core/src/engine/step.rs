@@ -108,8 +108,6 @@ impl Engine {
         replica.busy = false;
         replica.step_seq = 0;
         replica.set.quiet += 1;
-        self.finished_buf.clear();
-        self.first_buf.clear();
         replica.set.complete(&mut replica.sched, &mut self.reqs, &mut replica.outstanding_tokens, &mut self.set_done);
         debug_assert!(self.set_done.is_empty(), "no member of a quiet step finishes");
         if let Some(l) = self.lot.as_mut() {

@@ -276,15 +276,7 @@ impl StepCostModel {
     /// O(`prefill.len()`) work.
     #[inline]
     pub fn step_ns(&self, b: &BatchShape) -> u64 {
-        if b.is_empty() {
-            return 0;
-        }
-        let seconds = match &self.inner {
-            Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
-            Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
-            Inner::Step(s) => s.step_s(b),
-        } + self.extra_s(b);
-        round_u64(seconds * 1e9).max(1)
+        self.priced_ns(b, None)
     }
 
     /// [`StepCostModel::step_ns`] with what mixed steps repeat (a prefill's attention, the
@@ -292,13 +284,19 @@ impl StepCostModel {
     /// value to the bit.
     #[inline]
     pub fn step_ns_memo(&self, b: &BatchShape, memo: &mut StepMemo) -> u64 {
+        self.priced_ns(b, Some(memo))
+    }
+
+    /// [`StepCostModel::step_ns`], through `memo` when given.
+    #[inline]
+    fn priced_ns(&self, b: &BatchShape, memo: Option<&mut StepMemo>) -> u64 {
         if b.is_empty() {
             return 0;
         }
         let seconds = match &self.inner {
             Inner::Linear { .. } => self.linear_ms(b).iter().sum::<f64>() * 1e-3,
             Inner::Step(s) if s.stages() > 1 => s.pipeline_s(b, s.micro_batches(b), None),
-            Inner::Step(s) => s.step_s_memo(b, Some(memo)),
+            Inner::Step(s) => s.step_s_memo(b, memo),
         } + self.extra_s(b);
         round_u64(seconds * 1e9).max(1)
     }

@@ -151,8 +151,12 @@ const MEMO_SLOTS: usize = 256;
 #[derive(Debug, Clone)]
 pub struct StepMemo {
     prefill: Box<[Option<(u64, OpT)>]>,
-    parts: Box<[Option<(u64, u64, DecodeFixed)>]>,
+    parts: Box<[Option<(PartsKey, DecodeFixed)>]>,
 }
+
+/// A step's key in [`StepMemo`]'s parts table: (tokens, sampled rows, prefill requests and
+/// whether it decodes, packed).
+type PartsKey = (u64, u64);
 
 impl Default for StepMemo {
     fn default() -> StepMemo {
@@ -161,11 +165,23 @@ impl Default for StepMemo {
 }
 
 impl StepMemo {
-
     /// The slot of `key` (a multiplicative hash's top bits).
     #[inline]
     fn slot(key: u64) -> usize {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
+    }
+
+    /// The value `cell` holds for `key`, else `compute`'s, which then replaces what it held.
+    #[inline]
+    fn get_or_compute<K: PartialEq + Copy, V: Copy>(cell: &mut Option<(K, V)>, key: K, compute: impl FnOnce() -> V) -> V {
+        match cell {
+            Some((k, v)) if *k == key => *v,
+            _ => {
+                let v = compute();
+                *cell = Some((key, v));
+                v
+            }
+        }
     }
 }
 
@@ -1195,15 +1211,9 @@ impl StepModel {
             return self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
         };
         let key = (u64::from(item.new_tokens) << 32) | u64::from(item.context_before);
-        let cell = &mut memo.prefill[StepMemo::slot(key)];
-        match cell {
-            Some((k, t)) if *k == key => *t,
-            _ => {
-                let t = self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before));
-                *cell = Some((key, t));
-                t
-            }
-        }
+        StepMemo::get_or_compute(&mut memo.prefill[StepMemo::slot(key)], key, || {
+            self.prefill_attention(f64::from(item.new_tokens), f64::from(item.context_before))
+        })
     }
 
     /// Decode attention's GPU time (s) in one layer, averaged over the layers, for the
@@ -1452,15 +1462,7 @@ impl StepModel {
         };
         let tokens = b.tokens();
         let shape = (b.sampled << 32) | ((b.prefill.len() as u64) << 1) | u64::from(b.decode_seqs > 0);
-        let cell = &mut memo.parts[StepMemo::slot(tokens ^ shape.rotate_left(17))];
-        match cell {
-            Some((t, k, f)) if *t == tokens && *k == shape => *f,
-            _ => {
-                let f = self.fixed_parts(b);
-                *cell = Some((tokens, shape, f));
-                f
-            }
-        }
+        StepMemo::get_or_compute(&mut memo.parts[StepMemo::slot(tokens ^ shape.rotate_left(17))], (tokens, shape), || self.fixed_parts(b))
     }
 
     /// The parts of `b`'s price other than attention.
