@@ -356,7 +356,7 @@ impl Engine {
 
     /// The execution-time model pricing this engine's steps (the model checker times
     /// counterexample replays with it).
-    pub(crate) fn perf(&self) -> &StepCostModel {
+    pub fn perf(&self) -> &StepCostModel {
         &self.perfs[0]
     }
 
