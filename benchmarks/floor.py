@@ -5,6 +5,9 @@ o1sim on the same load (Llama-3-8B on H100, 512-token prompts, lognormal outputs
 unsaturated (20 requests/s a replica) and saturated (150/s, past the ~60/s a replica
 serves). Both run natively in one process, interleaved, best of the repeats; the ratio is
 the target (≤ 2×). The loop and what it leaves out: crates/sim-core/examples/floor_loop.rs.
+Then what o1sim's step prices alone cost, against the floor on one replica and as a share
+of Vidur's S2 (crates/sim-core/examples/price_only.rs: a run's own steps priced again, in
+order, by its own cost model).
 
     .venv/bin/python benchmarks/floor.py [--per-replica 1000] [--repeats 2] [--replicas 1 10 100 1000]
 """
@@ -28,7 +31,13 @@ def main(argv: list[str]) -> int:
     cmd = ["cargo", "run", "--quiet", "--release", "-p", "sim-core", "--example", "floor_loop", "--",
            str(a.per_replica), str(a.repeats), *map(str, a.replicas)]
     print("## Floor loop vs o1sim, ns of CPU per request-step (target: ratio ≤ 2)\n", flush=True)
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    rc = subprocess.run(cmd, cwd=ROOT).returncode
+    if rc:
+        return rc
+    print("\n## Vidur S2: the run against its step prices alone\n", flush=True)
+    s2 = ["cargo", "run", "--quiet", "--release", "-p", "sim-core", "--example", "price_only", "--",
+          "benchmarks/scenarios/vidur_s2.toml", str(max(a.repeats, 10))]
+    return subprocess.run(s2, cwd=ROOT).returncode
 
 
 if __name__ == "__main__":

@@ -13,13 +13,19 @@
 //! no prefix cache, no chunking, no preemption, no metrics beyond a checksum.
 //!
 //! `cargo run --release -p sim-core --example floor_loop -- [REQUESTS_PER_REPLICA] [REPEATS] [REPLICAS...]`
-//! prints one row per (replicas, load): CPU time per request-step of each and their ratio.
+//! prints one row per (replicas, load): CPU time per request-step of each and their ratio;
+//! then, per load on one replica, what o1sim's step prices alone cost per request-step
+//! against the floor (its steps priced again, in order, by its own cost model: a part of
+//! every run that keeping results byte for byte leaves in place).
 //! `benchmarks/floor.py` runs it.
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
 
 use sim_core::{simulate, Format, SimOptions};
+
+#[path = "common/priced.rs"]
+mod priced;
 
 /// A replica's capacity in the o1sim scenario below is ~60 requests/s (Llama-3-8B on one
 /// H100, 512-token prompts, ~128-token outputs, 256 sequences); these rates keep it at
@@ -210,5 +216,24 @@ fn main() {
             let o = best_sim * 1e9 / sim_steps;
             println!("| {n} | {label} | {requests} | {f:.1} | {o:.1} | {:.2} |", o / f);
         }
+    }
+    println!();
+    println!(
+        "| load (one replica) | o1sim steps | floor ns/request-step | o1sim ns/request-step, runs back to back | its step prices alone | prices / floor | prices' share of the run |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (label, rate) in LOADS {
+        let arrivals = workload(per_replica, rate);
+        let mut best_floor = f64::INFINITY;
+        let mut floor_steps = 0u64;
+        for _ in 0..repeats.max(10) {
+            let t = Instant::now();
+            (floor_steps, _) = std::hint::black_box(floor(&arrivals, 1));
+            best_floor = best_floor.min(t.elapsed().as_secs_f64());
+        }
+        let p = priced::price_alone(&scenario(1, per_replica, rate), Format::Toml, repeats.max(10));
+        let f = best_floor * 1e9 / floor_steps as f64;
+        let (run, o) = (p.run_s * 1e9 / p.request_steps as f64, p.price_s * 1e9 / p.request_steps as f64);
+        println!("| {label} | {} | {f:.1} | {run:.1} | {o:.2} | {:.2} | {:.0}% |", p.steps, o / f, 100.0 * p.price_s / p.run_s);
     }
 }
