@@ -354,8 +354,9 @@ impl Engine {
         self.lot = None;
     }
 
-    /// The execution-time model pricing this engine's steps (the model checker times
-    /// counterexample replays with it).
+    /// The execution-time model pricing this engine's steps, its first pool's (the model
+    /// checker times counterexample replays with it; `examples/price_only.rs` prices a
+    /// recorded run's steps again with it).
     pub fn perf(&self) -> &StepCostModel {
         &self.perfs[0]
     }
