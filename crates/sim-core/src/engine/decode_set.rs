@@ -51,7 +51,7 @@ use std::collections::BinaryHeap;
 use crate::kv::prefix::Apc;
 use crate::kv::KvMode;
 use crate::request::Req;
-use crate::sched::{Params, SchedState};
+use crate::sched::{Params, PlanShape, SchedState};
 
 /// A slot of [`DecodeSet::members`] whose member left.
 const FREE: u32 = u32::MAX;
@@ -179,18 +179,36 @@ impl DecodeSet {
 
     /// Add the set's decodes to the step's aggregates (the policy's pass wrote the rest's).
     pub fn add_shape(&self, st: &mut SchedState) {
+        let own = self.shape();
+        let sh = &mut st.shape;
+        sh.tokens += own.tokens;
+        sh.decode_seqs += own.decode_seqs;
+        sh.sampled += own.sampled;
+        sh.ctx_after += own.ctx_after;
+        sh.decode_ctx += own.decode_ctx;
+        sh.decode_blocks_1024 += own.decode_blocks_1024;
+        sh.decode_block_step_1024 += own.decode_block_step_1024;
+    }
+
+    /// The aggregates of a step of the set alone: its decodes' (one token each, every one
+    /// sampled), nothing else. Written whole by a quiet step, not added to a cleared shape:
+    /// the same integers, without reading back what was just stored.
+    #[inline]
+    pub fn shape(&self) -> PlanShape {
         let s = self.len() as u64;
         // Σ over members of the KV length after this step: Σ (base + t + 1).
         let after = (self.sum_base + self.t * s as i64) as u64 + s;
-        let sh = &mut st.shape;
-        sh.tokens += s;
-        sh.decode_seqs += s;
-        sh.sampled += s;
-        sh.ctx_after += after;
-        sh.decode_ctx += after;
-        // Σ (length after − 1) · per_block.
-        sh.decode_blocks_1024 += (self.sum_base_pb + self.t * self.sum_pb as i64) as u64;
-        sh.decode_block_step_1024 += self.sum_pb;
+        PlanShape {
+            tokens: s,
+            decode_seqs: s,
+            sampled: s,
+            ctx_after: after,
+            decode_ctx: after,
+            // Σ (length after − 1) · per_block.
+            decode_blocks_1024: (self.sum_base_pb + self.t * self.sum_pb as i64) as u64,
+            decode_block_step_1024: self.sum_pb,
+            ..PlanShape::default()
+        }
     }
 
     /// The step in flight completed: one token for every member. Returns its members in

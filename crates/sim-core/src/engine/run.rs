@@ -105,10 +105,16 @@ impl Engine {
         if t > MAX_TIME_NS || self.next_arrival_ns().is_some_and(|a| a <= t) || self.next_deadline_ns().is_some_and(|d| d <= t) {
             return Ok(None);
         }
-        let top = self.heap.pop().expect("peeked");
-        if self.heap.peek().is_some_and(|Reverse((u, _, _))| *u == t) {
-            self.heap.push(top); // completions share the instant: the general path orders them
-            return Ok(None);
+        // The entry is the one peeked: its value is not read back from `pop` (a stall on the
+        // returned copy), and a lone entry (one replica) is dropped without the call.
+        if self.heap.len() == 1 {
+            self.heap.clear();
+        } else {
+            self.heap.pop();
+            if self.heap.peek().is_some_and(|Reverse((u, _, _))| *u == t) {
+                self.heap.push(Reverse((t, seq, rep))); // completions share the instant: the general path orders them
+                return Ok(None);
+            }
         }
         self.now_ns = t;
         self.events += 1;

@@ -119,9 +119,8 @@ impl Engine {
             self.mark(rep);
             return true;
         }
-        st.shape = crate::sched::PlanShape::default();
+        st.shape = replica.set.shape();
         st.shape_dirty = false;
-        replica.set.add_shape(st);
         self.apc.now_ns = self.now_ns;
         self.note_out_of_memory(rep);
         self.launch(rep, false);
