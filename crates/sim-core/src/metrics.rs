@@ -83,6 +83,28 @@ pub struct StepShape {
     pub decision_ms: f64,
 }
 
+impl StepShape {
+    /// The prefill entries as the cost model takes them.
+    pub fn prefill_items(&self) -> Vec<crate::perf::PrefillItem> {
+        self.prefill.iter().map(|&(new_tokens, context_before)| crate::perf::PrefillItem { new_tokens, context_before }).collect()
+    }
+
+    /// The shape the cost model priced, over `items` ([`StepShape::prefill_items`]).
+    pub fn batch<'a>(&self, items: &'a [crate::perf::PrefillItem]) -> crate::perf::BatchShape<'a> {
+        crate::perf::BatchShape {
+            prefill: items,
+            prefill_tokens: items.iter().map(|i| u64::from(i.new_tokens)).sum(),
+            decode_seqs: self.decode_seqs,
+            decode_context_sum: self.decode_context_sum,
+            context_sum_after: self.context_sum_after,
+            sampled: self.sampled,
+            decode_blocks_1024: self.decode_blocks_1024,
+            spec_tokens: self.spec_tokens,
+            lora_adapters: self.lora_adapters,
+        }
+    }
+}
+
 fn is_zero_u64(x: &u64) -> bool {
     *x == 0
 }

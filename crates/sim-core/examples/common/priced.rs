@@ -4,30 +4,6 @@ use std::time::Instant;
 use sim_core::perf::{BatchShape, PrefillItem, StepMemo};
 use sim_core::{simulate, Format, SimOptions, Simulation};
 
-/// A recorded step's shape: its prefills and its aggregates, as the engine priced them.
-struct Shape {
-    prefill: Vec<PrefillItem>,
-    prefill_tokens: u64,
-    sums: [u64; 7],
-}
-
-impl Shape {
-    fn batch(&self) -> BatchShape<'_> {
-        let [decode_seqs, decode_context_sum, context_sum_after, sampled, decode_blocks_1024, spec_tokens, lora_adapters] = self.sums;
-        BatchShape {
-            prefill: &self.prefill,
-            prefill_tokens: self.prefill_tokens,
-            decode_seqs,
-            decode_context_sum,
-            context_sum_after,
-            sampled,
-            decode_blocks_1024,
-            spec_tokens,
-            lora_adapters,
-        }
-    }
-}
-
 /// What [`price_alone`] measured: the run's steps and request-steps (one request in one
 /// step's batch), and the best CPU seconds of the whole run and of its steps' prices alone.
 pub struct Priced {
@@ -53,34 +29,13 @@ pub fn price_alone(text: &str, format: Format, repeats: u32) -> Priced {
     sim.run().unwrap_or_else(|e| panic!("{e}"));
     let perf = sim.engine().perf().clone();
     let result = sim.finish().unwrap_or_else(|e| panic!("{e}"));
-    let mut request_steps = 0u64;
-    let mut durations = Vec::with_capacity(result.steps.len());
-    let shapes: Vec<Shape> = result
-        .steps
-        .iter()
-        .map(|s| {
-            request_steps += s.scheduled.len() as u64;
-            durations.push(((s.end_ms - s.start_ms) * 1e6).round() as u64);
-            let sh = &s.shape;
-            let prefill: Vec<PrefillItem> =
-                sh.prefill.iter().map(|&(new_tokens, context_before)| PrefillItem { new_tokens, context_before }).collect();
-            Shape {
-                prefill_tokens: prefill.iter().map(|p| u64::from(p.new_tokens)).sum(),
-                prefill,
-                sums: [
-                    sh.decode_seqs,
-                    sh.decode_context_sum,
-                    sh.context_sum_after,
-                    sh.sampled,
-                    sh.decode_blocks_1024,
-                    sh.spec_tokens,
-                    sh.lora_adapters,
-                ],
-            }
-        })
-        .collect();
+    let request_steps: u64 = result.steps.iter().map(|s| s.scheduled.len() as u64).sum();
+    // What the run recorded each step lasted, and the prefill entries each was priced over.
+    let durations: Vec<u64> = result.steps.iter().map(|s| ((s.end_ms - s.start_ms) * 1e6).round() as u64).collect();
+    let items: Vec<Vec<PrefillItem>> = result.steps.iter().map(|s| s.shape.prefill_items()).collect();
+    let shapes: Vec<BatchShape> = result.steps.iter().zip(&items).map(|(s, p)| s.shape.batch(p)).collect();
     let mut memo = StepMemo::default();
-    let differ = shapes.iter().zip(&durations).filter(|(s, &d)| perf.step_ns_memo(&s.batch(), &mut memo) != d).count();
+    let differ = shapes.iter().zip(&durations).filter(|(s, &d)| perf.step_ns_memo(s, &mut memo) != d).count();
     assert_eq!(differ, 0, "{differ} of {} repriced steps differ from the run's: not a scenario this times", shapes.len());
     let mut price_s = f64::INFINITY;
     let mut check = 0u64;
@@ -88,7 +43,7 @@ pub fn price_alone(text: &str, format: Format, repeats: u32) -> Priced {
         let mut memo = StepMemo::default();
         let t = Instant::now();
         for s in &shapes {
-            check = check.wrapping_add(perf.step_ns_memo(&s.batch(), &mut memo));
+            check = check.wrapping_add(perf.step_ns_memo(s, &mut memo));
         }
         price_s = price_s.min(t.elapsed().as_secs_f64());
     }

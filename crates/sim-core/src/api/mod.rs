@@ -389,19 +389,8 @@ pub fn step_anatomy(text: &str, format: Format, step_json: &str) -> Result<Strin
                 format!("{} prefill entries: a step of this scenario holds at most {most}", shape.prefill.len()),
             ));
         }
-        let items: Vec<crate::perf::PrefillItem> =
-            shape.prefill.iter().map(|&(n, c)| crate::perf::PrefillItem { new_tokens: n, context_before: c }).collect();
-        let b = crate::perf::BatchShape {
-            prefill: &items,
-            prefill_tokens: items.iter().map(|i| u64::from(i.new_tokens)).sum(),
-            decode_seqs: shape.decode_seqs,
-            decode_context_sum: shape.decode_context_sum,
-            context_sum_after: shape.context_sum_after,
-            sampled: shape.sampled,
-            decode_blocks_1024: shape.decode_blocks_1024,
-            spec_tokens: shape.spec_tokens,
-            lora_adapters: shape.lora_adapters,
-        };
+        let items = shape.prefill_items();
+        let b = shape.batch(&items);
         let a = perf.anatomy(&b, shape.comm_ms * 1e-3, shape.decision_ms * 1e-3);
         let mut out = serde_json::to_value(&a).map_err(|e| SimError::Internal { message: e.to_string() })?;
         if let (Some(s), Some(e)) = (v.get("start_ms").and_then(|x| x.as_f64()), v.get("end_ms").and_then(|x| x.as_f64())) {
